@@ -1,0 +1,37 @@
+//! The `allot` command line: one binary, one subcommand per job.
+//!
+//! Each subcommand lives in its own module under `cmd/` and returns the process exit code, so
+//! that "does not fit" (exit 1 with an explanation) and "bad input" (exit 2 with an error) stay
+//! apart. Nothing here decides anything: the engines live in the library crates.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Kubernetes resource management, rebuilt: DRA allocation, kubelet resource managers and a
+/// control plane around them.
+#[derive(Parser)]
+#[command(name = "allot", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: anyhow::Result<u8> = match cli.command {
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
