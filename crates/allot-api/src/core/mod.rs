@@ -1,0 +1,3 @@
+//! The core API group (`apiVersion: v1`).
+
+pub mod v1;

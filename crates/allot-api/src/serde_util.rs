@@ -1,0 +1,12 @@
+//! Serde helpers shared by the types.
+
+use serde::{Deserialize, Deserializer};
+
+/// Decodes `null` as the default value, as Go's decoder does for slices, maps and strings.
+pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
