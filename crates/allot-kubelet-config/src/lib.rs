@@ -561,6 +561,14 @@ impl CpuReservation {
     }
 }
 
+/// Which of the kubelet's start-up checks to relax.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ValidateOptions {
+    /// Accept the static CPU policy with no CPU reserved. The kubelet refuses this (the shared
+    /// pool could be emptied completely), but upstream's policy tests construct such policies.
+    pub allow_zero_cpu_reservation: bool,
+}
+
 /// The checked, typed configuration the managers consume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManagerConfig {
@@ -629,6 +637,12 @@ impl KubeletConfiguration {
     /// the topology and is left to the CPU Manager), the Topology Manager's `NewPolicyOptions` and
     /// the kubelet's reservation rule for the static policy.
     pub fn validate(&self) -> Result<ManagerConfig, ConfigError> {
+        self.validate_with(ValidateOptions::default())
+    }
+
+    /// [`KubeletConfiguration::validate`] with some of the kubelet's checks relaxed, for
+    /// what-if runs and for upstream's policy-level test tables.
+    pub fn validate_with(&self, relax: ValidateOptions) -> Result<ManagerConfig, ConfigError> {
         if self.api_version != API_VERSION || self.kind != KIND {
             return Err(ConfigError::WrongKind {
                 api_version: self.api_version.clone(),
@@ -688,7 +702,7 @@ impl KubeletConfiguration {
                 {
                     return Err(ConfigError::AlignBySocketWithSingleNumaNode);
                 }
-                if reserved_cpus.count() == 0 {
+                if reserved_cpus.count() == 0 && !relax.allow_zero_cpu_reservation {
                     return Err(ConfigError::StaticPolicyWithoutReservation);
                 }
                 opts
@@ -763,7 +777,16 @@ mod tests {
             cfg.validate().unwrap_err(),
             ConfigError::StaticPolicyWithoutReservation
         );
-        let cfg = parse("cpuManagerPolicy: static\nkubeReserved: {cpu: 500m}\nsystemReserved: {cpu: 600m}\n");
+        let relaxed = ValidateOptions {
+            allow_zero_cpu_reservation: true,
+        };
+        assert_eq!(
+            cfg.validate_with(relaxed).expect("relaxed").reserved_cpus,
+            CpuReservation::Count(0)
+        );
+        let cfg = parse(
+            "cpuManagerPolicy: static\nkubeReserved: {cpu: 500m}\nsystemReserved: {cpu: 600m}\n",
+        );
         assert_eq!(
             cfg.validate().expect("valid").reserved_cpus,
             CpuReservation::Count(2)
