@@ -100,8 +100,8 @@ impl PodView {
 }
 
 /// Upstream's `SMTAlignmentError`: a full-pcpus-only request that cannot take whole cores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
 pub struct SmtAlignmentError {
     /// CPUs the container asked for.
     #[serde(rename = "RequestedCPUs")]
