@@ -14,8 +14,11 @@
 mod serde_util;
 mod strenum;
 
+pub mod allot;
 pub mod core;
+pub mod load;
 pub mod meta;
 pub mod resource;
+pub mod scheduling;
 
 pub use allot_quantity::Quantity;

@@ -1,8 +1,13 @@
 //! `core/v1`: the subset of Node, Pod and Namespace this domain uses, plus node selectors,
 //! taints and tolerations.
 
-use crate::strenum::string_enum;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::Quantity;
+use crate::meta::v1::{ObjectMeta, Time};
+use crate::strenum::string_enum;
 
 string_enum! {
     /// The operator of a [`NodeSelectorRequirement`].
@@ -99,7 +104,7 @@ pub struct Taint {
     pub effect: TaintEffect,
     /// When the taint was added (NoExecute only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_added: Option<crate::meta::v1::Time>,
+    pub time_added: Option<Time>,
 }
 
 string_enum! {
@@ -143,4 +148,720 @@ pub struct Toleration {
     /// How long a NoExecute taint is tolerated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toleration_seconds: Option<i64>,
+}
+
+/// Resource amounts by resource name (`cpu`, `memory`, `example.com/gpu`, ...).
+pub type ResourceList = BTreeMap<String, Quantity>;
+
+/// Opaque JSON for fields this domain accepts but does not interpret.
+pub type Opaque = serde_json::Value;
+
+/// A node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Node {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Node`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Object metadata (labels are what node selectors match).
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The node's spec.
+    #[serde(default)]
+    pub spec: NodeSpec,
+    /// The node's status.
+    #[serde(default)]
+    pub status: NodeStatus,
+}
+
+/// The spec of a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSpec {
+    /// The pod CIDR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_cidr: Option<String>,
+    /// The pod CIDRs.
+    #[serde(
+        default,
+        rename = "podCIDRs",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub pod_cidrs: Vec<String>,
+    /// The provider's id of the node.
+    #[serde(
+        default,
+        rename = "providerID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider_id: Option<String>,
+    /// Whether new pods may not be scheduled here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unschedulable: Option<bool>,
+    /// The node's taints.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub taints: Vec<Taint>,
+    /// Deprecated dynamic kubelet config source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_source: Option<Opaque>,
+    /// Deprecated external id.
+    #[serde(
+        default,
+        rename = "externalID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub external_id: Option<String>,
+}
+
+/// The status of a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeStatus {
+    /// Total resources of the node.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub capacity: ResourceList,
+    /// Resources available for pods.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub allocatable: ResourceList,
+    /// Deprecated node phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Node conditions (kept opaque).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub conditions: Vec<Opaque>,
+    /// Node addresses (kept opaque).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub addresses: Vec<Opaque>,
+    /// Kubelet endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_endpoints: Option<Opaque>,
+    /// Node system information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_info: Option<Opaque>,
+    /// Images on the node.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub images: Vec<Opaque>,
+    /// Volumes in use.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub volumes_in_use: Vec<String>,
+    /// Volumes attached.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub volumes_attached: Vec<Opaque>,
+    /// Dynamic config status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Opaque>,
+    /// Available runtime handlers.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub runtime_handlers: Vec<Opaque>,
+    /// Features implemented by the CRI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<Opaque>,
+    /// Features the node declares (e.g. `DRAOptionalNodeOperations`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub declared_features: Vec<String>,
+}
+
+/// A namespace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Namespace {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Namespace`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Object metadata (the admin-access label lives here).
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The namespace's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<NamespaceSpec>,
+    /// The namespace's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<NamespaceStatus>,
+}
+
+/// The spec of a namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceSpec {
+    /// Finalizers.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub finalizers: Vec<String>,
+}
+
+/// The status of a namespace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceStatus {
+    /// `Active` or `Terminating`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Conditions (kept opaque).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub conditions: Vec<Opaque>,
+}
+
+/// A pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Pod {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Pod`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The pod's spec.
+    #[serde(default)]
+    pub spec: PodSpec,
+    /// The pod's status.
+    #[serde(default)]
+    pub status: PodStatus,
+}
+
+/// The spec of a pod. Fields this domain does not interpret are kept as opaque JSON, so that
+/// real pod manifests load while misspelt fields are still rejected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSpec {
+    /// Init containers; those with `restartPolicy: Always` are sidecars.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub init_containers: Vec<Container>,
+    /// The containers.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub containers: Vec<Container>,
+    /// Ephemeral debug containers (kept opaque).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub ephemeral_containers: Vec<Opaque>,
+    /// Pod-level resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// The pod's claims.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub resource_claims: Vec<PodResourceClaim>,
+    /// The node the pod is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// Node labels the pod requires.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub node_selector: BTreeMap<String, String>,
+    /// Affinity rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Tolerations of node taints.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub tolerations: Vec<Toleration>,
+    /// The PodGroup this pod belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_group: Option<PodSchedulingGroup>,
+    /// The Workload and PodGroup this pod belongs to (earlier API shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_ref: Option<WorkloadReference>,
+    /// Per-pod overhead.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub overhead: ResourceList,
+    /// Pod priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// Priority class name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    /// Restart policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+    /// Scheduler name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    /// Scheduling gates.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub scheduling_gates: Vec<Opaque>,
+    /// Runtime class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_class_name: Option<String>,
+    /// Opaque: volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Opaque>,
+    /// Opaque: termination grace period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<Opaque>,
+    /// Opaque: active deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<Opaque>,
+    /// Opaque: DNS policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_policy: Option<Opaque>,
+    /// Opaque: service account name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<Opaque>,
+    /// Opaque: deprecated service account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<Opaque>,
+    /// Opaque: token automount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automount_service_account_token: Option<Opaque>,
+    /// Opaque: host network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_network: Option<Opaque>,
+    /// Opaque: host PID namespace.
+    #[serde(default, rename = "hostPID", skip_serializing_if = "Option::is_none")]
+    pub host_pid: Option<Opaque>,
+    /// Opaque: host IPC namespace.
+    #[serde(default, rename = "hostIPC", skip_serializing_if = "Option::is_none")]
+    pub host_ipc: Option<Opaque>,
+    /// Opaque: shared process namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_process_namespace: Option<Opaque>,
+    /// Opaque: pod security context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<Opaque>,
+    /// Opaque: image pull secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_secrets: Option<Opaque>,
+    /// Opaque: hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<Opaque>,
+    /// Opaque: hostname override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname_override: Option<Opaque>,
+    /// Opaque: subdomain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdomain: Option<Opaque>,
+    /// Opaque: host aliases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_aliases: Option<Opaque>,
+    /// Opaque: DNS config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_config: Option<Opaque>,
+    /// Opaque: readiness gates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_gates: Option<Opaque>,
+    /// Opaque: service links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_service_links: Option<Opaque>,
+    /// Opaque: preemption policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_policy: Option<Opaque>,
+    /// Opaque: topology spread constraints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Opaque>,
+    /// Opaque: hostname as FQDN.
+    #[serde(
+        default,
+        rename = "setHostnameAsFQDN",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub set_hostname_as_fqdn: Option<Opaque>,
+    /// Opaque: OS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<Opaque>,
+    /// Opaque: user namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_users: Option<Opaque>,
+}
+
+/// A container.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Container {
+    /// The container's name.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+    /// Resource requests, limits and claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// For init containers: `Always` makes a sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+    /// Opaque: image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<Opaque>,
+    /// Opaque: command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Opaque>,
+    /// Opaque: arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Opaque>,
+    /// Opaque: working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<Opaque>,
+    /// Opaque: ports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Opaque>,
+    /// Opaque: environment sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_from: Option<Opaque>,
+    /// Opaque: environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Opaque>,
+    /// Opaque: resize policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resize_policy: Option<Opaque>,
+    /// Opaque: restart policy rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy_rules: Option<Opaque>,
+    /// Opaque: volume mounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_mounts: Option<Opaque>,
+    /// Opaque: volume devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_devices: Option<Opaque>,
+    /// Opaque: liveness probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness_probe: Option<Opaque>,
+    /// Opaque: readiness probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_probe: Option<Opaque>,
+    /// Opaque: startup probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_probe: Option<Opaque>,
+    /// Opaque: lifecycle hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Opaque>,
+    /// Opaque: termination message path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_message_path: Option<Opaque>,
+    /// Opaque: termination message policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_message_policy: Option<Opaque>,
+    /// Opaque: image pull policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<Opaque>,
+    /// Opaque: security context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<Opaque>,
+    /// Opaque: stdin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<Opaque>,
+    /// Opaque: stdin once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin_once: Option<Opaque>,
+    /// Opaque: TTY.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tty: Option<Opaque>,
+}
+
+/// Compute resources of a container or pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceRequirements {
+    /// Limits.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub limits: ResourceList,
+    /// Requests.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub requests: ResourceList,
+    /// Claims (entries of `spec.resourceClaims`) this container uses.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub claims: Vec<ResourceClaim>,
+}
+
+/// A container's reference to one of the pod's claims.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceClaim {
+    /// The name of an entry in `spec.resourceClaims`.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+    /// Only this request of the claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+}
+
+/// A pod's reference to a ResourceClaim or ResourceClaimTemplate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodResourceClaim {
+    /// The name, unique in the pod.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+    /// A ResourceClaim in the pod's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claim_name: Option<String>,
+    /// A ResourceClaimTemplate in the pod's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// The PodGroup a pod belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSchedulingGroup {
+    /// The PodGroup's name, in the pod's namespace.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub pod_group_name: String,
+}
+
+/// A reference to a Workload's pod group (earlier API shape).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkloadReference {
+    /// The Workload's name.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+    /// The pod group within the Workload.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub pod_group: String,
+    /// The replica key of the pod group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_group_replica_key: Option<String>,
+}
+
+/// Affinity rules of a pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Affinity {
+    /// Node affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity: Option<NodeAffinity>,
+    /// Opaque: pod affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_affinity: Option<Opaque>,
+    /// Opaque: pod anti-affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_anti_affinity: Option<Opaque>,
+}
+
+/// Node affinity of a pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeAffinity {
+    /// Hard requirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
+    /// Soft preferences.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub preferred_during_scheduling_ignored_during_execution: Vec<PreferredSchedulingTerm>,
+}
+
+/// A weighted node preference.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreferredSchedulingTerm {
+    /// Weight 1..=100.
+    #[serde(default)]
+    pub weight: i32,
+    /// The preferred term.
+    #[serde(default)]
+    pub preference: NodeSelectorTerm,
+}
+
+/// The status of a pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodStatus {
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Pod conditions.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub conditions: Vec<PodCondition>,
+    /// A human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// A brief reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The node nominated by preemption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominated_node_name: Option<String>,
+    /// The QoS class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_class: Option<String>,
+    /// Names of the claims generated for the pod.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
+    /// Opaque: the claim generated for extended resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_resource_claim_status: Option<Opaque>,
+    /// Opaque: node-allocatable resources allocated through claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_allocatable_resource_claim_statuses: Option<Opaque>,
+    /// Opaque: host IP.
+    #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
+    pub host_ip: Option<Opaque>,
+    /// Opaque: host IPs.
+    #[serde(default, rename = "hostIPs", skip_serializing_if = "Option::is_none")]
+    pub host_ips: Option<Opaque>,
+    /// Opaque: pod IP.
+    #[serde(default, rename = "podIP", skip_serializing_if = "Option::is_none")]
+    pub pod_ip: Option<Opaque>,
+    /// Opaque: pod IPs.
+    #[serde(default, rename = "podIPs", skip_serializing_if = "Option::is_none")]
+    pub pod_ips: Option<Opaque>,
+    /// Opaque: start time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Opaque>,
+    /// Opaque: init container statuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_container_statuses: Option<Opaque>,
+    /// Opaque: container statuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_statuses: Option<Opaque>,
+    /// Opaque: ephemeral container statuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral_container_statuses: Option<Opaque>,
+    /// Opaque: resize status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resize: Option<Opaque>,
+    /// Opaque: observed generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<Opaque>,
+    /// Opaque: allocated resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_resources: Option<Opaque>,
+    /// Opaque: resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Opaque>,
+}
+
+/// A pod condition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodCondition {
+    /// The condition type.
+    #[serde(
+        default,
+        rename = "type",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub status: String,
+    /// The generation observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Last probe time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_probe_time: Option<Time>,
+    /// Last transition time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// Reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The claim generated for one of the pod's claim entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodResourceClaimStatus {
+    /// The entry of `spec.resourceClaims`.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+    /// The generated claim; absent when none was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claim_name: Option<String>,
 }

@@ -1,0 +1,44 @@
+//! `allot.dev/v1alpha1`: AllocationOptions, the header of a DRA scenario file (see
+//! `tests/conformance/README.md`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::meta::v1::ObjectMeta;
+
+/// The API version of this module's kinds.
+pub const API_VERSION: &str = "allot.dev/v1alpha1";
+
+/// What to allocate, for which node, with which feature gates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllocationOptions {
+    /// `allot.dev/v1alpha1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `AllocationOptions`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ObjectMeta>,
+    /// The name of the Node to allocate for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Kubernetes feature gates; gates not listed take their 1.37 defaults.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub feature_gates: BTreeMap<String, bool>,
+    /// Claims to allocate in order (`name` or `namespace/name`); empty means every unallocated
+    /// claim in file order.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub claims: Vec<String>,
+}

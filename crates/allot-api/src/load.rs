@@ -1,0 +1,949 @@
+//! Loading manifests: multi-document YAML and JSON files (and directories) into documents that
+//! know their file, start line and the line of every field, then strict decoding into types.
+//!
+//! Loading happens in two steps. [`parse_str`] turns text into [`RawDocument`]s: untyped JSON
+//! values plus a [`SourceMap`] from field path to line. [`decode`] then turns a raw document into
+//! any `DeserializeOwned` type, reporting an unknown field or a type mismatch with the field path
+//! and its line. [`decode_object`] does this for the kinds this crate knows; other crates decode
+//! their own kinds (NodeTopology, KubeletConfiguration, ...) with [`decode`], after registering
+//! them in [`LoadOptions::extra_kinds`] so that loading does not reject them as unknown.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_saphyr::Spanned;
+
+use crate::allot::v1alpha1::AllocationOptions;
+use crate::core::v1::{Namespace, Node, Pod};
+use crate::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use crate::resource::v1alpha3::ResourcePoolStatusRequest;
+use crate::scheduling::v1beta1::PodGroup;
+
+/// An error while reading, parsing or decoding manifests. Every variant names the file and,
+/// where known, the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// A file or directory could not be read.
+    #[error("{file}: {message}")]
+    Io {
+        /// The path.
+        file: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The text is not valid YAML or JSON.
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// The line (1-based; 0 when unknown).
+        line: u32,
+        /// The parser's message.
+        message: String,
+    },
+    /// A document is not a mapping, or lacks `apiVersion` or `kind`.
+    #[error("{file}:{line}: {message}")]
+    NotAnObject {
+        /// The file.
+        file: String,
+        /// The document's start line.
+        line: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// The `apiVersion` and `kind` are not known.
+    #[error("{file}:{line}: no kind \"{kind}\" is registered for version \"{api_version}\"")]
+    UnknownKind {
+        /// The file.
+        file: String,
+        /// The document's start line.
+        line: u32,
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// A mapping has the same key twice.
+    #[error("{file}:{line}: {kind}: duplicate field \"{path}\"")]
+    DuplicateField {
+        /// The file.
+        file: String,
+        /// The line of the second occurrence.
+        line: u32,
+        /// The document's kind.
+        kind: String,
+        /// The field path.
+        path: String,
+    },
+    /// A field is not part of the schema (kubectl's strict validation).
+    #[error("{file}:{line}: {kind}: unknown field \"{path}\"")]
+    UnknownField {
+        /// The file.
+        file: String,
+        /// The line of the field.
+        line: u32,
+        /// The document's kind.
+        kind: String,
+        /// The full field path, e.g. `spec.devices[0].colour`.
+        path: String,
+    },
+    /// A field has the wrong type or an invalid value (e.g. a malformed quantity).
+    #[error("{file}:{line}: {kind}: {path}: {message}")]
+    InvalidField {
+        /// The file.
+        file: String,
+        /// The line of the field.
+        line: u32,
+        /// The document's kind.
+        kind: String,
+        /// The field path.
+        path: String,
+        /// The decoder's message.
+        message: String,
+    },
+}
+
+impl LoadError {
+    /// The file the error is about.
+    pub fn file(&self) -> &str {
+        match self {
+            LoadError::Io { file, .. }
+            | LoadError::Syntax { file, .. }
+            | LoadError::NotAnObject { file, .. }
+            | LoadError::UnknownKind { file, .. }
+            | LoadError::DuplicateField { file, .. }
+            | LoadError::UnknownField { file, .. }
+            | LoadError::InvalidField { file, .. } => file,
+        }
+    }
+
+    /// The line the error is about (0 when unknown).
+    pub fn line(&self) -> u32 {
+        match self {
+            LoadError::Io { .. } => 0,
+            LoadError::Syntax { line, .. }
+            | LoadError::NotAnObject { line, .. }
+            | LoadError::UnknownKind { line, .. }
+            | LoadError::DuplicateField { line, .. }
+            | LoadError::UnknownField { line, .. }
+            | LoadError::InvalidField { line, .. } => *line,
+        }
+    }
+}
+
+/// Field path to source line, for one document.
+///
+/// Paths are written like upstream's field paths: `spec.devices[0].name`; map keys are written
+/// as `.key` here and looked up either way (`attributes[dra.example.com/model]` finds
+/// `attributes.dra.example.com/model`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    lines: BTreeMap<String, u32>,
+}
+
+impl SourceMap {
+    /// Records the line of a path.
+    pub fn insert(&mut self, path: String, line: u32) {
+        self.lines.entry(path).or_insert(line);
+    }
+
+    /// The line of `path`, or of its nearest ancestor that has one (e.g. the parent of a
+    /// missing required field).
+    pub fn line_of(&self, path: &str) -> Option<u32> {
+        let mut segments = split_path(path);
+        loop {
+            if let Some(line) = self.lines.get(&join_path(&segments)) {
+                return Some(*line);
+            }
+            segments.pop()?;
+        }
+    }
+
+    /// The number of recorded paths.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+/// One path segment: a field or map key, or a list index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Splits `a.b[0].c[key.with.dots]` into segments. Bracketed non-numeric text is a map key.
+fn split_path(path: &str) -> Vec<Segment> {
+    let mut segments = Vec::new();
+    let mut current = String::new();
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !current.is_empty() {
+                    segments.push(Segment::Key(std::mem::take(&mut current)));
+                }
+            }
+            '[' => {
+                if !current.is_empty() {
+                    segments.push(Segment::Key(std::mem::take(&mut current)));
+                }
+                let mut inner = String::new();
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                    inner.push(c);
+                }
+                match inner.parse::<usize>() {
+                    Ok(index) => segments.push(Segment::Index(index)),
+                    Err(_) => segments.push(Segment::Key(inner)),
+                }
+            }
+            _ => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        segments.push(Segment::Key(current));
+    }
+    segments
+}
+
+/// The canonical form used as [`SourceMap`] key: keys joined by `.`, indices as `[i]`.
+fn join_path(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for segment in segments {
+        match segment {
+            Segment::Key(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Index(index) => {
+                out.push('[');
+                out.push_str(&index.to_string());
+                out.push(']');
+            }
+        }
+    }
+    out
+}
+
+/// One document as read: untyped, with its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawDocument {
+    /// The file it came from (as given, or inside a given directory).
+    pub file: String,
+    /// The line where the document starts (1-based).
+    pub line: u32,
+    /// The document's `apiVersion`.
+    pub api_version: String,
+    /// The document's `kind`.
+    pub kind: String,
+    /// The document as JSON.
+    pub value: serde_json::Value,
+    /// Field path to line.
+    pub source_map: SourceMap,
+}
+
+impl RawDocument {
+    /// `metadata.name`, or empty.
+    pub fn name(&self) -> &str {
+        self.value
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// `metadata.namespace`, or empty.
+    pub fn namespace(&self) -> &str {
+        self.value
+            .pointer("/metadata/namespace")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The line of a field path, falling back to the nearest ancestor and then the document.
+    pub fn line_of(&self, path: &str) -> u32 {
+        self.source_map.line_of(path).unwrap_or(self.line)
+    }
+}
+
+/// A YAML node with the locations of its children.
+enum YNode {
+    Null,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(String),
+    Seq(Vec<Spanned<YNode>>),
+    Map(Vec<(Spanned<String>, Spanned<YNode>)>),
+}
+
+impl<'de> Deserialize<'de> for YNode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(YNodeVisitor)
+    }
+}
+
+struct YNodeVisitor;
+
+impl<'de> Visitor<'de> for YNodeVisitor {
+    type Value = YNode;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_unit<E>(self) -> Result<YNode, E> {
+        Ok(YNode::Null)
+    }
+    fn visit_none<E>(self) -> Result<YNode, E> {
+        Ok(YNode::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<YNode, D::Error> {
+        YNode::deserialize(d)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<YNode, E> {
+        Ok(YNode::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<YNode, E> {
+        Ok(YNode::I64(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<YNode, E> {
+        Ok(YNode::U64(v))
+    }
+    fn visit_i128<E: serde::de::Error>(self, v: i128) -> Result<YNode, E> {
+        i64::try_from(v)
+            .map(YNode::I64)
+            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+    }
+    fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<YNode, E> {
+        u64::try_from(v)
+            .map(YNode::U64)
+            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<YNode, E> {
+        Ok(YNode::F64(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<YNode, E> {
+        Ok(YNode::Str(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<YNode, E> {
+        Ok(YNode::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<YNode, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<YNode>>()? {
+            items.push(item);
+        }
+        Ok(YNode::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<YNode, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            let value = map.next_value::<Spanned<YNode>>()?;
+            entries.push((key, value));
+        }
+        Ok(YNode::Map(entries))
+    }
+}
+
+fn line_of_location(location: &serde_saphyr::Location) -> u32 {
+    u32::try_from(location.line()).unwrap_or(u32::MAX)
+}
+
+/// Converts a YAML tree to JSON, recording each path's line; reports the first duplicate key.
+fn to_json(
+    node: YNode,
+    path: &mut Vec<Segment>,
+    map: &mut SourceMap,
+    duplicate: &mut Option<(String, u32)>,
+) -> serde_json::Value {
+    match node {
+        YNode::Null => serde_json::Value::Null,
+        YNode::Bool(v) => serde_json::Value::Bool(v),
+        YNode::I64(v) => serde_json::Value::from(v),
+        YNode::U64(v) => serde_json::Value::from(v),
+        YNode::F64(v) => serde_json::Number::from_f64(v)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        YNode::Str(v) => serde_json::Value::String(v),
+        YNode::Seq(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                path.push(Segment::Index(index));
+                map.insert(join_path(path), line_of_location(&item.referenced));
+                out.push(to_json(item.value, path, map, duplicate));
+                path.pop();
+            }
+            serde_json::Value::Array(out)
+        }
+        YNode::Map(entries) => {
+            let mut out = serde_json::Map::new();
+            for (key, value) in entries {
+                path.push(Segment::Key(key.value.clone()));
+                let line = line_of_location(&key.referenced);
+                if out.contains_key(&key.value) {
+                    if duplicate.is_none() {
+                        *duplicate = Some((join_path(path), line));
+                    }
+                } else {
+                    map.insert(join_path(path), line);
+                }
+                let converted = to_json(value.value, path, map, duplicate);
+                path.pop();
+                out.insert(key.value, converted);
+            }
+            serde_json::Value::Object(out)
+        }
+    }
+}
+
+/// Parses one file's text (YAML, possibly multi-document, or JSON) into raw documents.
+/// A `kind: List` (or `*List`) document is expanded into its items.
+pub fn parse_str(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
+    // YAML 1.2 booleans (only true/false), as Kubernetes' YAML reader treats `y`/`on` as text
+    // in the places this domain uses them.
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let nodes: Vec<Spanned<YNode>> = serde_saphyr::from_multiple_with_options(text, options)
+        .map_err(|err| LoadError::Syntax {
+            file: file.to_string(),
+            line: err
+                .location()
+                .map(|l| line_of_location(&l))
+                .unwrap_or_default(),
+            message: strip_position(
+                &err.without_snippet()
+                    .to_string()
+                    .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+            ),
+        })?;
+    let mut documents = Vec::new();
+    for node in nodes {
+        let line = line_of_location(&node.referenced);
+        if matches!(node.value, YNode::Null) {
+            continue;
+        }
+        let mut source_map = SourceMap::default();
+        let mut duplicate = None;
+        let value = to_json(node.value, &mut Vec::new(), &mut source_map, &mut duplicate);
+        let document = new_document(file, line, value, source_map)?;
+        if let Some((path, line)) = duplicate {
+            return Err(LoadError::DuplicateField {
+                file: file.to_string(),
+                line,
+                kind: document.kind.clone(),
+                path,
+            });
+        }
+        if document.kind.ends_with("List") && document.value.get("items").is_some() {
+            documents.extend(expand_list(document)?);
+        } else {
+            documents.push(document);
+        }
+    }
+    Ok(documents)
+}
+
+fn new_document(
+    file: &str,
+    line: u32,
+    value: serde_json::Value,
+    source_map: SourceMap,
+) -> Result<RawDocument, LoadError> {
+    let not_an_object = |message: &str| LoadError::NotAnObject {
+        file: file.to_string(),
+        line,
+        message: message.to_string(),
+    };
+    let object = value
+        .as_object()
+        .ok_or_else(|| not_an_object("a document must be a mapping with apiVersion and kind"))?;
+    let field = |name: &str| object.get(name).and_then(serde_json::Value::as_str);
+    let kind = field("kind")
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| not_an_object("Object 'Kind' is missing"))?
+        .to_string();
+    let api_version = field("apiVersion")
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| not_an_object("Object 'apiVersion' is missing"))?
+        .to_string();
+    Ok(RawDocument {
+        file: file.to_string(),
+        line,
+        api_version,
+        kind,
+        value,
+        source_map,
+    })
+}
+
+/// Splits a `List` document into its items, each with its own source map.
+fn expand_list(list: RawDocument) -> Result<Vec<RawDocument>, LoadError> {
+    let items = match list.value.get("items") {
+        Some(serde_json::Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (index, item) in items.into_iter().enumerate() {
+        let prefix = format!("items[{index}]");
+        let mut source_map = SourceMap::default();
+        for (path, line) in &list.source_map.lines {
+            if let Some(rest) = path.strip_prefix(&prefix) {
+                let rest = rest.strip_prefix('.').unwrap_or(rest);
+                source_map.insert(rest.to_string(), *line);
+            }
+        }
+        let line = list.source_map.line_of(&prefix).unwrap_or(list.line);
+        out.push(new_document(&list.file, line, item, source_map)?);
+    }
+    Ok(out)
+}
+
+/// Reads files and directories (their `.yaml`, `.yml` and `.json` files, sorted by name, not
+/// recursing) and parses them. Errors are collected, so one bad file does not hide the others.
+pub fn read_paths<P: AsRef<Path>>(paths: &[P]) -> (Vec<RawDocument>, Vec<LoadError>) {
+    let mut documents = Vec::new();
+    let mut errors = Vec::new();
+    for file in expand_paths(paths, &mut errors) {
+        let name = file.display().to_string();
+        match std::fs::read_to_string(&file) {
+            Ok(text) => match parse_str(&name, &text) {
+                Ok(docs) => documents.extend(docs),
+                Err(err) => errors.push(err),
+            },
+            Err(err) => errors.push(LoadError::Io {
+                file: name,
+                message: err.to_string(),
+            }),
+        }
+    }
+    (documents, errors)
+}
+
+fn expand_paths<P: AsRef<Path>>(paths: &[P], errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        if path.is_dir() {
+            match std::fs::read_dir(path) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(Result::ok)
+                        .map(|entry| entry.path())
+                        .filter(|p| {
+                            p.is_file()
+                                && matches!(
+                                    p.extension().and_then(|e| e.to_str()),
+                                    Some("yaml" | "yml" | "json")
+                                )
+                        })
+                        .collect();
+                    found.sort();
+                    files.extend(found);
+                }
+                Err(err) => errors.push(LoadError::Io {
+                    file: path.display().to_string(),
+                    message: err.to_string(),
+                }),
+            }
+        } else {
+            files.push(path.to_path_buf());
+        }
+    }
+    files
+}
+
+/// Decodes a raw document into `T`, strictly: unknown fields and type mismatches are errors
+/// naming the field path and its line.
+pub fn decode<T: DeserializeOwned>(raw: &RawDocument) -> Result<T, LoadError> {
+    let result: Result<T, serde_path_to_error::Error<serde_json::Error>> =
+        serde_path_to_error::deserialize(&raw.value);
+    result.map_err(|err| decode_error(raw, &err))
+}
+
+fn decode_error(
+    raw: &RawDocument,
+    err: &serde_path_to_error::Error<serde_json::Error>,
+) -> LoadError {
+    let path = err.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    let message = err.inner().to_string();
+    if let Some(field) = unknown_field_name(&message) {
+        let full = if path.is_empty() {
+            field.to_string()
+        } else if path == field || path.ends_with(&format!(".{field}")) {
+            path.clone()
+        } else {
+            format!("{path}.{field}")
+        };
+        return LoadError::UnknownField {
+            file: raw.file.clone(),
+            line: raw.line_of(&full),
+            kind: raw.kind.clone(),
+            path: full,
+        };
+    }
+    LoadError::InvalidField {
+        file: raw.file.clone(),
+        line: raw.line_of(&path),
+        kind: raw.kind.clone(),
+        path,
+        message: strip_position(&message),
+    }
+}
+
+/// Extracts `foo` from serde's "unknown field `foo`, expected ...".
+fn unknown_field_name(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+/// Parsers append "at line L column C"; the line is reported separately, so drop it.
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(index) => message[..index].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// A typed object of a kind this crate knows.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Object {
+    /// `resource.k8s.io/v1 DeviceClass`.
+    DeviceClass(DeviceClass),
+    /// `resource.k8s.io/v1 ResourceClaim`.
+    ResourceClaim(ResourceClaim),
+    /// `resource.k8s.io/v1 ResourceClaimTemplate`.
+    ResourceClaimTemplate(ResourceClaimTemplate),
+    /// `resource.k8s.io/v1 ResourceSlice`.
+    ResourceSlice(ResourceSlice),
+    /// `resource.k8s.io/{v1,v1beta2,v1alpha3} DeviceTaintRule`.
+    DeviceTaintRule(DeviceTaintRule),
+    /// `resource.k8s.io/v1alpha3 ResourcePoolStatusRequest`.
+    ResourcePoolStatusRequest(ResourcePoolStatusRequest),
+    /// `v1 Node`.
+    Node(Node),
+    /// `v1 Pod`.
+    Pod(Pod),
+    /// `v1 Namespace`.
+    Namespace(Namespace),
+    /// `scheduling.k8s.io/v1beta1 PodGroup`.
+    PodGroup(PodGroup),
+    /// `allot.dev/v1alpha1 AllocationOptions`.
+    AllocationOptions(AllocationOptions),
+    /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
+    Extension,
+}
+
+impl Object {
+    /// The kind name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::DeviceClass(_) => "DeviceClass",
+            Object::ResourceClaim(_) => "ResourceClaim",
+            Object::ResourceClaimTemplate(_) => "ResourceClaimTemplate",
+            Object::ResourceSlice(_) => "ResourceSlice",
+            Object::DeviceTaintRule(_) => "DeviceTaintRule",
+            Object::ResourcePoolStatusRequest(_) => "ResourcePoolStatusRequest",
+            Object::Node(_) => "Node",
+            Object::Pod(_) => "Pod",
+            Object::Namespace(_) => "Namespace",
+            Object::PodGroup(_) => "PodGroup",
+            Object::AllocationOptions(_) => "AllocationOptions",
+            Object::Extension => "Extension",
+        }
+    }
+}
+
+/// The `(apiVersion, kind)` pairs this crate decodes.
+pub const KNOWN_KINDS: &[(&str, &str)] = &[
+    ("resource.k8s.io/v1", "DeviceClass"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("resource.k8s.io/v1", "ResourceSlice"),
+    ("resource.k8s.io/v1", "DeviceTaintRule"),
+    ("resource.k8s.io/v1beta2", "DeviceTaintRule"),
+    ("resource.k8s.io/v1alpha3", "DeviceTaintRule"),
+    ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest"),
+    ("v1", "Node"),
+    ("v1", "Pod"),
+    ("v1", "Namespace"),
+    ("scheduling.k8s.io/v1beta1", "PodGroup"),
+    ("allot.dev/v1alpha1", "AllocationOptions"),
+];
+
+/// Options for [`load`] and [`decode_object`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// `(apiVersion, kind)` pairs other crates decode themselves; they load as
+    /// [`Object::Extension`] instead of being rejected.
+    pub extra_kinds: Vec<(String, String)>,
+}
+
+impl LoadOptions {
+    /// Accepts one more `(apiVersion, kind)`.
+    pub fn with_kind(mut self, api_version: &str, kind: &str) -> Self {
+        self.extra_kinds
+            .push((api_version.to_string(), kind.to_string()));
+        self
+    }
+}
+
+/// Decodes a raw document of a known (or registered) kind.
+pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object, LoadError> {
+    let object = match (raw.api_version.as_str(), raw.kind.as_str()) {
+        ("resource.k8s.io/v1", "DeviceClass") => Object::DeviceClass(decode(raw)?),
+        ("resource.k8s.io/v1", "ResourceClaim") => Object::ResourceClaim(decode(raw)?),
+        ("resource.k8s.io/v1", "ResourceClaimTemplate") => {
+            Object::ResourceClaimTemplate(decode(raw)?)
+        }
+        ("resource.k8s.io/v1", "ResourceSlice") => Object::ResourceSlice(decode(raw)?),
+        (
+            "resource.k8s.io/v1" | "resource.k8s.io/v1beta2" | "resource.k8s.io/v1alpha3",
+            "DeviceTaintRule",
+        ) => Object::DeviceTaintRule(decode(raw)?),
+        ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest") => {
+            Object::ResourcePoolStatusRequest(decode(raw)?)
+        }
+        ("v1", "Node") => Object::Node(decode(raw)?),
+        ("v1", "Pod") => Object::Pod(decode(raw)?),
+        ("v1", "Namespace") => Object::Namespace(decode(raw)?),
+        ("scheduling.k8s.io/v1beta1", "PodGroup") => Object::PodGroup(decode(raw)?),
+        ("allot.dev/v1alpha1", "AllocationOptions") => Object::AllocationOptions(decode(raw)?),
+        (api_version, kind)
+            if options
+                .extra_kinds
+                .iter()
+                .any(|(v, k)| v == api_version && k == kind) =>
+        {
+            Object::Extension
+        }
+        (api_version, kind) => {
+            return Err(LoadError::UnknownKind {
+                file: raw.file.clone(),
+                line: raw.line,
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+            });
+        }
+    };
+    Ok(object)
+}
+
+/// A decoded document with its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The raw document (file, line, source map, JSON).
+    pub raw: RawDocument,
+    /// The typed object.
+    pub object: Object,
+}
+
+/// The result of [`load`]: every document that decoded, and every error.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    /// Documents in input order.
+    pub documents: Vec<Document>,
+    /// Errors in input order.
+    pub errors: Vec<LoadError>,
+}
+
+/// Reads, parses and decodes files and directories; collects all errors.
+pub fn load<P: AsRef<Path>>(paths: &[P], options: &LoadOptions) -> Loaded {
+    let (raws, errors) = read_paths(paths);
+    decode_all(raws, errors, options)
+}
+
+/// Parses and decodes one text; collects all decode errors.
+pub fn load_str(file: &str, text: &str, options: &LoadOptions) -> Loaded {
+    match parse_str(file, text) {
+        Ok(raws) => decode_all(raws, Vec::new(), options),
+        Err(err) => Loaded {
+            documents: Vec::new(),
+            errors: vec![err],
+        },
+    }
+}
+
+fn decode_all(raws: Vec<RawDocument>, mut errors: Vec<LoadError>, options: &LoadOptions) -> Loaded {
+    let mut documents = Vec::new();
+    for raw in raws {
+        match decode_object(&raw, options) {
+            Ok(object) => documents.push(Document { raw, object }),
+            Err(err) => errors.push(err),
+        }
+    }
+    Loaded { documents, errors }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLICE: &str = "\
+# a comment
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: slice
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool:
+    name: pool
+    generation: 1
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+    attributes:
+      gpu.example.com/model:
+        string: A100
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ns
+";
+
+    #[test]
+    fn documents_know_their_start_line_and_field_lines() {
+        let docs = parse_str("f.yaml", SLICE).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].line, 2);
+        assert_eq!(docs[0].line_of("spec.devices[0].name"), 14);
+        assert_eq!(
+            docs[0].line_of("spec.devices[0].attributes[gpu.example.com/model].string"),
+            17
+        );
+        assert_eq!(docs[0].line_of("spec.devices[0].capacity"), 14);
+        assert_eq!(docs[1].line, 19);
+        assert_eq!(docs[1].name(), "ns");
+    }
+
+    #[test]
+    fn unknown_field_names_path_and_line() {
+        let text = SLICE.replace("    attributes:", "    colour: red\n    attributes:");
+        let loaded = load_str("f.yaml", &text, &LoadOptions::default());
+        assert_eq!(
+            loaded.errors,
+            vec![LoadError::UnknownField {
+                file: "f.yaml".into(),
+                line: 15,
+                kind: "ResourceSlice".into(),
+                path: "spec.devices[0].colour".into(),
+            }]
+        );
+        assert_eq!(loaded.documents.len(), 1);
+    }
+
+    #[test]
+    fn invalid_quantity_names_path() {
+        let text = SLICE.replace(
+            "    attributes:",
+            "    capacity:\n      memory:\n        value: 12X\n    attributes:",
+        );
+        let loaded = load_str("f.yaml", &text, &LoadOptions::default());
+        match &loaded.errors[..] {
+            [LoadError::InvalidField { line, path, .. }] => {
+                assert_eq!(path, "spec.devices[0].capacity.memory.value");
+                assert_eq!(*line, 17);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_kind_and_missing_kind_are_errors() {
+        let loaded = load_str(
+            "f.yaml",
+            "apiVersion: v1\nkind: Gadget\n",
+            &LoadOptions::default(),
+        );
+        assert!(matches!(
+            loaded.errors[..],
+            [LoadError::UnknownKind { line: 1, .. }]
+        ));
+        let loaded = load_str("f.yaml", "apiVersion: v1\n", &LoadOptions::default());
+        assert!(matches!(loaded.errors[..], [LoadError::NotAnObject { .. }]));
+    }
+
+    #[test]
+    fn extra_kinds_load_as_extensions() {
+        let options = LoadOptions::default().with_kind("allot.dev/v1alpha1", "Expected");
+        let loaded = load_str(
+            "f.yaml",
+            "apiVersion: allot.dev/v1alpha1\nkind: Expected\nresult: allocated\n",
+            &options,
+        );
+        assert!(loaded.errors.is_empty());
+        assert_eq!(loaded.documents[0].object, Object::Extension);
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected() {
+        let err = parse_str("f.yaml", "apiVersion: v1\nkind: Node\nkind: Node\n").unwrap_err();
+        assert_eq!(
+            err,
+            LoadError::Syntax {
+                file: "f.yaml".into(),
+                line: 3,
+                message: "duplicate mapping key: kind".into()
+            }
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let err = parse_str("f.yaml", "apiVersion: v1\nkind: [Node\n").unwrap_err();
+        assert!(matches!(err, LoadError::Syntax { .. }), "{err:?}");
+        assert!(err.line() >= 2, "{err:?}");
+    }
+
+    #[test]
+    fn json_and_lists_are_read() {
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}}]}"#;
+        let loaded = load_str("f.json", text, &LoadOptions::default());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let names: Vec<_> = loaded.documents.iter().map(|d| d.raw.name()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(loaded.documents[1].raw.line, 3);
+    }
+
+    #[test]
+    fn plain_y_is_a_string() {
+        let text = SLICE.replace("string: A100", "string: Y");
+        let loaded = load_str("f.yaml", &text, &LoadOptions::default());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    }
+
+    #[test]
+    fn bracketed_map_keys_split_like_fields() {
+        assert_eq!(
+            split_path("a.b[0].c[x.y/z]"),
+            vec![
+                Segment::Key("a".into()),
+                Segment::Key("b".into()),
+                Segment::Index(0),
+                Segment::Key("c".into()),
+                Segment::Key("x.y/z".into()),
+            ]
+        );
+    }
+}
