@@ -291,7 +291,7 @@ impl Quantity {
         if self.scale == 0 {
             return base;
         }
-        base * 10f64.powi(self.scale)
+        base * pow10_f64(self.scale)
     }
 
     /// The exact sum, or `None` when it needs more than 38 significant digits. The format is
@@ -405,11 +405,14 @@ impl Quantity {
                 && self.cmp_value(&limit) == Ordering::Less
             {
                 format = Format::DecimalSI;
+            } else if self.scale < 0 {
+                // Not an integer: upstream shows it as DecimalSI rather than lose precision.
+                format = Format::DecimalSI;
             } else if let Some(s) = self.binary_string() {
                 return s;
             } else {
-                // Not an integer: upstream shows it as DecimalSI rather than lose precision.
-                format = Format::DecimalSI;
+                // Beyond the "Ei" suffix there is no binary spelling: exponent notation.
+                format = Format::DecimalExponent;
             }
         }
         let mut out = String::new();
@@ -431,41 +434,44 @@ impl Quantity {
                 }
             }
             _ => {
-                // Exponents above 18 have no SI suffix: print the extra digits before "E".
-                while exponent > 18 {
-                    out.push_str("000");
-                    exponent -= 3;
+                let suffix = match exponent {
+                    -9 => Some("n"),
+                    -6 => Some("u"),
+                    -3 => Some("m"),
+                    0 => Some(""),
+                    3 => Some("k"),
+                    6 => Some("M"),
+                    9 => Some("G"),
+                    12 => Some("T"),
+                    15 => Some("P"),
+                    18 => Some("E"),
+                    _ => None,
+                };
+                match suffix {
+                    Some(suffix) => out.push_str(suffix),
+                    // No SI suffix beyond "E" or below "n": upstream falls back to exponent
+                    // notation rather than dropping the magnitude.
+                    None => {
+                        out.push('e');
+                        out.push_str(&exponent.to_string());
+                    }
                 }
-                out.push_str(match exponent {
-                    -9 => "n",
-                    -6 => "u",
-                    -3 => "m",
-                    3 => "k",
-                    6 => "M",
-                    9 => "G",
-                    12 => "T",
-                    15 => "P",
-                    18 => "E",
-                    _ => "",
-                });
             }
         }
         out
     }
 
-    /// The binary SI string of an integer value, or `None` when it is not an integer that fits.
+    /// The binary SI string of an integer value, or `None` when its power of 1024 has no suffix
+    /// (beyond "Ei") or the integer does not fit in an `i128`.
     fn binary_string(&self) -> Option<String> {
-        if self.scale < 0 {
-            return None;
-        }
-        let p = i128::try_from(pow10(self.scale as u32)?).ok()?;
+        let p = i128::try_from(pow10(u32::try_from(self.scale).ok()?)?).ok()?;
         let mut v = self.mantissa.checked_mul(p)?;
         let mut times = 0;
-        while times < 6 && v.unsigned_abs() >= 1024 && v % 1024 == 0 {
+        while v.unsigned_abs() >= 1024 && v % 1024 == 0 {
             v /= 1024;
             times += 1;
         }
-        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][times];
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].get(times)?;
         Some(format!("{v}{suffix}"))
     }
 
@@ -576,7 +582,10 @@ fn interpret_suffix(s: &[u8]) -> Option<(u32, i32, Format)> {
         [b'e' | b'E', rest @ ..] if !rest.is_empty() => {
             let text = std::str::from_utf8(rest).ok()?;
             let parsed: i64 = text.parse().ok()?;
-            // Upstream truncates the 64-bit exponent to 32 bits.
+            // Exponents outside [-MaxInt32, MaxInt32] are rejected rather than truncated.
+            if parsed.unsigned_abs() > i32::MAX as u64 {
+                return None;
+            }
             (10, parsed as i32, Format::DecimalExponent)
         }
         _ => return None,
@@ -693,6 +702,29 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
         q.text = Some(Arc::from(text));
     }
     Ok(q)
+}
+
+/// `10^n` as an `f64`, computed like Go's `math.Pow10` (so results match upstream bit for bit).
+fn pow10_f64(n: i32) -> f64 {
+    const TAB: [f64; 32] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31,
+    ];
+    const POS: [f64; 10] = [
+        1e0, 1e32, 1e64, 1e96, 1e128, 1e160, 1e192, 1e224, 1e256, 1e288,
+    ];
+    const NEG: [f64; 11] = [
+        1e-0, 1e-32, 1e-64, 1e-96, 1e-128, 1e-160, 1e-192, 1e-224, 1e-256, 1e-288, 1e-320,
+    ];
+    if (0..=308).contains(&n) {
+        let n = n as usize;
+        return POS[n / 32] * TAB[n % 32];
+    }
+    if (-323..0).contains(&n) {
+        let m = n.unsigned_abs() as usize;
+        return NEG[m / 32] / TAB[m % 32];
+    }
+    if n > 0 { f64::INFINITY } else { 0.0 }
 }
 
 /// The value of a decimal digit string, or `None` beyond 38 digits.
