@@ -91,3 +91,22 @@ pub enum Error {
         stored: String,
     },
 }
+
+impl Error {
+    /// What an operator should do, for errors that stop the kubelet from starting: a state that
+    /// does not match the machine or configuration, or a damaged checkpoint.
+    pub fn remedy(&self) -> Option<&'static str> {
+        match self {
+            Error::EmptyMachineStateWithAssignments
+            | Error::AssignmentUnknownNuma { .. }
+            | Error::AssignmentUnknownResource { .. }
+            | Error::MachineStateMismatch
+            | Error::CheckpointDecode { .. }
+            | Error::CorruptCheckpoint { .. }
+            | Error::PolicyMismatch { .. } => Some(
+                "drain the node and delete the memory manager checkpoint file (memory_manager_state) before restarting the kubelet",
+            ),
+            _ => None,
+        }
+    }
+}

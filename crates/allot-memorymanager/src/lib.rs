@@ -12,12 +12,14 @@
 
 mod checkpoint;
 mod error;
+mod manager;
 mod pod;
 mod policy;
 mod state;
 
 pub use checkpoint::{Checkpoint, PodEntry, checksum_v1, checksum_v2};
 pub use error::Error;
+pub use manager::MemoryManager;
 pub use pod::{ContainerResources, PodResources};
 pub use policy::{
     HugePages, NumaNodeInfo, Policy, StaticPolicy, SystemReserved, hugepages_resource_name,
