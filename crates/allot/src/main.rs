@@ -21,11 +21,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The kubelet's resource managers on one node.
+    Node {
+        #[command(subcommand)]
+        command: cmd::node::NodeCommand,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
+        Command::Node { command } => cmd::node::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,1 +1,5 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
+
+pub mod node;
+pub mod node_discover;
+pub mod take_cpus;

@@ -1,0 +1,22 @@
+//! `allot node ...`: the kubelet's resource managers as commands, one module per subcommand.
+
+use clap::Subcommand;
+
+use super::{node_discover, take_cpus};
+
+/// Node-level commands (the kubelet's CPU, Memory, Topology and Device managers).
+#[derive(Subcommand, Debug)]
+pub enum NodeCommand {
+    /// Print this machine's NodeTopology, read from Linux sysfs.
+    Discover(node_discover::Args),
+    /// The static CPU policy's pick for one container on a free set (a what-if tool).
+    TakeCpus(take_cpus::Args),
+}
+
+/// Runs a node subcommand and returns the exit code.
+pub fn run(command: NodeCommand) -> anyhow::Result<u8> {
+    match command {
+        NodeCommand::Discover(args) => node_discover::run(args),
+        NodeCommand::TakeCpus(args) => take_cpus::run(args),
+    }
+}
