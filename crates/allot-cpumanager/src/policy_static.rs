@@ -528,6 +528,63 @@ impl StaticPolicy {
         Ok(result)
     }
 
+    /// Takes `num_cpus` CPUs out of the shared pool for a pod-level pool (pod-level resource
+    /// managers, pod scope), aligned to `numa_affinity` where possible.
+    pub fn allocate_pod_pool(
+        &mut self,
+        state: &mut CpuManagerState,
+        pod_uid: &str,
+        num_cpus: usize,
+        numa_affinity: Option<&NumaMask>,
+    ) -> Result<CpuSet, PolicyError> {
+        if let Some(pool) = state.pod_pools.get(pod_uid) {
+            return Ok(pool.clone());
+        }
+        self.counters.pinning_requests += 1;
+        let result = self.allocate_cpus(state, num_cpus, numa_affinity, &CpuSet::new());
+        match &result {
+            Ok(pool) => {
+                state.pod_pools.insert(pod_uid.to_string(), pool.clone());
+            }
+            Err(_) => self.counters.pinning_errors += 1,
+        }
+        result
+    }
+
+    /// Gives a container an exclusive slice of its pod's pool: `num_cpus` CPUs of `free` (the
+    /// pool minus the slices still held), picked by topology.
+    pub fn allocate_pod_slice(
+        &mut self,
+        state: &mut CpuManagerState,
+        pod: &PodView,
+        container: &str,
+        num_cpus: usize,
+        free: &CpuSet,
+    ) -> Result<CpuSet, PolicyError> {
+        if let Some(existing) = state.cpu_set(&pod.uid, container).cloned() {
+            return Ok(existing);
+        }
+        self.counters.pinning_requests += 1;
+        match self.take_by_topology(free, num_cpus) {
+            Ok(slice) => {
+                state.set_cpu_set(&pod.uid, container, slice.clone());
+                Ok(slice)
+            }
+            Err(e) => {
+                self.counters.pinning_errors += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// Returns a pod-level pool and every slice in it to the shared pool.
+    pub fn release_pod_pool(&mut self, state: &mut CpuManagerState, pod_uid: &str) {
+        if let Some(pool) = state.pod_pools.remove(pod_uid) {
+            state.assignments.remove(pod_uid);
+            state.default_cpu_set.union_with(&pool);
+        }
+    }
+
     fn aligned_cpus(&self, mask: &NumaMask, allocatable: &CpuSet) -> CpuSet {
         let numa_ids: Vec<u32> = mask.ids().filter_map(|i| u32::try_from(i).ok()).collect();
         if self.options.align_by_socket {

@@ -1,0 +1,931 @@
+//! Node admission: the kubelet's resource managers driven together, as the kubelet does when a
+//! pod lands on a node. The Topology Manager gathers hints from the Device, CPU and Memory
+//! Managers (in that order, as the kubelet registers them), merges them per container or per pod,
+//! and lets each manager allocate on the merged affinity.
+//!
+//! A rejected pod's allocations are released at once; the kubelet releases them when it next
+//! garbage-collects state of pods that are not running, before the next admission.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allot_api::core::v1::{Container, Pod, ResourceRequirements};
+use allot_cpumanager::checkpoint::{self, CpuManagerCheckpoint};
+use allot_cpumanager::policy_none::NonePolicy;
+use allot_cpumanager::policy_static::{
+    ContainerView, CpuQuantity, PodView, PolicyError, StaticPolicy, guaranteed_cpus,
+};
+use allot_cpumanager::state::CpuManagerState;
+use allot_kubelet_config::{
+    CpuManagerPolicy, CpuReservation, KubeletConfiguration, ManagerConfig, MemoryManagerPolicy,
+    ValidateOptions,
+};
+use allot_memorymanager::{
+    ContainerResources, HugePages, MemoryState, NumaNodeInfo, PodResources, SystemReserved,
+};
+use allot_quantity::Quantity;
+use allot_topology::{CpuSet, CpuTopology, NodeTopology};
+use allot_topologymanager::{
+    Admission, HintProvider, ProviderHints, Rejection, TopologyHint, TopologyManager,
+};
+use serde::Serialize;
+
+use crate::KubeletError;
+use crate::devices::{DeviceManager, DeviceShortage};
+use crate::metrics::{AssignmentType, Metrics, Source};
+use crate::qos::{QosClass, compute_pod_qos};
+
+/// The reason given when pod-level exclusive slices leave nothing for the pod's shared pool.
+pub const EMPTY_POD_SHARED_POOL: &str = "PodLevelResourcesEmptySharedPool";
+
+/// What one container was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerResult {
+    /// The container name.
+    pub name: String,
+    /// The CPUs it may run on (Linux list format).
+    pub cpus: String,
+    /// Whether those CPUs are exclusive to it.
+    pub exclusive: bool,
+    /// NUMA nodes of its pinned memory (empty: not pinned).
+    #[serde(rename = "memoryNUMANodes")]
+    pub memory_numa_nodes: Vec<usize>,
+    /// Device-plugin devices by resource name.
+    pub devices: BTreeMap<String, Vec<String>>,
+    /// Whether its CPU usage is bounded by CFS quota.
+    pub cfs_quota: bool,
+}
+
+/// The admission decision for one pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAdmission {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Whether the pod was admitted.
+    pub admitted: bool,
+    /// The kubelet's reason on rejection (`SMTAlignmentError`, `TopologyAffinityError`, ...).
+    pub reason: Option<String>,
+    /// The kubelet's message on rejection.
+    pub message: Option<String>,
+    /// A longer explanation of a rejection, where allot can say more than the kubelet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    /// Per container (init containers first), for admitted pods.
+    pub containers: Vec<ContainerResult>,
+}
+
+/// The CPU Manager policy in force.
+#[derive(Debug, Clone)]
+pub enum CpuPolicy {
+    /// `none`.
+    None(NonePolicy),
+    /// `static`.
+    Static(Box<StaticPolicy>),
+}
+
+impl CpuPolicy {
+    /// The policy name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CpuPolicy::None(p) => p.name(),
+            CpuPolicy::Static(p) => p.name(),
+        }
+    }
+}
+
+/// A node: its topology, configuration, managers and their state.
+#[derive(Debug)]
+pub struct Node {
+    /// The machine.
+    pub topology: NodeTopology,
+    /// The checked configuration.
+    pub config: ManagerConfig,
+    /// The CPU policy.
+    pub cpu: CpuPolicy,
+    /// The CPU Manager state.
+    pub cpu_state: CpuManagerState,
+    /// The Memory Manager policy.
+    pub memory: allot_memorymanager::Policy,
+    /// The Memory Manager state.
+    pub memory_state: MemoryState,
+    /// The Device Manager.
+    pub devices: DeviceManager,
+    /// The Topology Manager.
+    pub topology_manager: TopologyManager,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Admitted pods in order: UID and name.
+    pub admitted: Vec<(String, String)>,
+}
+
+/// Where the checkpoints a node starts from came from, for start-up error messages.
+#[derive(Debug, Clone, Default)]
+pub struct Checkpoints {
+    /// `cpu_manager_state` bytes, if any.
+    pub cpu: Option<Vec<u8>>,
+    /// Where they came from (a path, or `NodeState.cpuManager`).
+    pub cpu_origin: String,
+    /// `memory_manager_state` bytes, if any.
+    pub memory: Option<Vec<u8>>,
+    /// Where they came from.
+    pub memory_origin: String,
+}
+
+fn bytes_of(q: &Quantity) -> u64 {
+    u64::try_from(q.value()).unwrap_or(0)
+}
+
+impl Node {
+    /// Starts a node as the kubelet starts its managers: checks the configuration, builds the
+    /// policies, restores the checkpoints and validates them against the machine.
+    pub fn start(
+        topology: NodeTopology,
+        config: &KubeletConfiguration,
+        relax: ValidateOptions,
+        checkpoints: &Checkpoints,
+    ) -> Result<Node, KubeletError> {
+        let cfg = config.validate_with(relax)?;
+        let cpu_topology =
+            CpuTopology::new(&topology).map_err(|e| KubeletError::Scenario(e.to_string()))?;
+        let cpu = match cfg.cpu_manager_policy {
+            CpuManagerPolicy::None => CpuPolicy::None(NonePolicy::new(cpu_topology.cpus().clone())),
+            CpuManagerPolicy::Static => {
+                let (num, reserved) = match &cfg.reserved_cpus {
+                    CpuReservation::Explicit(set) => {
+                        (set.len(), set.iter().copied().collect::<CpuSet>())
+                    }
+                    CpuReservation::Count(n) => (*n as usize, CpuSet::new()),
+                };
+                let single = cfg.topology_manager_policy
+                    == allot_kubelet_config::TopologyManagerPolicy::SingleNumaNode;
+                CpuPolicy::Static(Box::new(
+                    StaticPolicy::new(
+                        cpu_topology,
+                        num,
+                        &reserved,
+                        cfg.cpu_manager_options,
+                        single,
+                    )
+                    .map_err(|e| KubeletError::Start {
+                        manager: "CPU",
+                        message: e.to_string(),
+                        action: "fix the CPU Manager configuration".into(),
+                    })?,
+                ))
+            }
+        };
+
+        let cpu_action = |origin: &str| {
+            format!(
+                "please drain this node and delete the CPU manager checkpoint file \"{origin}\" before restarting Kubelet"
+            )
+        };
+        let mut cpu_state = match &checkpoints.cpu {
+            Some(bytes) => {
+                checkpoint::decode(bytes, cpu.name()).map_err(|e| KubeletError::Start {
+                    manager: "CPU",
+                    message: format!("could not restore state from checkpoint: {e}"),
+                    action: cpu_action(&checkpoints.cpu_origin),
+                })?
+            }
+            None => CpuManagerState::default(),
+        };
+        if let CpuPolicy::Static(p) = &cpu {
+            p.start(&mut cpu_state).map_err(|e| KubeletError::Start {
+                manager: "CPU",
+                message: e.to_string(),
+                action: cpu_action(&checkpoints.cpu_origin),
+            })?;
+        }
+
+        let machine: Vec<NumaNodeInfo> = topology
+            .numa_nodes
+            .iter()
+            .map(|n| match &n.machine_info {
+                Some(mi) => NumaNodeInfo {
+                    id: n.id as usize,
+                    memory: mi.memory,
+                    hugepages: mi
+                        .huge_pages
+                        .iter()
+                        .map(|h| HugePages {
+                            page_size_kib: h.page_size,
+                            num_pages: h.num_pages,
+                        })
+                        .collect(),
+                },
+                None => NumaNodeInfo {
+                    id: n.id as usize,
+                    memory: n.memory.map_or(0, |m| m.bytes()),
+                    hugepages: n
+                        .hugepages
+                        .iter()
+                        .filter_map(|(name, total)| {
+                            let size = Quantity::parse(name.strip_prefix("hugepages-")?).ok()?;
+                            let page = bytes_of(&size);
+                            (page >= 1024).then(|| HugePages {
+                                page_size_kib: page / 1024,
+                                num_pages: total.bytes() / page,
+                            })
+                        })
+                        .collect(),
+                },
+            })
+            .collect();
+        let memory = match cfg.memory_manager_policy {
+            MemoryManagerPolicy::None => allot_memorymanager::Policy::None,
+            MemoryManagerPolicy::Static => {
+                let reserved: SystemReserved = cfg
+                    .reserved_memory
+                    .iter()
+                    .map(|(node, limits)| {
+                        (
+                            usize::try_from(*node).unwrap_or(usize::MAX),
+                            limits
+                                .iter()
+                                .map(|(name, q)| (name.clone(), bytes_of(q)))
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                allot_memorymanager::Policy::Static(
+                    allot_memorymanager::StaticPolicy::new(machine, reserved).map_err(|e| {
+                        KubeletError::Start {
+                            manager: "memory",
+                            message: e.to_string(),
+                            action: "fix reservedMemory in the kubelet configuration".into(),
+                        }
+                    })?,
+                )
+            }
+        };
+        let mem_action = |origin: &str| {
+            format!(
+                "please drain this node and delete the memory manager checkpoint file \"{origin}\" before restarting Kubelet"
+            )
+        };
+        let mut memory_state = match &checkpoints.memory {
+            Some(bytes) => {
+                let text = String::from_utf8_lossy(bytes);
+                allot_memorymanager::Checkpoint::from_json(&text, memory.name())
+                    .map_err(|e| KubeletError::Start {
+                        manager: "memory",
+                        message: format!("could not restore state from checkpoint: {e}"),
+                        action: mem_action(&checkpoints.memory_origin),
+                    })?
+                    .into_state()
+            }
+            None => MemoryState::default(),
+        };
+        memory
+            .start(&mut memory_state)
+            .map_err(|e| KubeletError::Start {
+                manager: "memory",
+                message: e.to_string(),
+                action: mem_action(&checkpoints.memory_origin),
+            })?;
+
+        let numa_ids: Vec<u32> = {
+            let mut ids: BTreeSet<u32> = topology.cpus.iter().map(|c| c.numa).collect();
+            ids.extend(topology.numa_nodes.iter().map(|n| n.id));
+            ids.into_iter().collect()
+        };
+        let devices = DeviceManager::new(&topology.devices, &numa_ids);
+        let numa_usize: Vec<usize> = numa_ids.iter().map(|&n| n as usize).collect();
+        let distances: BTreeMap<usize, Vec<u64>> = topology
+            .numa_nodes
+            .iter()
+            .filter(|n| !n.distances.is_empty())
+            .map(|n| {
+                let mut by_node: Vec<(u32, u32)> =
+                    n.distances.iter().map(|d| (d.node, d.distance)).collect();
+                by_node.sort_unstable();
+                (
+                    n.id as usize,
+                    by_node.into_iter().map(|(_, d)| u64::from(d)).collect(),
+                )
+            })
+            .collect();
+        let tm_policy = config
+            .topology_manager_policy
+            .parse()
+            .map_err(|e: allot_topologymanager::Error| KubeletError::Scenario(e.to_string()))?;
+        let tm_scope = config
+            .topology_manager_scope
+            .parse()
+            .map_err(|e: allot_topologymanager::Error| KubeletError::Scenario(e.to_string()))?;
+        let topology_manager = TopologyManager::new(
+            tm_policy,
+            tm_scope,
+            &config.topology_manager_policy_options,
+            &numa_usize,
+            (!distances.is_empty()).then_some(&distances),
+        )
+        .map_err(|e| KubeletError::Start {
+            manager: "topology",
+            message: e.to_string(),
+            action: "fix the Topology Manager configuration".into(),
+        })?;
+
+        Ok(Node {
+            topology,
+            config: cfg,
+            cpu,
+            cpu_state,
+            memory,
+            memory_state,
+            devices,
+            topology_manager,
+            metrics: Metrics::new(),
+            admitted: Vec::new(),
+        })
+    }
+
+    /// The `cpu_manager_state` checkpoint of the current state.
+    pub fn cpu_checkpoint(&self) -> CpuManagerCheckpoint {
+        CpuManagerCheckpoint::from_state(self.cpu.name(), &self.cpu_state)
+    }
+
+    /// The `memory_manager_state` checkpoint of the current state.
+    pub fn memory_checkpoint(&self) -> allot_memorymanager::Checkpoint {
+        allot_memorymanager::Checkpoint::new(self.memory.name(), &self.memory_state)
+    }
+
+    fn gate(&self, name: &str) -> bool {
+        self.config.feature_gates.enabled(name)
+    }
+
+    /// Admits one pod.
+    pub fn admit(&mut self, pod: &Pod) -> PodAdmission {
+        let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let uid = if pod.metadata.uid.is_empty() {
+            name.clone()
+        } else {
+            pod.metadata.uid.clone()
+        };
+        let plan = self.plan(pod, &uid);
+        let reject = |reason: &str, message: String, explanation: Option<String>| PodAdmission {
+            pod: name.clone(),
+            admitted: false,
+            reason: Some(reason.to_string()),
+            message: Some(message),
+            explanation,
+            containers: Vec::new(),
+        };
+        if let Some(pl) = &plan.pod_level {
+            if let Some((reason, message)) = pl.check() {
+                return reject(reason, message, None);
+            }
+        }
+        let names: Vec<String> = plan
+            .cpu
+            .init_containers
+            .iter()
+            .chain(&plan.cpu.containers)
+            .map(|c| c.name.clone())
+            .collect();
+        let containers: Vec<(&str, &str)> =
+            names.iter().map(|n| (n.as_str(), n.as_str())).collect();
+
+        let outcome = {
+            let mut dev = DeviceProvider {
+                devices: &mut self.devices,
+            };
+            let mut cpu = CpuProvider {
+                policy: &mut self.cpu,
+                state: &mut self.cpu_state,
+                metrics: &self.metrics,
+            };
+            let mut mem = MemoryProvider {
+                policy: &mut self.memory,
+                state: &mut self.memory_state,
+                metrics: &self.metrics,
+            };
+            let mut providers: [&mut dyn HintProvider<Plan, str, Error = AllocError>; 3] =
+                [&mut dev, &mut cpu, &mut mem];
+            self.topology_manager
+                .admit(&uid, &plan, &containers, &mut providers)
+        };
+        match outcome {
+            Admission::Admitted => {}
+            Admission::Rejected(rejection) => {
+                self.release(&plan, &names);
+                return match rejection {
+                    Rejection::TopologyAffinity(err) => {
+                        reject(err.reason(), err.to_string(), Some(err.explain()))
+                    }
+                    Rejection::Allocation { container, error } => {
+                        let (reason, message) = error.admission();
+                        reject(
+                            reason,
+                            message,
+                            Some(format!("container {container:?}: {error}")),
+                        )
+                    }
+                };
+            }
+        }
+        self.admitted.push((uid.clone(), name.clone()));
+        let results = names
+            .iter()
+            .map(|n| self.container_result(&plan, n))
+            .collect();
+        PodAdmission {
+            pod: name,
+            admitted: true,
+            reason: None,
+            message: None,
+            explanation: None,
+            containers: results,
+        }
+    }
+
+    fn release(&mut self, plan: &Plan, names: &[String]) {
+        let uid = &plan.cpu.uid;
+        if let CpuPolicy::Static(p) = &mut self.cpu {
+            if plan.pod_level.is_some() {
+                p.release_pod_pool(&mut self.cpu_state, uid);
+            } else {
+                for n in names {
+                    p.remove_container(&mut self.cpu_state, uid, n);
+                }
+            }
+        }
+        for n in names {
+            self.memory.remove_container(&mut self.memory_state, uid, n);
+            self.devices.remove_container(uid, n);
+            self.topology_manager.remove_container(uid, n);
+        }
+    }
+
+    fn container_result(&self, plan: &Plan, name: &str) -> ContainerResult {
+        let uid = &plan.cpu.uid;
+        let exclusive = self.cpu_state.cpu_set(uid, name).cloned();
+        let limits_cpu = plan.cpu_limit.get(name).copied().unwrap_or(false);
+        let (cpus, is_exclusive, cfs) = match (&self.cpu, exclusive) {
+            (CpuPolicy::None(p), _) => (p.cpus_for_container().clone(), false, limits_cpu),
+            (CpuPolicy::Static(_), Some(set)) => (set, true, false),
+            (CpuPolicy::Static(_), None) => match self.cpu_state.pod_pools.get(uid) {
+                Some(pool) => (self.pod_shared_pool(plan, pool), false, true),
+                None => (self.cpu_state.default_cpu_set.clone(), false, limits_cpu),
+            },
+        };
+        let mut numa: BTreeSet<usize> = BTreeSet::new();
+        if let Some(blocks) = self.memory_state.blocks(uid, name) {
+            for b in blocks {
+                numa.extend(b.numa_affinity.iter().copied());
+            }
+        }
+        ContainerResult {
+            name: name.to_string(),
+            cpus: cpus.to_string(),
+            exclusive: is_exclusive,
+            memory_numa_nodes: numa.into_iter().collect(),
+            devices: self.devices.container_devices(uid, name),
+            cfs_quota: cfs,
+        }
+    }
+
+    /// A pod's shared pool: its pool minus the slices its long-running containers hold.
+    fn pod_shared_pool(&self, plan: &Plan, pool: &CpuSet) -> CpuSet {
+        let mut shared = pool.clone();
+        for c in plan
+            .cpu
+            .containers
+            .iter()
+            .chain(plan.cpu.init_containers.iter().filter(|c| c.restartable))
+        {
+            if let Some(slice) = self.cpu_state.cpu_set(&plan.cpu.uid, &c.name) {
+                shared.difference_with(slice);
+            }
+        }
+        shared
+    }
+
+    /// Turns a pod into what the managers read.
+    fn plan(&self, pod: &Pod, uid: &str) -> Plan {
+        let pod_level_gate = self.gate("PodLevelResources");
+        let qos = compute_pod_qos(pod, pod_level_gate);
+        let guaranteed = qos == QosClass::Guaranteed;
+        let pod_resources = pod.spec.resources.as_ref().filter(|_| pod_level_gate);
+        let managers_gate = pod_level_gate && self.gate("PodLevelResourceManagers");
+        let pod_level_managed = managers_gate
+            && pod_resources.is_some()
+            && guaranteed
+            && matches!(self.cpu, CpuPolicy::Static(_));
+        let empty = ResourceRequirements::default();
+        let view = |c: &Container| -> ContainerView {
+            let res = c.resources.as_ref().unwrap_or(&empty);
+            let mut cpu_request = res.requests.get("cpu").map(|q| CpuQuantity {
+                value: q.value(),
+                milli: q.milli_value(),
+            });
+            // With pod-level resource managers, only containers that are Guaranteed on their own
+            // get exclusive CPUs.
+            if pod_level_managed && !container_guaranteed(res) {
+                cpu_request = None;
+            }
+            ContainerView {
+                name: c.name.clone(),
+                cpu_request,
+                restartable: c.restart_policy.as_deref() == Some("Always"),
+            }
+        };
+        let cpu = PodView {
+            uid: uid.to_string(),
+            guaranteed,
+            init_containers: pod.spec.init_containers.iter().map(view).collect(),
+            containers: pod.spec.containers.iter().map(view).collect(),
+        };
+        let mem_container = |c: &Container| -> ContainerResources {
+            let res = c.resources.as_ref().unwrap_or(&empty);
+            ContainerResources::from_requests(
+                &c.name,
+                c.restart_policy.as_deref() == Some("Always"),
+                &res.requests,
+            )
+            .unwrap_or_else(|_| ContainerResources {
+                name: c.name.clone(),
+                ..ContainerResources::default()
+            })
+        };
+        let memory = PodResources {
+            uid: uid.to_string(),
+            guaranteed,
+            pod_level_resources: pod_resources.is_some(),
+            init_containers: pod.spec.init_containers.iter().map(mem_container).collect(),
+            containers: pod.spec.containers.iter().map(mem_container).collect(),
+        };
+        let mut devices = BTreeMap::new();
+        let mut cpu_limit = BTreeMap::new();
+        let pod_cpu_limit =
+            pod_resources.is_some_and(|r| r.limits.get("cpu").is_some_and(|q| q.sign() > 0));
+        for c in pod.spec.init_containers.iter().chain(&pod.spec.containers) {
+            let res = c.resources.as_ref().unwrap_or(&empty);
+            let mut want = BTreeMap::new();
+            for (name, q) in res.limits.iter().chain(&res.requests) {
+                if self.devices.manages(name) {
+                    want.insert(name.clone(), usize::try_from(q.value()).unwrap_or(0));
+                }
+            }
+            devices.insert(c.name.clone(), want);
+            cpu_limit.insert(
+                c.name.clone(),
+                pod_cpu_limit || res.limits.get("cpu").is_some_and(|q| q.sign() > 0),
+            );
+        }
+        let pod_level = pod_level_managed.then(|| {
+            let budget = pod_resources
+                .and_then(|r| r.requests.get("cpu").or_else(|| r.limits.get("cpu")))
+                .map(|q| CpuQuantity {
+                    value: q.value(),
+                    milli: q.milli_value(),
+                });
+            PodLevel::new(&cpu, budget, self.topology_manager.scope())
+        });
+        Plan {
+            cpu,
+            memory,
+            devices,
+            cpu_limit,
+            pod_level: pod_level.flatten(),
+        }
+    }
+}
+
+/// Requests equal limits for CPU and memory, both set (the container is Guaranteed on its own).
+fn container_guaranteed(res: &ResourceRequirements) -> bool {
+    ["cpu", "memory"]
+        .iter()
+        .all(|r| match (res.requests.get(*r), res.limits.get(*r)) {
+            (Some(a), Some(b)) => a == b && a.sign() > 0,
+            (None, Some(b)) => b.sign() > 0,
+            _ => false,
+        })
+}
+
+/// A pod as the managers read it.
+pub struct Plan {
+    cpu: PodView,
+    memory: PodResources,
+    devices: BTreeMap<String, BTreeMap<String, usize>>,
+    cpu_limit: BTreeMap<String, bool>,
+    pod_level: Option<PodLevel>,
+}
+
+/// A pod-scope pod-level CPU pool: the pod's whole CPU budget, NUMA-aligned once, with
+/// exclusive slices for Guaranteed containers and a shared pool for the others.
+struct PodLevel {
+    budget: usize,
+    /// Exclusive CPUs the long-running containers (apps and sidecars) hold.
+    long_running: usize,
+    /// The largest exclusive need while init containers run.
+    peak: usize,
+    /// Whether some container needs the pod shared pool.
+    needs_shared: bool,
+}
+
+impl PodLevel {
+    fn new(
+        pod: &PodView,
+        budget: Option<CpuQuantity>,
+        scope: allot_topologymanager::Scope,
+    ) -> Option<Self> {
+        if scope != allot_topologymanager::Scope::Pod {
+            return None;
+        }
+        let q = budget?;
+        if q.value <= 0 || q.value.saturating_mul(1000) != q.milli {
+            return None;
+        }
+        let budget = usize::try_from(q.value).ok()?;
+        let sidecars: usize = pod
+            .init_containers
+            .iter()
+            .filter(|c| c.restartable)
+            .map(|c| guaranteed_cpus(pod, c))
+            .sum();
+        let apps: usize = pod.containers.iter().map(|c| guaranteed_cpus(pod, c)).sum();
+        let mut peak = 0;
+        let mut running_sidecars = 0;
+        for c in &pod.init_containers {
+            let n = guaranteed_cpus(pod, c);
+            if c.restartable {
+                running_sidecars += n;
+            } else {
+                peak = peak.max(running_sidecars + n);
+            }
+        }
+        let needs_shared = pod
+            .init_containers
+            .iter()
+            .chain(&pod.containers)
+            .any(|c| guaranteed_cpus(pod, c) == 0);
+        Some(PodLevel {
+            budget,
+            long_running: apps + sidecars,
+            peak,
+            needs_shared,
+        })
+    }
+
+    /// Rejects pods whose slices do not fit the budget or leave the shared pool empty.
+    fn check(&self) -> Option<(&'static str, String)> {
+        let need = self.long_running.max(self.peak);
+        if need > self.budget {
+            return Some((
+                EMPTY_POD_SHARED_POOL,
+                format!(
+                    "exclusive CPU slices of {need} exceed the pod-level CPU budget of {}",
+                    self.budget
+                ),
+            ));
+        }
+        if self.needs_shared && self.long_running == self.budget {
+            return Some((
+                EMPTY_POD_SHARED_POOL,
+                format!(
+                    "exclusive CPU slices use the whole pod-level CPU budget of {}, leaving an empty pod shared pool for the containers that need it",
+                    self.budget
+                ),
+            ));
+        }
+        None
+    }
+}
+
+/// Why a manager could not allocate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllocError {
+    /// The CPU Manager.
+    Cpu(PolicyError),
+    /// The Memory Manager.
+    Memory(String),
+    /// The Device Manager.
+    Device(DeviceShortage),
+}
+
+impl std::fmt::Display for AllocError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllocError::Cpu(e) => write!(f, "{e}"),
+            AllocError::Memory(e) => write!(f, "{e}"),
+            AllocError::Device(d) => write!(
+                f,
+                "requested number of devices unavailable for {}. Requested: {}, Available: {}",
+                d.resource, d.requested, d.available
+            ),
+        }
+    }
+}
+
+impl AllocError {
+    /// The kubelet's admission reason and message.
+    pub fn admission(&self) -> (&'static str, String) {
+        match self {
+            AllocError::Cpu(e) => (e.admission_reason(), e.admission_message()),
+            other => (
+                "UnexpectedAdmissionError",
+                format!("Allocate failed due to {other}, which is unexpected"),
+            ),
+        }
+    }
+}
+
+struct DeviceProvider<'a> {
+    devices: &'a mut DeviceManager,
+}
+
+impl HintProvider<Plan, str> for DeviceProvider<'_> {
+    type Error = AllocError;
+
+    fn get_topology_hints(&self, pod: &Plan, container: &str) -> ProviderHints {
+        let empty = BTreeMap::new();
+        let req = pod.devices.get(container).unwrap_or(&empty);
+        self.devices
+            .get_topology_hints(&pod.cpu.uid, container, req)
+    }
+
+    fn get_pod_topology_hints(&self, pod: &Plan) -> ProviderHints {
+        // Upstream sums the containers' requests (init containers by their peak).
+        let mut total: BTreeMap<String, usize> = BTreeMap::new();
+        for c in &pod.cpu.containers {
+            for (r, n) in pod.devices.get(&c.name).into_iter().flatten() {
+                *total.entry(r.clone()).or_default() += n;
+            }
+        }
+        for c in &pod.cpu.init_containers {
+            for (r, n) in pod.devices.get(&c.name).into_iter().flatten() {
+                let slot = total.entry(r.clone()).or_default();
+                *slot = (*slot).max(*n);
+            }
+        }
+        self.devices
+            .get_topology_hints(&pod.cpu.uid, "\u{0}pod", &total)
+    }
+
+    fn allocate(
+        &mut self,
+        pod: &Plan,
+        container: &str,
+        affinity: &TopologyHint,
+    ) -> Result<(), AllocError> {
+        let empty = BTreeMap::new();
+        let req = pod.devices.get(container).unwrap_or(&empty);
+        self.devices
+            .allocate(&pod.cpu.uid, container, req, affinity.affinity.as_ref())
+            .map(|_| ())
+            .map_err(AllocError::Device)
+    }
+}
+
+struct CpuProvider<'a> {
+    policy: &'a mut CpuPolicy,
+    state: &'a mut CpuManagerState,
+    metrics: &'a Metrics,
+}
+
+impl HintProvider<Plan, str> for CpuProvider<'_> {
+    type Error = AllocError;
+
+    fn get_topology_hints(&self, pod: &Plan, container: &str) -> ProviderHints {
+        match (&*self.policy, pod.cpu.container(container)) {
+            (CpuPolicy::Static(p), Some(c)) => p.get_topology_hints(self.state, &pod.cpu, c),
+            _ => ProviderHints::new(),
+        }
+    }
+
+    fn get_pod_topology_hints(&self, pod: &Plan) -> ProviderHints {
+        let CpuPolicy::Static(p) = &*self.policy else {
+            return ProviderHints::new();
+        };
+        if let Some(pl) = &pod.pod_level {
+            if let Some(pool) = self.state.pod_pools.get(&pod.cpu.uid) {
+                let hints = p.generate_cpu_topology_hints(pool, &CpuSet::new(), pl.budget);
+                return ProviderHints::from([("cpu".to_string(), Some(hints))]);
+            }
+            let available = p.available_cpus(self.state);
+            let hints = p.generate_cpu_topology_hints(&available, &CpuSet::new(), pl.budget);
+            return ProviderHints::from([("cpu".to_string(), Some(hints))]);
+        }
+        p.get_pod_topology_hints(self.state, &pod.cpu)
+    }
+
+    fn allocate(
+        &mut self,
+        pod: &Plan,
+        container: &str,
+        affinity: &TopologyHint,
+    ) -> Result<(), AllocError> {
+        let CpuPolicy::Static(p) = &mut *self.policy else {
+            return Ok(());
+        };
+        let Some(c) = pod.cpu.container(container) else {
+            return Ok(());
+        };
+        let n = guaranteed_cpus(&pod.cpu, c);
+        if let Some(pl) = &pod.pod_level {
+            let first = !self.state.pod_pools.contains_key(&pod.cpu.uid);
+            let pool = p
+                .allocate_pod_pool(
+                    self.state,
+                    &pod.cpu.uid,
+                    pl.budget,
+                    affinity.affinity.as_ref(),
+                )
+                .map_err(AllocError::Cpu);
+            if first {
+                self.metrics.cpu_pinning(pool.is_ok());
+                self.metrics.allocation(Source::Node, pool.is_ok());
+            }
+            let pool = pool?;
+            if n == 0 {
+                self.metrics.assignment(AssignmentType::PodShared);
+                return Ok(());
+            }
+            // Slices held by containers still running: apps, sidecars, and init containers
+            // that have not finished yet (none, when this container starts).
+            let mut held = CpuSet::new();
+            for other in pod
+                .cpu
+                .containers
+                .iter()
+                .chain(pod.cpu.init_containers.iter().filter(|o| o.restartable))
+            {
+                if other.name != c.name {
+                    if let Some(s) = self.state.cpu_set(&pod.cpu.uid, &other.name) {
+                        held.union_with(s);
+                    }
+                }
+            }
+            let free = pool.difference(&held);
+            let slice = p.allocate_pod_slice(self.state, &pod.cpu, &c.name, n, &free);
+            self.metrics.cpu_pinning(slice.is_ok());
+            self.metrics.allocation(Source::Pod, slice.is_ok());
+            slice.map_err(AllocError::Cpu)?;
+            self.metrics.assignment(AssignmentType::PodExclusive);
+            return Ok(());
+        }
+        let result = p.allocate(self.state, &pod.cpu, c, affinity.affinity.as_ref());
+        if n > 0 {
+            self.metrics.cpu_pinning(result.is_ok());
+            self.metrics.allocation(Source::Node, result.is_ok());
+            if result.is_ok() {
+                self.metrics.assignment(AssignmentType::NodeExclusive);
+            }
+        }
+        result.map(|_| ()).map_err(AllocError::Cpu)
+    }
+}
+
+struct MemoryProvider<'a> {
+    policy: &'a mut allot_memorymanager::Policy,
+    state: &'a mut MemoryState,
+    metrics: &'a Metrics,
+}
+
+impl HintProvider<Plan, str> for MemoryProvider<'_> {
+    type Error = AllocError;
+
+    fn get_topology_hints(&self, pod: &Plan, container: &str) -> ProviderHints {
+        pod.memory
+            .all_containers()
+            .find(|c| c.name == container)
+            .and_then(|c| self.policy.get_topology_hints(self.state, &pod.memory, c))
+            .unwrap_or_default()
+    }
+
+    fn get_pod_topology_hints(&self, pod: &Plan) -> ProviderHints {
+        self.policy
+            .get_pod_topology_hints(self.state, &pod.memory)
+            .unwrap_or_default()
+    }
+
+    fn allocate(
+        &mut self,
+        pod: &Plan,
+        container: &str,
+        affinity: &TopologyHint,
+    ) -> Result<(), AllocError> {
+        let Some(c) = pod.memory.all_containers().find(|c| c.name == container) else {
+            return Ok(());
+        };
+        let pinned = matches!(self.policy, allot_memorymanager::Policy::Static(_))
+            && pod.memory.guaranteed
+            && !pod.memory.pod_level_resources;
+        let result = self.policy.allocate(self.state, &pod.memory, c, affinity);
+        if pinned {
+            self.metrics.memory_pinning(result.is_ok());
+            self.metrics.allocation(Source::Node, result.is_ok());
+        }
+        result.map_err(|e| AllocError::Memory(e.to_string()))
+    }
+}
+
+impl Plan {
+    /// The pod's UID.
+    pub fn uid(&self) -> &str {
+        &self.cpu.uid
+    }
+}
