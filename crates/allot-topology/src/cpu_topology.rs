@@ -381,6 +381,15 @@ impl CpuTopology {
             && self.sockets_in_numa_nodes(ids).len() <= 1
     }
 
+    /// Upstream's `isAlignedAtUncoreCache`: every CPU of `cpus` is known and all share one
+    /// uncore cache (trivially true for zero or one CPU).
+    pub fn is_aligned_at_uncore_cache(&self, cpus: &CpuSet) -> bool {
+        if cpus.len() <= 1 {
+            return true;
+        }
+        cpus.is_subset(&self.cpus) && self.uncore_caches_of(cpus).len() == 1
+    }
+
     /// The CPUs sharing a core with any CPU of `cpus` (whole physical cores).
     pub fn full_cores_of(&self, cpus: &CpuSet) -> CpuSet {
         self.cpus_in_cores(&self.cores_of(cpus).to_vec())
@@ -428,6 +437,9 @@ mod tests {
             "0,3,6,9"
         );
         assert_eq!(topo.counts().num_sockets, 2);
+        assert!(topo.is_aligned_at_uncore_cache(&CpuSet::parse("0-11").unwrap()));
+        assert!(!topo.is_aligned_at_uncore_cache(&CpuSet::parse("0,12").unwrap()));
+        assert!(topo.is_aligned_at_uncore_cache(&CpuSet::parse("99").unwrap()));
     }
 
     #[test]

@@ -215,11 +215,16 @@ impl NodeTopology {
         }
         let mut seen = BTreeSet::new();
         for cpu in &self.cpus {
-            if cpu.id > crate::MAX_CPU_ID {
-                return Err(TopologyError::IdTooLarge {
-                    what: "cpu",
-                    id: cpu.id,
-                });
+            for (what, id) in [
+                ("cpu", cpu.id),
+                ("core", cpu.core),
+                ("socket", cpu.socket),
+                ("NUMA node", cpu.numa),
+                ("uncore cache", cpu.uncore_cache),
+            ] {
+                if id > crate::MAX_CPU_ID {
+                    return Err(TopologyError::IdTooLarge { what, id });
+                }
             }
             if !seen.insert(cpu.id) {
                 return Err(TopologyError::Duplicate {
