@@ -373,10 +373,8 @@ impl Node {
             explanation,
             containers: Vec::new(),
         };
-        if let Some(pl) = &plan.pod_level {
-            if let Some((reason, message)) = pl.check() {
-                return reject(reason, message, None);
-            }
+        if let Some((reason, message)) = plan.pod_level.as_ref().and_then(PodLevel::check) {
+            return reject(reason, message, None);
         }
         let names: Vec<String> = plan
             .cpu
@@ -853,10 +851,10 @@ impl HintProvider<Plan, str> for CpuProvider<'_> {
                 .iter()
                 .chain(pod.cpu.init_containers.iter().filter(|o| o.restartable))
             {
-                if other.name != c.name {
-                    if let Some(s) = self.state.cpu_set(&pod.cpu.uid, &other.name) {
-                        held.union_with(s);
-                    }
+                if other.name != c.name
+                    && let Some(s) = self.state.cpu_set(&pod.cpu.uid, &other.name)
+                {
+                    held.union_with(s);
                 }
             }
             let free = pool.difference(&held);
