@@ -16,6 +16,7 @@ mod strenum;
 
 pub mod allot;
 pub mod core;
+pub mod defaults;
 pub mod load;
 pub mod meta;
 pub mod resource;

@@ -1,0 +1,37 @@
+//! The seam to the CEL compiler: validation asks it to compile each selector and derived
+//! attribute expression and to estimate its cost; the limits are applied here.
+
+/// Which kind of expression is compiled (they differ in the allowed result type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpressionKind {
+    /// A device selector: must evaluate to a bool.
+    Selector,
+    /// A derived attribute: must evaluate to a scalar or a list of scalars.
+    DerivedAttribute,
+}
+
+/// How a compilation failure is reported (upstream's `cel.ErrorType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CelErrorKind {
+    /// The expression is empty.
+    Required,
+    /// The expression does not compile or has the wrong type.
+    Invalid,
+    /// The compiler failed.
+    Internal,
+}
+
+/// A compilation failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CelCompileError {
+    /// How to report it.
+    pub kind: CelErrorKind,
+    /// The compiler's message.
+    pub detail: String,
+}
+
+/// Compiles CEL expressions in the DRA environment and estimates their worst-case cost.
+pub trait CelCompiler {
+    /// Compiles `expression`; returns the estimated maximum cost.
+    fn compile(&self, expression: &str, kind: ExpressionKind) -> Result<u64, CelCompileError>;
+}

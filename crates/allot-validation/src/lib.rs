@@ -1,0 +1,83 @@
+//! The Kubernetes API server's validation rules for the resource management kinds, with
+//! upstream's limits and messages.
+//!
+//! Key design decision: validation is a pure function from a decoded object to a list of
+//! [`FieldError`]s (path, kind, value, detail) rendered exactly like upstream's `field.Error`,
+//! so messages can be compared with the API server's. CEL compilation is reached through the
+//! [`CelCompiler`] trait, which keeps this crate independent of the CEL engine. Rules that need
+//! other objects (the admin-access namespace check) are separate admission functions.
+
+#![deny(missing_docs)]
+
+pub mod cel;
+pub mod core;
+pub mod field;
+pub mod meta;
+pub mod names;
+pub mod resource;
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::Namespace;
+use allot_api::load::Object;
+use allot_api::resource::v1::{DRA_ADMIN_NAMESPACE_LABEL_KEY, ResourceClaimSpec};
+
+pub use cel::{CelCompileError, CelCompiler, CelErrorKind, ExpressionKind};
+pub use field::{BadValue, ErrorType, FieldError};
+
+/// Validates one decoded (and defaulted) object. Kinds without rules (AllocationOptions,
+/// extensions) validate as empty.
+pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError> {
+    match object {
+        Object::DeviceClass(o) => resource::validate_device_class(o, cel),
+        Object::ResourceClaim(o) => resource::validate_resource_claim(o, cel),
+        Object::ResourceClaimTemplate(o) => resource::validate_resource_claim_template(o, cel),
+        Object::ResourceSlice(o) => resource::validate_resource_slice(o),
+        Object::DeviceTaintRule(o) => resource::validate_device_taint_rule(o, cel),
+        Object::ResourcePoolStatusRequest(o) => resource::validate_resource_pool_status_request(o),
+        Object::Node(o) => core::validate_node(o),
+        Object::Pod(o) => core::validate_pod(o),
+        Object::Namespace(o) => core::validate_namespace(o),
+        Object::PodGroup(o) => core::validate_pod_group(o),
+        Object::AllocationOptions(_) | Object::Extension => Vec::new(),
+    }
+}
+
+/// Admission check for admin access: a claim (or template) whose requests ask for
+/// `adminAccess: true` is only allowed in a namespace labelled
+/// `resource.kubernetes.io/admin-access: "true"`.
+///
+/// `namespaces` holds the Namespace objects known to the caller; when the claim's namespace is
+/// not among them, nothing can be checked and no error is reported. `spec_path` is `spec` for a
+/// claim and `spec.spec` for a template.
+pub fn admit_admin_access(
+    spec: &ResourceClaimSpec,
+    namespace: &str,
+    spec_path: &str,
+    namespaces: &BTreeMap<String, Namespace>,
+) -> Vec<FieldError> {
+    let Some(index) = spec.devices.requests.iter().position(|r| {
+        r.exactly
+            .as_ref()
+            .is_some_and(|e| e.admin_access == Some(true))
+    }) else {
+        return Vec::new();
+    };
+    let Some(ns) = namespaces.get(namespace) else {
+        return Vec::new();
+    };
+    if ns
+        .metadata
+        .labels
+        .get(DRA_ADMIN_NAMESPACE_LABEL_KEY)
+        .is_some_and(|v| v == "true")
+    {
+        return Vec::new();
+    }
+    vec![FieldError::forbidden(
+        &format!("{spec_path}.devices.requests[{index}].exactly.adminAccess"),
+        format!(
+            "admin access to devices requires the `{DRA_ADMIN_NAMESPACE_LABEL_KEY}: true` label on the containing namespace"
+        ),
+    )]
+}

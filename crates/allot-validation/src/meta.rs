@@ -1,0 +1,141 @@
+//! Object metadata validation (upstream `ValidateObjectMeta`).
+
+use allot_api::meta::v1::ObjectMeta;
+
+use crate::field::{FieldError, child};
+use crate::names::{
+    is_dns1123_subdomain, is_qualified_name, validate_dns1123_label, validate_label_name,
+    validate_label_value,
+};
+
+/// Maximum total size of annotations.
+const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
+/// A name validator: the messages for a name (or, with `prefix`, a generateName prefix).
+pub type NameValidator = fn(&str, bool) -> Vec<String>;
+
+/// Names that must be DNS subdomains (most kinds).
+pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
+    let name = if prefix {
+        mask_trailing_dash(name)
+    } else {
+        name.to_string()
+    };
+    is_dns1123_subdomain(&name)
+}
+
+/// Names that must be DNS labels (namespaces).
+pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
+    let name = if prefix {
+        mask_trailing_dash(name)
+    } else {
+        name.to_string()
+    };
+    crate::names::is_dns1123_label(&name)
+}
+
+fn mask_trailing_dash(name: &str) -> String {
+    match name.strip_suffix('-') {
+        Some(stripped) if !stripped.is_empty() => format!("{stripped}a"),
+        _ => name.to_string(),
+    }
+}
+
+/// Validates metadata: name (or generateName), namespace, labels and annotations.
+pub fn validate_object_meta(
+    meta: &ObjectMeta,
+    namespaced: bool,
+    name_fn: NameValidator,
+    path: &str,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if !meta.generate_name.is_empty() {
+        for msg in name_fn(&meta.generate_name, true) {
+            errs.push(FieldError::invalid(
+                &child(path, "generateName"),
+                &meta.generate_name,
+                msg,
+            ));
+        }
+    }
+    if meta.name.is_empty() {
+        if meta.generate_name.is_empty() {
+            errs.push(FieldError::required(
+                &child(path, "name"),
+                "name or generateName is required",
+            ));
+        }
+    } else {
+        for msg in name_fn(&meta.name, false) {
+            errs.push(FieldError::invalid(&child(path, "name"), &meta.name, msg));
+        }
+    }
+    if namespaced {
+        if !meta.namespace.is_empty() {
+            errs.extend(validate_dns1123_label(
+                &meta.namespace,
+                &child(path, "namespace"),
+            ));
+        }
+    } else if !meta.namespace.is_empty() {
+        errs.push(FieldError::forbidden(
+            &child(path, "namespace"),
+            "not allowed on this type",
+        ));
+    }
+    if let Some(generation) = meta.generation
+        && generation < 0
+    {
+        errs.push(FieldError::invalid(
+            &child(path, "generation"),
+            generation,
+            "must be greater than or equal to 0",
+        ));
+    }
+    errs.extend(validate_labels(meta, &child(path, "labels")));
+    errs.extend(validate_annotations(meta, &child(path, "annotations")));
+    errs
+}
+
+fn validate_labels(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (key, value) in &meta.labels {
+        errs.extend(validate_label_name(key, path));
+        errs.extend(validate_label_value(value, path));
+    }
+    errs
+}
+
+fn validate_annotations(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut total = 0;
+    for (key, value) in &meta.annotations {
+        for msg in is_qualified_name(&key.to_lowercase()) {
+            errs.push(FieldError::invalid(path, key, msg));
+        }
+        total += key.len() + value.len();
+    }
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errs.push(FieldError::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT));
+    }
+    errs
+}
+
+/// Template metadata (ResourceClaimTemplate `spec.metadata`): only labels and annotations.
+pub fn validate_template_object_meta(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    errs.extend(validate_labels(meta, &child(path, "labels")));
+    errs.extend(validate_annotations(meta, &child(path, "annotations")));
+    let only_labels = ObjectMeta {
+        labels: meta.labels.clone(),
+        annotations: meta.annotations.clone(),
+        ..ObjectMeta::default()
+    };
+    if *meta != only_labels {
+        errs.push(FieldError::forbidden(
+            path,
+            "metadata may only contain labels and annotations",
+        ));
+    }
+    errs
+}
