@@ -248,24 +248,22 @@ impl<'t> CpuAccumulator<'t> {
             CpuSortingStrategy::Packed => {
                 let cores = self.topo.core_level().masks();
                 for c in self.sorted_core_indices() {
-                    out.extend(cores[c].intersection(&self.free).iter());
+                    out.extend(cores[c].iter_intersection(&self.free));
                 }
             }
             CpuSortingStrategy::Spread => {
                 let sockets = self.topo.socket_level().masks();
                 for s in self.sorted_socket_indices() {
-                    out.extend(sockets[s].intersection(&self.free).iter());
+                    out.extend(sockets[s].iter_intersection(&self.free));
                 }
             }
         }
         out
     }
 
-    fn fully_free(&self, indices: Vec<usize>, masks: &[CpuSet]) -> Vec<usize> {
+    fn fully_free(&self, mut indices: Vec<usize>, masks: &[CpuSet]) -> Vec<usize> {
+        indices.retain(|&i| masks[i].is_subset(&self.free));
         indices
-            .into_iter()
-            .filter(|&i| masks[i].is_subset(&self.free))
-            .collect()
     }
 
     /// Free CPUs in the order the strategy takes single CPUs (upstream's `freeCPUs`).
