@@ -3,7 +3,8 @@
 //! What is read, relative to the sysfs root (normally `/sys`):
 //! - `devices/system/cpu/online` (else each `cpuN/online`, cpu0 counting as online when absent);
 //!   offline CPUs are left out, as cadvisor leaves them out.
-//! - `devices/system/cpu/cpuN/topology/{core_id,physical_package_id}`.
+//! - `devices/system/cpu/cpuN/topology/{core_id,physical_package_id}` (a CPU without them is
+//!   skipped, as cadvisor skips it).
 //! - `devices/system/cpu/cpuN/cache/indexK/{level,id,shared_cpu_list}`: the level-3 cache is the
 //!   uncore cache; its `id`, else the lowest CPU of `shared_cpu_list`. Without an L3 the socket
 //!   id is used, as the kubelet does when cadvisor reports no uncore cache.
@@ -12,7 +13,7 @@
 //!   NUMA node 0, as cadvisor assumes.
 //!
 //! Core ids: sysfs `core_id` is only unique within a package (and is often sparse, e.g. hybrid
-//! CPUs). cadvisor groups threads by (NUMA node, package, `core_id`); the kubelet then names
+//! CPUs). cadvisor groups threads by (NUMA node, package, `core_id`), not by die; the kubelet names
 //! each core by its lowest thread id (`getUniqueCoreID`). The same is done here.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -224,8 +225,14 @@ pub fn discover(sysfs_root: &Path) -> Result<NodeTopology, DiscoverError> {
         let dir = cpu_dir.join(format!("cpu{cpu}"));
         let core_path = dir.join("topology/core_id");
         let package_path = dir.join("topology/physical_package_id");
-        let core_id: i64 = parse_num(&core_path, &read(&core_path)?)?;
-        let package: i64 = parse_num(&package_path, &read(&package_path)?)?;
+        // cadvisor skips a CPU whose core or package id file is missing; so does this.
+        let (Some(core_text), Some(package_text)) =
+            (read_opt(&core_path)?, read_opt(&package_path)?)
+        else {
+            continue;
+        };
+        let core_id: i64 = parse_num(&core_path, &core_text)?;
+        let package: i64 = parse_num(&package_path, &package_text)?;
         // Some platforms report -1 for an unknown package or core; treat it as 0 as cadvisor does.
         raws.push(Raw {
             id: cpu,

@@ -328,6 +328,16 @@ fn offline_cpus_are_left_out() {
 }
 
 #[test]
+fn cpu_without_topology_files_is_skipped_like_cadvisor() {
+    let cpus = [on(0, 0, 0, None), on(1, 1, 0, None)];
+    let dir = tempfile::tempdir().expect("tempdir");
+    build(dir.path(), &cpus, &[], Some("0-1"));
+    fs::remove_file(dir.path().join("devices/system/cpu/cpu1/topology/core_id")).expect("rm");
+    let topo = discover(dir.path()).expect("discover");
+    assert_eq!(topo.cpus, vec![cpu(0, 0, 0, 0, 0)]);
+}
+
+#[test]
 fn errors_name_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cpus = [on(0, 0, 0, None)];
