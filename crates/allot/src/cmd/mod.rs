@@ -1,5 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
 
 pub mod node;
+pub mod node_admit;
 pub mod node_discover;
+pub mod node_show;
 pub mod take_cpus;
