@@ -147,6 +147,24 @@ impl NumaMask {
             .then_with(|| self.numeric_cmp(other))
     }
 
+    /// The mask as one machine word, when every node id is below 64.
+    pub(crate) fn as_u64(&self) -> Option<u64> {
+        match self.words.as_slice() {
+            [] => Some(0),
+            [w] => Some(*w),
+            _ => None,
+        }
+    }
+
+    /// The mask of the set bits of `bits`.
+    pub(crate) fn from_u64(bits: u64) -> Self {
+        if bits == 0 {
+            Self::new()
+        } else {
+            Self { words: vec![bits] }
+        }
+    }
+
     fn trim(&mut self) {
         while self.words.last() == Some(&0) {
             self.words.pop();

@@ -170,6 +170,9 @@ impl<'a> HintMerger<'a> {
 
     /// Every distinct merged hint over all combinations of one hint per factor.
     fn candidates(&self) -> BTreeSet<Partial> {
+        if let Some(found) = self.candidates_in_one_word() {
+            return found;
+        }
         let default = self.numa.default_mask();
         let mut partials = BTreeSet::from([Partial::Preferred(None)]);
         for hints in self.factors {
@@ -186,6 +189,132 @@ impl<'a> HintMerger<'a> {
             }
         }
         partials
+    }
+
+    /// [`HintMerger::candidates`] with masks as machine words, when every node id is below 64
+    /// (every machine upstream supports): the same fold without allocations. Partial merges are
+    /// "preferred, no mask yet", "preferred with shared raw mask `i`" (an index into the distinct
+    /// raw masks) or "not preferred with AND `c`", where `c` is the AND restricted to the
+    /// machine's nodes and packed into `n` bits; both sets are dense bitmaps, so each step is a
+    /// constant-time insert.
+    fn candidates_in_one_word(&self) -> Option<BTreeSet<Partial>> {
+        let default = self.numa.default_mask().as_u64()?;
+        let positions: Vec<u32> = (0..64).filter(|b| default & (1u64 << b) != 0).collect();
+        let n = positions.len();
+        if n > 16 {
+            return None;
+        }
+        let pack = |mask: u64| -> u32 {
+            positions
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| mask & (1u64 << **b) != 0)
+                .fold(0u32, |acc, (i, _)| acc | (1 << i))
+        };
+        let unpack = |packed: u32| -> u64 {
+            positions
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| packed & (1 << i) != 0)
+                .fold(0u64, |acc, (_, b)| acc | (1u64 << b))
+        };
+        let full: u32 = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
+        // Distinct raw masks, and each factor's distinct hints as (raw index, packed, preferred).
+        let mut raws: Vec<u64> = Vec::new();
+        let mut factors: Vec<Vec<(Option<usize>, u32, bool)>> =
+            Vec::with_capacity(self.factors.len());
+        for hints in self.factors {
+            let mut words = Vec::with_capacity(hints.len());
+            for h in hints {
+                let entry = match &h.affinity {
+                    Some(m) => {
+                        let raw = m.as_u64()?;
+                        let index = match raws.iter().position(|&r| r == raw) {
+                            Some(i) => i,
+                            None => {
+                                raws.push(raw);
+                                raws.len() - 1
+                            }
+                        };
+                        (Some(index), pack(raw), h.preferred)
+                    }
+                    None => (None, full, h.preferred),
+                };
+                words.push(entry);
+            }
+            words.sort_unstable();
+            words.dedup();
+            factors.push(words);
+        }
+        let packed_raw: Vec<u32> = raws.iter().map(|&r| pack(r)).collect();
+        let mut any = true;
+        let mut shared: Vec<usize> = Vec::new();
+        let mut anded: Vec<u32> = Vec::new();
+        let mut shared_seen = vec![false; raws.len()];
+        let mut anded_seen = vec![false; 1usize << n];
+        for hints in &factors {
+            let (was_any, was_shared, was_anded) = (
+                std::mem::replace(&mut any, false),
+                std::mem::take(&mut shared),
+                std::mem::take(&mut anded),
+            );
+            shared_seen.iter_mut().for_each(|s| *s = false);
+            anded_seen.iter_mut().for_each(|s| *s = false);
+            let mut add_anded = |c: u32, anded: &mut Vec<u32>| {
+                if !anded_seen[c as usize] {
+                    anded_seen[c as usize] = true;
+                    anded.push(c);
+                }
+            };
+            for &(raw, packed, preferred) in hints {
+                if was_any {
+                    match (preferred, raw) {
+                        (true, None) => any = true,
+                        (true, Some(i)) => {
+                            if !shared_seen[i] {
+                                shared_seen[i] = true;
+                                shared.push(i);
+                            }
+                        }
+                        (false, _) => add_anded(packed, &mut anded),
+                    }
+                }
+                for &s in &was_shared {
+                    match (preferred, raw) {
+                        (true, None) => {
+                            if !shared_seen[s] {
+                                shared_seen[s] = true;
+                                shared.push(s);
+                            }
+                        }
+                        (true, Some(i)) if i == s => {
+                            if !shared_seen[s] {
+                                shared_seen[s] = true;
+                                shared.push(s);
+                            }
+                        }
+                        _ => add_anded(packed_raw[s] & packed, &mut anded),
+                    }
+                }
+                for &c in &was_anded {
+                    add_anded(c & packed, &mut anded);
+                }
+            }
+            if !any && shared.is_empty() && anded.is_empty() {
+                break;
+            }
+        }
+        let mut out = BTreeSet::new();
+        if any {
+            out.insert(Partial::Preferred(None));
+        }
+        for i in shared {
+            out.insert(Partial::Preferred(Some(NumaMask::from_u64(raws[i]))));
+        }
+        for c in anded {
+            out.insert(Partial::NotPreferred(NumaMask::from_u64(unpack(c))));
+        }
+        Some(out)
     }
 
     fn merge(&self) -> TopologyHint {
@@ -337,26 +466,43 @@ mod tests {
         (best, admit)
     }
 
-    fn hint_strategy(nodes: usize) -> impl Strategy<Value = TopologyHint> {
+    fn hint_strategy(nodes: usize, offset: usize) -> impl Strategy<Value = TopologyHint> {
         (
             proptest::option::weighted(0.85, proptest::collection::vec(0..nodes, 0..=nodes)),
             any::<bool>(),
         )
-            .prop_map(|(ids, preferred)| TopologyHint {
-                affinity: ids.map(NumaMask::from_ids),
+            .prop_map(move |(ids, preferred)| TopologyHint {
+                affinity: ids.map(|ids| NumaMask::from_ids(ids.into_iter().map(|i| i + offset))),
                 preferred,
             })
     }
 
-    fn providers_strategy(nodes: usize) -> impl Strategy<Value = Vec<ProviderHints>> {
-        let resource =
-            proptest::option::weighted(0.85, proptest::collection::vec(hint_strategy(nodes), 0..4));
+    fn providers_strategy(
+        nodes: usize,
+        offset: usize,
+    ) -> impl Strategy<Value = Vec<ProviderHints>> {
+        let resource = proptest::option::weighted(
+            0.85,
+            proptest::collection::vec(hint_strategy(nodes, offset), 0..4),
+        );
         let provider = proptest::collection::btree_map("[a-c]", resource, 0..3);
         proptest::collection::vec(provider, 0..4)
     }
 
-    fn setup() -> impl Strategy<Value = (Policy, bool, usize, Vec<ProviderHints>, Vec<Vec<u64>>)> {
-        (1usize..6).prop_flat_map(|nodes| {
+    /// Policy, prefer-closest, node count, id offset (62 puts ids across the 64-bit word
+    /// boundary, exercising the general path), providers, distance rows.
+    #[allow(clippy::type_complexity)]
+    fn setup() -> impl Strategy<
+        Value = (
+            Policy,
+            bool,
+            usize,
+            usize,
+            Vec<ProviderHints>,
+            Vec<Vec<u64>>,
+        ),
+    > {
+        (1usize..6, prop_oneof![Just(0usize), Just(62usize)]).prop_flat_map(|(nodes, offset)| {
             (
                 prop_oneof![
                     Just(Policy::BestEffort),
@@ -365,8 +511,12 @@ mod tests {
                 ],
                 any::<bool>(),
                 Just(nodes),
-                providers_strategy(nodes),
-                proptest::collection::vec(proptest::collection::vec(10u64..40, nodes), nodes),
+                Just(offset),
+                providers_strategy(nodes, offset),
+                proptest::collection::vec(
+                    proptest::collection::vec(10u64..40, nodes + offset),
+                    nodes,
+                ),
             )
         })
     }
@@ -374,11 +524,11 @@ mod tests {
     proptest! {
         #[test]
         fn folded_merge_equals_upstream_enumeration(
-            (policy, closest, nodes, providers, rows) in setup()
+            (policy, closest, nodes, offset, providers, rows) in setup()
         ) {
             let options = PolicyOptions { prefer_closest_numa: closest, ..PolicyOptions::default() };
-            let distances = rows.into_iter().enumerate().collect();
-            let ids: Vec<usize> = (0..nodes).collect();
+            let distances = rows.into_iter().enumerate().map(|(i, row)| (i + offset, row)).collect();
+            let ids: Vec<usize> = (offset..offset + nodes).collect();
             let numa = NumaInfo::new(&ids, Some(&distances), &options).expect("valid");
             prop_assert_eq!(
                 merge(policy, &options, &numa, &providers),
@@ -388,15 +538,15 @@ mod tests {
 
         #[test]
         fn merge_is_deterministic_and_within_the_machine(
-            (policy, _closest, nodes, providers, _rows) in setup()
+            (policy, _closest, nodes, offset, providers, _rows) in setup()
         ) {
             let options = PolicyOptions::default();
-            let ids: Vec<usize> = (0..nodes).collect();
+            let ids: Vec<usize> = (offset..offset + nodes).collect();
             let numa = NumaInfo::new(&ids, None, &options).expect("valid");
             let first = merge(policy, &options, &numa, &providers);
             prop_assert_eq!(&first, &merge(policy, &options, &numa, &providers));
             if let Some(mask) = &first.0.affinity {
-                prop_assert!(!mask.is_empty() || nodes == 0);
+                prop_assert!(!mask.is_empty());
                 prop_assert!(mask.is_subset_of(numa.default_mask()));
             }
         }
