@@ -240,45 +240,82 @@ impl StaticPolicy {
         pod: &PodResources,
         requested: &BTreeMap<String, u64>,
     ) -> ProviderHints {
+        // Per node (ascending id), per requested resource: free and allocatable; and the
+        // node's group, sorted, for the group checks.
         let nodes: Vec<usize> = machine.keys().copied().collect();
+        let resources: Vec<(&str, u128)> = requested
+            .iter()
+            .map(|(r, &size)| (r.as_str(), u128::from(size)))
+            .collect();
+        let tables: Vec<Vec<(u128, u128)>> = machine
+            .values()
+            .map(|node| {
+                resources
+                    .iter()
+                    .map(|(r, _)| {
+                        let t = node.table(r);
+                        (u128::from(t.free), u128::from(t.allocatable))
+                    })
+                    .collect()
+            })
+            .collect();
+        let groups: Vec<Vec<usize>> = machine
+            .values()
+            .map(|node| {
+                let mut cells = node.cells.clone();
+                cells.sort_unstable();
+                cells
+            })
+            .collect();
+        let assigned: Vec<bool> = machine
+            .values()
+            .map(|n| n.number_of_assignments > 0)
+            .collect();
+        let has_reusable = self.reusable.contains_key(&pod.uid);
+        let positions: Vec<usize> = (0..nodes.len()).collect();
         let mut min_affinity = nodes.len();
         let mut found: Vec<NumaMask> = Vec::new();
-        for_each_subset(&nodes, |bits| {
-            let mask = NumaMask::from_ids(bits.iter().copied());
-            let single = bits.len() == 1;
-            let mut free: BTreeMap<&str, u128> = BTreeMap::new();
-            let mut allocatable: BTreeMap<&str, u128> = BTreeMap::new();
-            for id in bits {
-                let node = &machine[id];
-                for resource in requested.keys() {
-                    let t = node.table(resource);
-                    *free.entry(resource).or_default() += u128::from(t.free);
-                    *allocatable.entry(resource).or_default() += u128::from(t.allocatable);
+        let mut free = vec![0u128; resources.len()];
+        let mut allocatable = vec![0u128; resources.len()];
+        let mut ids: Vec<usize> = Vec::with_capacity(nodes.len());
+        for_each_subset(&positions, |subset| {
+            free.iter_mut().for_each(|v| *v = 0);
+            allocatable.iter_mut().for_each(|v| *v = 0);
+            for &i in subset {
+                for (r, &(f, a)) in tables[i].iter().enumerate() {
+                    free[r] += f;
+                    allocatable[r] += a;
                 }
             }
-            if requested.iter().any(|(r, &size)| {
-                allocatable.get(r.as_str()).copied().unwrap_or(0) < u128::from(size)
-            }) {
+            if resources
+                .iter()
+                .zip(&allocatable)
+                .any(|((_, size), a)| a < size)
+            {
                 return;
             }
-            min_affinity = min_affinity.min(bits.len());
-            if single && machine[&bits[0]].cells.len() > 1 {
+            min_affinity = min_affinity.min(subset.len());
+            let single = subset.len() == 1;
+            if single && groups[subset[0]].len() > 1 {
                 return;
             }
-            for id in bits {
-                let node = &machine[id];
-                if !single
-                    && node.number_of_assignments > 0
-                    && (node.cells.len() == 1 || !groups_equal(&node.cells, bits))
-                {
-                    return;
-                }
+            ids.clear();
+            ids.extend(subset.iter().map(|&i| nodes[i]));
+            if !single
+                && subset
+                    .iter()
+                    .any(|&i| assigned[i] && (groups[i].len() == 1 || groups[i] != ids))
+            {
+                return;
             }
-            for (resource, &size) in requested {
-                let reusable = self.pod_reusable(&pod.uid, &mask, resource);
-                if free.get(resource.as_str()).copied().unwrap_or(0) + u128::from(reusable)
-                    < u128::from(size)
-                {
+            let mask = NumaMask::from_ids(ids.iter().copied());
+            for (r, (resource, size)) in resources.iter().enumerate() {
+                let reusable = if has_reusable {
+                    u128::from(self.pod_reusable(&pod.uid, &mask, resource))
+                } else {
+                    0
+                };
+                if free[r] + reusable < *size {
                     return;
                 }
             }

@@ -38,6 +38,19 @@ fn bench(c: &mut Criterion) {
             b.iter(|| merge(policy, &options, &numa, &providers))
         });
     }
+    // A common admission: CPU, memory and hugepages on a two-socket machine.
+    let two: Vec<usize> = vec![0, 1];
+    let numa2 = NumaInfo::new(&two, None, &options).expect("valid");
+    let typical: Vec<ProviderHints> = vec![
+        ProviderHints::from([("cpu".to_string(), Some(all_masks(2, 1)))]),
+        ProviderHints::from([
+            ("memory".to_string(), Some(all_masks(2, 1))),
+            ("hugepages-1Gi".to_string(), Some(all_masks(2, 2))),
+        ]),
+    ];
+    c.bench_function("merge/2-numa/cpu+memory+hugepages/restricted", |b| {
+        b.iter(|| merge(Policy::Restricted, &options, &numa2, &typical))
+    });
 }
 
 criterion_group!(benches, bench);
