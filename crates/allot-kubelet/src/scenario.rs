@@ -29,6 +29,10 @@ pub struct NodeState {
     /// The `memory_manager_state` content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_manager: Option<serde_json::Value>,
+    /// In-memory policy state some upstream tests inject (not part of any checkpoint). A kubelet
+    /// starting from checkpoints has none, so admission ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_manager_policy_internal: Option<serde_json::Value>,
 }
 
 /// A decoded scenario.
