@@ -27,6 +27,11 @@ use std::str::FromStr;
 
 use allot_topology::{CpuSet, CpuTopology};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+/// A list of dense indices (sockets, NUMA nodes, cores, uncore caches) in pick order; inline up
+/// to 16 entries so ordering a small machine allocates nothing.
+type Indices = SmallVec<[usize; 16]>;
 
 /// How CPUs are ordered inside a socket (upstream's `CPUSortingStrategy`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -173,8 +178,8 @@ impl<'t> CpuAccumulator<'t> {
         self.needed -= cpus.len() as i64;
     }
 
-    fn level_with_free(&self, masks: &[CpuSet]) -> Vec<usize> {
-        let mut ids: Vec<usize> = (0..masks.len())
+    fn level_with_free(&self, masks: &[CpuSet]) -> Indices {
+        let mut ids: Indices = (0..masks.len())
             .filter(|&i| masks[i].intersects(&self.free))
             .collect();
         sort_by_free(&mut ids, masks, &self.free);
@@ -187,8 +192,8 @@ impl<'t> CpuAccumulator<'t> {
         parents: &[usize],
         relation: &[Vec<(usize, CpuSet)>],
         child_masks: &[CpuSet],
-    ) -> Vec<usize> {
-        let mut out = Vec::new();
+    ) -> Indices {
+        let mut out = Indices::new();
         for &p in parents {
             let start = out.len();
             out.extend(
@@ -202,7 +207,7 @@ impl<'t> CpuAccumulator<'t> {
         out
     }
 
-    fn sorted_numa_indices(&self) -> Vec<usize> {
+    fn sorted_numa_indices(&self) -> Indices {
         let numas = self.topo.numa_level().masks();
         if self.numa_first {
             self.level_with_free(numas)
@@ -212,7 +217,7 @@ impl<'t> CpuAccumulator<'t> {
         }
     }
 
-    fn sorted_socket_indices(&self) -> Vec<usize> {
+    fn sorted_socket_indices(&self) -> Indices {
         let sockets = self.topo.socket_level().masks();
         if self.numa_first {
             let numas = self.sorted_numa_indices();
@@ -222,7 +227,7 @@ impl<'t> CpuAccumulator<'t> {
         }
     }
 
-    fn sorted_core_indices(&self) -> Vec<usize> {
+    fn sorted_core_indices(&self) -> Indices {
         let cores = self.topo.core_level().masks();
         if self.numa_first {
             let sockets = self.sorted_socket_indices();
@@ -233,7 +238,7 @@ impl<'t> CpuAccumulator<'t> {
         }
     }
 
-    fn sorted_uncore_indices(&self) -> Vec<usize> {
+    fn sorted_uncore_indices(&self) -> Indices {
         let numas = self.sorted_numa_indices();
         self.children_in_order(
             &numas,
@@ -261,8 +266,8 @@ impl<'t> CpuAccumulator<'t> {
         out
     }
 
-    fn fully_free(&self, mut indices: Vec<usize>, masks: &[CpuSet]) -> Vec<usize> {
-        indices.retain(|&i| masks[i].is_subset(&self.free));
+    fn fully_free(&self, mut indices: Indices, masks: &[CpuSet]) -> Indices {
+        indices.retain(|i| masks[*i].is_subset(&self.free));
         indices
     }
 
@@ -308,7 +313,7 @@ impl<'t> CpuAccumulator<'t> {
     }
 
     /// Takes every fully free unit (in the given order) that the need still covers whole.
-    fn take_full(&mut self, order: Vec<usize>, masks: &[CpuSet]) {
+    fn take_full(&mut self, order: Indices, masks: &[CpuSet]) {
         for i in self.fully_free(order, masks) {
             let size = masks[i].len() as i64;
             if self.needed >= size {

@@ -3,12 +3,14 @@
 //! The set has no fixed upper size: it grows to the highest id it holds, and the word vector is
 //! kept trimmed (no trailing zero words) so that derived equality and hashing compare contents.
 //! The same type also holds sets of other small ids (cores, sockets, NUMA nodes), as upstream's
-//! `cpuset.CPUSet` does.
+//! `cpuset.CPUSet` does. Up to 128 ids live inline (no heap allocation) while the type stays the
+//! size of a `Vec`, so set arithmetic on common machines allocates nothing.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use smallvec::SmallVec;
 
 use crate::TopologyError;
 
@@ -19,13 +21,16 @@ pub const MAX_CPU_ID: u32 = (1 << 20) - 1;
 /// A set of CPU ids (or other small ids) with the Linux list format ("0-3,8") as its text form.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct CpuSet {
-    words: Vec<u64>,
+    // Invariant: no trailing zero words, so derived equality and hashing compare contents.
+    words: SmallVec<[u64; 2]>,
 }
 
 impl CpuSet {
     /// The empty set.
     pub const fn new() -> Self {
-        CpuSet { words: Vec::new() }
+        CpuSet {
+            words: SmallVec::new_const(),
+        }
     }
 
     /// A set holding the given ids.
