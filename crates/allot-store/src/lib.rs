@@ -1,0 +1,578 @@
+//! The object store that every control-plane loop of allot reads and writes.
+//!
+//! Key design decision: one in-memory store of typed objects (the `allot-api` types), keyed by
+//! kind, namespace and name, with a single monotonically increasing resourceVersion and an
+//! append-only event log. Loops never talk to each other: they read the store, write the store,
+//! and are woken by the events their writes cause, exactly as Kubernetes controllers are woken by
+//! watches. The store is deterministic: iteration is always in key order and the only sources of
+//! identity (uids, resourceVersions, creation timestamps) are counters and the clock value the
+//! caller passes in. The cost: everything lives in memory, so a persistent server needs another
+//! implementation behind the same operations.
+
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::{Namespace, Node, Pod};
+use allot_api::load::Object;
+use allot_api::meta::v1::ObjectMeta;
+use allot_api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use allot_api::resource::v1alpha3::ResourcePoolStatusRequest;
+use allot_api::scheduling::v1beta1::PodGroup;
+
+/// The kinds the store holds, in the order `kubectl get` would list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// `v1 Namespace` (cluster-scoped).
+    Namespace,
+    /// `v1 Node` (cluster-scoped).
+    Node,
+    /// `resource.k8s.io/v1 DeviceClass` (cluster-scoped).
+    DeviceClass,
+    /// `resource.k8s.io/v1 ResourceSlice` (cluster-scoped).
+    ResourceSlice,
+    /// `resource.k8s.io DeviceTaintRule` (cluster-scoped).
+    DeviceTaintRule,
+    /// `resource.k8s.io/v1alpha3 ResourcePoolStatusRequest` (cluster-scoped).
+    ResourcePoolStatusRequest,
+    /// `resource.k8s.io/v1 ResourceClaimTemplate`.
+    ResourceClaimTemplate,
+    /// `resource.k8s.io/v1 ResourceClaim`.
+    ResourceClaim,
+    /// `scheduling.k8s.io PodGroup`.
+    PodGroup,
+    /// `v1 Pod`.
+    Pod,
+}
+
+impl Kind {
+    /// Every kind, in list order.
+    pub const ALL: [Kind; 10] = [
+        Kind::Namespace,
+        Kind::Node,
+        Kind::DeviceClass,
+        Kind::ResourceSlice,
+        Kind::DeviceTaintRule,
+        Kind::ResourcePoolStatusRequest,
+        Kind::ResourceClaimTemplate,
+        Kind::ResourceClaim,
+        Kind::PodGroup,
+        Kind::Pod,
+    ];
+
+    /// The kind's name as in `kind:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Namespace => "Namespace",
+            Kind::Node => "Node",
+            Kind::DeviceClass => "DeviceClass",
+            Kind::ResourceSlice => "ResourceSlice",
+            Kind::DeviceTaintRule => "DeviceTaintRule",
+            Kind::ResourcePoolStatusRequest => "ResourcePoolStatusRequest",
+            Kind::ResourceClaimTemplate => "ResourceClaimTemplate",
+            Kind::ResourceClaim => "ResourceClaim",
+            Kind::PodGroup => "PodGroup",
+            Kind::Pod => "Pod",
+        }
+    }
+
+    /// The `apiVersion` the store writes for this kind.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Kind::Namespace | Kind::Node | Kind::Pod => "v1",
+            Kind::DeviceClass
+            | Kind::ResourceSlice
+            | Kind::ResourceClaimTemplate
+            | Kind::ResourceClaim => "resource.k8s.io/v1",
+            Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => "resource.k8s.io/v1alpha3",
+            Kind::PodGroup => "scheduling.k8s.io/v1beta1",
+        }
+    }
+
+    /// Whether objects of this kind live in a namespace.
+    pub fn namespaced(self) -> bool {
+        matches!(
+            self,
+            Kind::ResourceClaimTemplate | Kind::ResourceClaim | Kind::PodGroup | Kind::Pod
+        )
+    }
+}
+
+/// Where an object lives: kind, namespace ("" for cluster-scoped kinds) and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// The kind.
+    pub kind: Kind,
+    /// The namespace, empty for cluster-scoped kinds.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key.
+    pub fn new(kind: Kind, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind.name(), self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind.name(), self.namespace, self.name)
+        }
+    }
+}
+
+/// An object type the store can hold.
+pub trait Resource: Clone + Sized + 'static {
+    /// Its kind.
+    const KIND: Kind;
+    /// Its metadata.
+    fn meta(&self) -> &ObjectMeta;
+    /// Its metadata, mutably.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+    /// Wraps it in the store's object enum.
+    fn into_stored(self) -> Stored;
+    /// Borrows it out of the store's object enum, when the kinds agree.
+    fn from_stored(stored: &Stored) -> Option<&Self>;
+    /// Sets `apiVersion` and `kind` as Kubernetes would serialise them.
+    fn set_type_meta(&mut self);
+}
+
+macro_rules! stored_kinds {
+    ($($variant:ident => $ty:ty),* $(,)?) => {
+        /// One stored object of any kind.
+        #[derive(Debug, Clone, PartialEq)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum Stored {
+            $(
+                #[doc = concat!("A `", stringify!($variant), "`.")]
+                $variant($ty),
+            )*
+        }
+
+        impl Stored {
+            /// The object's kind.
+            pub fn kind(&self) -> Kind {
+                match self {
+                    $(Stored::$variant(_) => Kind::$variant,)*
+                }
+            }
+
+            /// The object's metadata.
+            pub fn meta(&self) -> &ObjectMeta {
+                match self {
+                    $(Stored::$variant(o) => &o.metadata,)*
+                }
+            }
+
+            /// The object's metadata, mutably.
+            pub fn meta_mut(&mut self) -> &mut ObjectMeta {
+                match self {
+                    $(Stored::$variant(o) => &mut o.metadata,)*
+                }
+            }
+
+            /// The object as Kubernetes serialises it (with `apiVersion` and `kind`).
+            pub fn to_json(&self) -> serde_json::Value {
+                let mut value = match self {
+                    $(Stored::$variant(o) => serde_json::to_value(o),)*
+                }
+                .unwrap_or(serde_json::Value::Null);
+                if let serde_json::Value::Object(map) = &mut value {
+                    let mut ordered = serde_json::Map::new();
+                    ordered.insert(
+                        "apiVersion".into(),
+                        serde_json::Value::String(self.kind().api_version().into()),
+                    );
+                    ordered.insert(
+                        "kind".into(),
+                        serde_json::Value::String(self.kind().name().into()),
+                    );
+                    for (k, v) in std::mem::take(map) {
+                        if k != "apiVersion" && k != "kind" {
+                            ordered.insert(k, v);
+                        }
+                    }
+                    *map = ordered;
+                }
+                value
+            }
+
+            /// Converts a decoded document into a stored object; `None` for kinds the store
+            /// does not hold (options documents, extensions).
+            pub fn from_object(object: Object) -> Option<Stored> {
+                match object {
+                    $(Object::$variant(o) => Some(Stored::$variant(o)),)*
+                    _ => None,
+                }
+            }
+        }
+
+        $(
+            impl Resource for $ty {
+                const KIND: Kind = Kind::$variant;
+                fn meta(&self) -> &ObjectMeta {
+                    &self.metadata
+                }
+                fn meta_mut(&mut self) -> &mut ObjectMeta {
+                    &mut self.metadata
+                }
+                fn into_stored(self) -> Stored {
+                    Stored::$variant(self)
+                }
+                fn from_stored(stored: &Stored) -> Option<&Self> {
+                    match stored {
+                        Stored::$variant(o) => Some(o),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+                fn set_type_meta(&mut self) {
+                    self.api_version = Kind::$variant.api_version().to_string();
+                    self.kind = Kind::$variant.name().to_string();
+                }
+            }
+        )*
+    };
+}
+
+stored_kinds! {
+    Namespace => Namespace,
+    Node => Node,
+    DeviceClass => DeviceClass,
+    ResourceSlice => ResourceSlice,
+    DeviceTaintRule => DeviceTaintRule,
+    ResourcePoolStatusRequest => ResourcePoolStatusRequest,
+    ResourceClaimTemplate => ResourceClaimTemplate,
+    ResourceClaim => ResourceClaim,
+    PodGroup => PodGroup,
+    Pod => Pod,
+}
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated (spec, status or metadata).
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+/// One entry of the event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The resourceVersion the change produced.
+    pub resource_version: u64,
+    /// What happened.
+    pub event_type: EventType,
+    /// Which object.
+    pub key: ObjectKey,
+    /// The object after the change (before it, for `Deleted`).
+    pub object: Stored,
+}
+
+/// Why a write was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// `create` of an object that exists (HTTP 409 AlreadyExists).
+    #[error("{key} already exists")]
+    AlreadyExists {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// The object does not exist (HTTP 404 NotFound).
+    #[error("{key} not found")]
+    NotFound {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// An update carried a stale resourceVersion (HTTP 409 Conflict).
+    #[error(
+        "Operation cannot be fulfilled on {key}: the object has been modified; please apply your changes to the latest version and try again (have {have}, stored {stored})"
+    )]
+    Conflict {
+        /// The object.
+        key: ObjectKey,
+        /// The resourceVersion the writer had.
+        have: String,
+        /// The resourceVersion in the store.
+        stored: String,
+    },
+    /// The object has no name and no generateName.
+    #[error("{kind}: metadata.name or metadata.generateName is required")]
+    NameRequired {
+        /// The kind name.
+        kind: &'static str,
+    },
+}
+
+/// The store.
+#[derive(Debug, Clone, Default)]
+pub struct Store {
+    objects: BTreeMap<ObjectKey, Stored>,
+    resource_version: u64,
+    uid_counter: u64,
+    name_counter: u64,
+    events: Vec<Event>,
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new() -> Self {
+        Store::default()
+    }
+
+    /// The newest resourceVersion handed out.
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    /// The key of an object.
+    pub fn key_of<R: Resource>(object: &R) -> ObjectKey {
+        let meta = object.meta();
+        let namespace = if R::KIND.namespaced() {
+            meta.namespace.clone()
+        } else {
+            String::new()
+        };
+        ObjectKey::new(R::KIND, namespace, meta.name.clone())
+    }
+
+    /// One object by namespace and name.
+    pub fn get<R: Resource>(&self, namespace: &str, name: &str) -> Option<&R> {
+        let namespace = if R::KIND.namespaced() { namespace } else { "" };
+        self.objects
+            .get(&ObjectKey::new(R::KIND, namespace, name))
+            .and_then(R::from_stored)
+    }
+
+    /// One object of any kind.
+    pub fn get_stored(&self, key: &ObjectKey) -> Option<&Stored> {
+        self.objects.get(key)
+    }
+
+    /// Every object of a kind, in (namespace, name) order.
+    pub fn list<R: Resource>(&self) -> impl Iterator<Item = &R> {
+        self.list_kind(R::KIND).filter_map(R::from_stored)
+    }
+
+    /// Every object of a kind in one namespace, in name order.
+    pub fn list_in<'a, R: Resource + 'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a R> + 'a {
+        self.list::<R>()
+            .filter(move |o| o.meta().namespace == namespace)
+    }
+
+    /// Every object of a kind, as stored values.
+    pub fn list_kind(&self, kind: Kind) -> impl Iterator<Item = &Stored> {
+        let start = ObjectKey::new(kind, "", "");
+        self.objects
+            .range(start..)
+            .take_while(move |(k, _)| k.kind == kind)
+            .map(|(_, v)| v)
+    }
+
+    /// Every object, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
+        self.objects.iter()
+    }
+
+    /// Creates an object: assigns a name from `generateName` when needed, a uid, a
+    /// resourceVersion, and `creationTimestamp = now`. Returns the stored copy.
+    pub fn create<R: Resource>(&mut self, mut object: R, now: &str) -> Result<R, StoreError> {
+        object.set_type_meta();
+        if object.meta().name.is_empty() {
+            if object.meta().generate_name.is_empty() {
+                return Err(StoreError::NameRequired {
+                    kind: R::KIND.name(),
+                });
+            }
+            let name = self.generated_name(&object);
+            object.meta_mut().name = name;
+        }
+        if !R::KIND.namespaced() {
+            object.meta_mut().namespace.clear();
+        } else if object.meta().namespace.is_empty() {
+            object.meta_mut().namespace = "default".into();
+        }
+        let key = Self::key_of(&object);
+        if self.objects.contains_key(&key) {
+            return Err(StoreError::AlreadyExists { key });
+        }
+        self.uid_counter += 1;
+        let rv = self.next_rv();
+        let meta = object.meta_mut();
+        if meta.uid.is_empty() {
+            meta.uid = format!(
+                "{:08x}-0000-4000-8000-{:012x}",
+                self.uid_counter, self.uid_counter
+            );
+        }
+        meta.resource_version = rv.to_string();
+        if meta.creation_timestamp.is_none() {
+            meta.creation_timestamp = Some(now.to_string());
+        }
+        if meta.generation.is_none() && !matches!(R::KIND, Kind::Namespace | Kind::Node | Kind::Pod)
+        {
+            meta.generation = Some(1);
+        }
+        let stored = object.clone().into_stored();
+        self.objects.insert(key.clone(), stored.clone());
+        self.events.push(Event {
+            resource_version: rv,
+            event_type: EventType::Added,
+            key,
+            object: stored,
+        });
+        Ok(object)
+    }
+
+    /// Replaces an object. When the object carries a resourceVersion it must match the stored
+    /// one (optimistic concurrency); an empty resourceVersion overwrites unconditionally.
+    /// Returns the stored copy; an update that changes nothing keeps the resourceVersion and
+    /// records no event.
+    pub fn update<R: Resource>(&mut self, mut object: R) -> Result<R, StoreError> {
+        object.set_type_meta();
+        let key = Self::key_of(&object);
+        let Some(current) = self.objects.get(&key) else {
+            return Err(StoreError::NotFound { key });
+        };
+        let have = object.meta().resource_version.clone();
+        let stored_rv = current.meta().resource_version.clone();
+        if !have.is_empty() && have != stored_rv {
+            return Err(StoreError::Conflict {
+                key,
+                have,
+                stored: stored_rv,
+            });
+        }
+        {
+            let meta = object.meta_mut();
+            let old = current.meta();
+            meta.uid = old.uid.clone();
+            meta.creation_timestamp = old.creation_timestamp.clone();
+            meta.resource_version = stored_rv;
+        }
+        let candidate = object.clone().into_stored();
+        if &candidate == current {
+            return Ok(object);
+        }
+        let rv = self.next_rv();
+        object.meta_mut().resource_version = rv.to_string();
+        let stored = object.clone().into_stored();
+        self.objects.insert(key.clone(), stored.clone());
+        self.events.push(Event {
+            resource_version: rv,
+            event_type: EventType::Modified,
+            key,
+            object: stored,
+        });
+        Ok(object)
+    }
+
+    /// Reads, changes and writes back an object in one step. The closure's return value is
+    /// passed through; the write happens only when the object changed.
+    pub fn modify<R: Resource, T>(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        change: impl FnOnce(&mut R) -> T,
+    ) -> Result<T, StoreError> {
+        let Some(current) = self.get::<R>(namespace, name) else {
+            return Err(StoreError::NotFound {
+                key: ObjectKey::new(R::KIND, namespace, name),
+            });
+        };
+        let mut object = current.clone();
+        let out = change(&mut object);
+        self.update(object)?;
+        Ok(out)
+    }
+
+    /// Deletes an object; returns it.
+    pub fn delete(&mut self, key: &ObjectKey) -> Result<Stored, StoreError> {
+        let Some(object) = self.objects.remove(key) else {
+            return Err(StoreError::NotFound { key: key.clone() });
+        };
+        let rv = self.next_rv();
+        self.events.push(Event {
+            resource_version: rv,
+            event_type: EventType::Deleted,
+            key: key.clone(),
+            object: object.clone(),
+        });
+        Ok(object)
+    }
+
+    /// Inserts a decoded object (as `kubectl create` would).
+    pub fn create_stored(&mut self, object: Stored, now: &str) -> Result<Stored, StoreError> {
+        match object {
+            Stored::Namespace(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::Node(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::DeviceClass(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ResourceSlice(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::DeviceTaintRule(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ResourcePoolStatusRequest(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ResourceClaimTemplate(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ResourceClaim(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::PodGroup(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::Pod(o) => self.create(o, now).map(Resource::into_stored),
+        }
+    }
+
+    /// Events with a resourceVersion above `after`, oldest first.
+    pub fn events_since(&self, after: u64) -> &[Event] {
+        let start = self.events.partition_point(|e| e.resource_version <= after);
+        &self.events[start..]
+    }
+
+    fn next_rv(&mut self) -> u64 {
+        self.resource_version += 1;
+        self.resource_version
+    }
+
+    /// A name for `generateName`: the prefix plus five characters from Kubernetes' alphabet
+    /// (consonants and digits without look-alikes), drawn from a counter so runs repeat.
+    fn generated_name<R: Resource>(&mut self, object: &R) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        loop {
+            self.name_counter += 1;
+            // A multiplicative hash spreads consecutive counters over the suffix space.
+            let mut n = self.name_counter.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+            let mut suffix = String::with_capacity(5);
+            for _ in 0..5 {
+                suffix.push(ALPHABET[(n % ALPHABET.len() as u64) as usize] as char);
+                n /= ALPHABET.len() as u64;
+            }
+            let name = format!("{}{}", object.meta().generate_name, suffix);
+            let namespace = if R::KIND.namespaced() {
+                object.meta().namespace.as_str()
+            } else {
+                ""
+            };
+            if !self
+                .objects
+                .contains_key(&ObjectKey::new(R::KIND, namespace, name.as_str()))
+            {
+                return name;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
