@@ -1,1 +1,60 @@
-fn main() {}
+//! Evaluation throughput: the allocator evaluates selectors on every candidate device.
+
+use allot_cel::{AttributeValue, CelDevice, compile};
+use allot_quantity::Quantity;
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+
+fn device(i: i64) -> CelDevice {
+    let mut d = CelDevice::new("x", false)
+        .attribute(
+            "model",
+            AttributeValue::String(if i % 2 == 0 { "a" } else { "b" }.into()),
+        )
+        .attribute("numa", AttributeValue::Int(i % 4))
+        .attribute("driverVersion", AttributeValue::Version("1.2.3".into()));
+    for k in 0..8 {
+        d = d.attribute(&format!("attr{k}"), AttributeValue::Int(k));
+    }
+    let memory: Quantity = "40Gi".parse().unwrap_or_default();
+    d.capacity("memory", memory)
+}
+
+fn bench(c: &mut Criterion) {
+    let devices: Vec<CelDevice> = (0..64).map(device).collect();
+    let cases = [
+        (
+            "driver_and_model",
+            r#"device.driver == "x" && device.attributes["x"].model == "a""#,
+        ),
+        (
+            "capacity_compare",
+            r#"device.capacity["x"].memory.compareTo(quantity("16Gi")) >= 0"#,
+        ),
+        (
+            "semver_greater",
+            r#"device.attributes["x"].driverVersion.isGreaterThan(semver("1.1.0"))"#,
+        ),
+    ];
+    for (name, expr) in cases {
+        let Ok(program) = compile(expr) else {
+            continue;
+        };
+        c.bench_function(&format!("evaluate/{name}"), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % devices.len();
+                black_box(program.evaluate(black_box(&devices[i])).ok())
+            })
+        });
+    }
+    c.bench_function("compile/driver_and_model", |b| {
+        b.iter(|| black_box(compile(black_box(cases[0].1)).is_ok()))
+    });
+    c.bench_function("build_device/12_attributes", |b| {
+        b.iter(|| black_box(device(black_box(3))))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

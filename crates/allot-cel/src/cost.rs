@@ -230,10 +230,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn position(&self, id: u64) -> (u32, u32) {
-        self.source
-            .source_info()
-            .offset_for(id)
-            .unwrap_or((1, 1))
+        self.source.source_info().offset_for(id).unwrap_or((1, 1))
     }
 
     fn undeclared(&self, id: u64, name: &str) -> CelError {

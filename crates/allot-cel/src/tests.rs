@@ -613,3 +613,334 @@ fn upstream_cel_table() {
         failures.join("\n")
     );
 }
+
+/// Library semantics, the conformance scenarios' expression patterns and the spec's examples.
+#[test]
+fn library_and_spec_table() {
+    use AttributeValue as A;
+    let gpu = || {
+        CelDevice::new("gpu.example.com", false)
+            .attribute("model", A::String("a100".into()))
+            .attribute("numa", A::Int(1))
+            .attribute("index", A::Int(4))
+            .attribute("healthy", A::Bool(true))
+            .attribute("driverVersion", A::Version("1.2.3".into()))
+            .attribute("type", A::String("gpu".into()))
+            .attribute(
+                "dra.example.com/supported-models",
+                A::StringList(vec!["model-a".into(), "model-b".into()]),
+            )
+            .attribute("dra.example.com/model", A::String("model-a".into()))
+            .attribute(
+                "resource-driver.example.com/color",
+                A::String("black".into()),
+            )
+            .attribute(
+                "resource-driver.example.com/size",
+                A::String("large".into()),
+            )
+            .capacity("memory", q("40Gi"))
+            .capacity("driver-a/capacity-0", q("4"))
+    };
+    let table: Vec<(&str, bool)> = vec![
+        // The conformance scenarios' patterns.
+        (r#"device.driver == "gpu.example.com""#, true),
+        (r#"device.driver == "driver-a""#, false),
+        (
+            r#"device.driver == "gpu.example.com" && device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0"#,
+            true,
+        ),
+        (
+            r#"device.capacity["gpu.example.com"].memory.compareTo(quantity("64Gi")) >= 0"#,
+            false,
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].driverVersion.isGreaterThan(semver("1.1.0"))"#,
+            true,
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].driverVersion.isLessThan(semver("1.2.3"))"#,
+            false,
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].index % 2 == 0"#,
+            true,
+        ),
+        (r#"device.attributes["gpu.example.com"].healthy"#, true),
+        (
+            r#"device.attributes["gpu.example.com"].model != "a100""#,
+            false,
+        ),
+        (r#"device.attributes["gpu.example.com"].numa == 1"#, true),
+        (
+            r#"device.driver == "driver-a" && device.allowMultipleAllocations == true"#,
+            false,
+        ),
+        (
+            r#"device.capacity["driver-a"]["capacity-0"].compareTo(quantity("4")) >= 0"#,
+            true,
+        ),
+        // The spec's examples.
+        (
+            "device.attributes[\"resource-driver.example.com\"].color == \"black\" &&\ndevice.attributes[\"resource-driver.example.com\"].size == \"large\"",
+            true,
+        ),
+        (
+            "device.attributes[\"resource-driver.example.com\"].color == \"white\" &&\ndevice.attributes[\"resource-driver.example.com\"].size == \"small\"",
+            false,
+        ),
+        (
+            "device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].type\n        == 'gpu'",
+            true,
+        ),
+        (
+            r#"device.attributes["dra.example.com"].model.includes("model-a")"#,
+            true,
+        ),
+        (
+            r#"device.attributes["dra.example.com"].model.includes("model-b")"#,
+            false,
+        ),
+        (
+            r#"device.attributes["dra.example.com"]["supported-models"].includes("model-a")"#,
+            true,
+        ),
+        (
+            r#"device.attributes["dra.example.com"]["supported-models"].includes("model-c")"#,
+            false,
+        ),
+        ("device.allowMultipleAllocations == true", false),
+        // Quantity library.
+        (r#"quantity("1.5Gi") == quantity("1536Mi")"#, true),
+        (
+            r#"quantity("1k").add(quantity("1Ki")) == quantity("2024")"#,
+            true,
+        ),
+        (
+            r#"quantity("1").add(quantity("1Gi")).compareTo(quantity("1073741825")) == 0"#,
+            true,
+        ),
+        (
+            r#"quantity("1Gi").sub(1).isLessThan(quantity("1Gi"))"#,
+            true,
+        ),
+        (r#"quantity("1Gi").add(1) == quantity("1073741825")"#, true),
+        (
+            r#"quantity("-5m").sign() == -1 && quantity("0").sign() == 0"#,
+            true,
+        ),
+        (
+            r#"quantity("1.5").isInteger() == false && quantity("2k").isInteger()"#,
+            true,
+        ),
+        (r#"quantity("2k").asInteger() == 2000"#, true),
+        (r#"quantity("500m").asApproximateFloat() == 0.5"#, true),
+        (r#"isQuantity("1.5Gi") && !isQuantity("1.5Gb")"#, true),
+        (
+            r#"device.capacity["gpu.example.com"].memory.isGreaterThan(quantity("39Gi"))"#,
+            true,
+        ),
+        // Semver library.
+        (
+            r#"semver("1.2.3").major() == 1 && semver("1.2.3").minor() == 2 && semver("1.2.3").patch() == 3"#,
+            true,
+        ),
+        (r#"semver("1.2.3").compareTo(semver("2.0.0")) == -1"#, true),
+        (r#"semver("1.0.0-alpha").isLessThan(semver("1.0.0"))"#, true),
+        (r#"semver("1.0.0+build1") == semver("1.0.0+build2")"#, true),
+        (
+            r#"isSemver("1.0.0") && !isSemver("v1.0") && isSemver("v1.0", true)"#,
+            true,
+        ),
+        (r#"semver("01.01.01", true) == semver("1.1.1")"#, true),
+        (
+            r#"!isSemver("1.0.0-", true) && !isSemver("1.0-rc1", true)"#,
+            true,
+        ),
+        // Strings extension.
+        (
+            r#""TacoCat".lowerAscii() == "tacocat" && "TacoCat".upperAscii() == "TACOCAT""#,
+            true,
+        ),
+        (
+            r#""hello".charAt(1) == "e" && "hello".indexOf("l") == 2 && "hello".lastIndexOf("l") == 3"#,
+            true,
+        ),
+        (
+            r#""a,b,c".split(",").size() == 3 && ["a", "b"].join("-") == "a-b""#,
+            true,
+        ),
+        (
+            r#""  x ".trim() == "x" && "hello".substring(1, 3) == "el" && "aaa".replace("a", "b") == "bbb""#,
+            true,
+        ),
+        (r#""%s-%d".format(["a", 1]) == "a-1""#, true),
+        // Kubernetes list library.
+        ("[1, 2, 3].isSorted() && ![3, 1].isSorted()", true),
+        (
+            "[1, 2, 3].sum() == 6 && [1, 5, 3].max() == 5 && [4, 2, 3].min() == 2",
+            true,
+        ),
+        (
+            "[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1",
+            true,
+        ),
+        // Regex.
+        (
+            r#""abc123".matches("[0-9]+") && "abc123def45".find("[0-9]+") == "123""#,
+            true,
+        ),
+        (
+            r#""abc123def45".findAll("[0-9]+") == ["123", "45"] && "a1b2c3".findAll("[0-9]", 2) == ["1", "2"]"#,
+            true,
+        ),
+        // Bindings, comprehensions, presence.
+        (
+            r#"cel.bind(gpu, device.attributes["gpu.example.com"], gpu.numa == 1 && gpu.model == "a100")"#,
+            true,
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].exists(n, n == "model")"#,
+            true,
+        ),
+        (
+            r#""gpu.example.com" in device.attributes && !("nic.example.com" in device.attributes)"#,
+            true,
+        ),
+        (r#""memory" in device.capacity["gpu.example.com"]"#, true),
+        (r#"has(device.attributes["nic.example.com"].numa)"#, false),
+        (r#"size(device.attributes["gpu.example.com"]) == 6"#, true),
+    ];
+    let mut failures = Vec::new();
+    for (expr, want) in &table {
+        match compile(expr).map(|p| p.evaluate(&gpu())) {
+            Ok(Ok(got)) if got == *want => {}
+            other => failures.push(format!("{expr}: {other:?}, want {want}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}/{} pass; failures:\n{}",
+        table.len() - failures.len(),
+        table.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn spec_list_example_as_written_is_a_subtraction() {
+    // `x.supported-models.includes(...)` parses as `x.supported - models.includes(...)`, so the
+    // spec's literal text is rejected, as cel-go rejects it.
+    let e = compile(r#"device.attributes["dra.example.com"].supported-models.includes("model-a")"#)
+        .expect_err("not valid CEL");
+    assert!(
+        matches!(e, CelError::UndeclaredReference { ref name, .. } if name == "models"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_keys_are_runtime_errors_and_false_in_has_and_in() {
+    let dev = CelDevice::new("gpu.example.com", false)
+        .attribute("model", AttributeValue::String("a".into()));
+    let missing_name =
+        compile(r#"device.attributes["gpu.example.com"].numa == 1"#).expect("compiles");
+    assert_eq!(
+        missing_name.evaluate(&dev),
+        Err(CelError::NoSuchKey { key: "numa".into() })
+    );
+    let missing_domain =
+        compile(r#"device.attributes["nic.example.com"].model == "a""#).expect("compiles");
+    assert_eq!(
+        missing_domain.evaluate(&dev),
+        Err(CelError::NoSuchKey {
+            key: "model".into()
+        })
+    );
+    let missing_capacity =
+        compile(r#"device.capacity["gpu.example.com"].memory.isGreaterThan(quantity("1"))"#)
+            .expect("compiles");
+    assert_eq!(
+        missing_capacity.evaluate(&dev).map_err(|e| e.to_string()),
+        Err("no such key: memory".to_string())
+    );
+    for guarded in [
+        r#"has(device.attributes["gpu.example.com"].numa) && device.attributes["gpu.example.com"].numa == 1"#,
+        r#""numa" in device.attributes["gpu.example.com"] && device.attributes["gpu.example.com"].numa == 1"#,
+    ] {
+        assert_eq!(
+            compile(guarded).expect("compiles").evaluate(&dev),
+            Ok(false),
+            "{guarded}"
+        );
+    }
+}
+
+#[test]
+fn cost_limit_rejects_nested_comprehensions_over_large_lists() {
+    let list = (0..500)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let expr = format!("[{list}].all(x, [{list}].all(y, x != y || x == y))");
+    match compile(&expr) {
+        Err(CelError::CostLimitExceeded { cost, limit }) => {
+            assert!(cost > limit && limit == CEL_SELECTOR_EXPRESSION_MAX_COST);
+        }
+        other => panic!("expected cost rejection, got {other:?}"),
+    }
+    // Nested comprehensions over device attributes stay bounded by the declared maximums.
+    let bounded =
+        r#"device.attributes["x"].all(a, device.attributes["x"].all(b, a != b || a == b))"#;
+    let p = compile(bounded).expect("within the limit");
+    assert!(p.max_cost() < CEL_SELECTOR_EXPRESSION_MAX_COST);
+    // A custom limit applies too.
+    let tight = CompileOptions {
+        cost_limit: 10,
+        require_bool: true,
+    };
+    assert!(matches!(
+        compile_with(bounded, tight),
+        Err(CelError::CostLimitExceeded { limit: 10, .. })
+    ));
+}
+
+#[test]
+fn derived_attribute_values() {
+    let dev = CelDevice::new("gpu.example.com", false)
+        .attribute("numa", AttributeValue::Int(1))
+        .attribute(
+            "pcie",
+            AttributeValue::StringList(vec!["a".into(), "b".into()]),
+        )
+        .attribute("v", AttributeValue::Version("1.2.3".into()));
+    let value = CompileOptions {
+        require_bool: false,
+        ..CompileOptions::default()
+    };
+    let eval = |e: &str| {
+        compile_with(e, value)
+            .expect("compiles")
+            .evaluate_value(&dev)
+    };
+    assert_eq!(
+        eval(r#"device.attributes["gpu.example.com"].numa"#),
+        Ok(AttributeValue::Int(1))
+    );
+    assert_eq!(
+        eval(r#"device.attributes["gpu.example.com"].pcie"#),
+        Ok(AttributeValue::StringList(vec!["a".into(), "b".into()]))
+    );
+    assert_eq!(
+        eval(r#"device.attributes["gpu.example.com"].v"#),
+        Ok(AttributeValue::Version("1.2.3".into()))
+    );
+    assert_eq!(
+        eval(r#"device.attributes["gpu.example.com"].numa + 1"#),
+        Ok(AttributeValue::Int(2))
+    );
+    assert!(matches!(
+        eval(r#"quantity("1")"#),
+        Err(CelError::NotAttributeValue { .. })
+    ));
+}
