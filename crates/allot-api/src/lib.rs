@@ -17,6 +17,7 @@ mod strenum;
 pub mod allot;
 pub mod core;
 pub mod defaults;
+pub mod kubescheduler;
 pub mod load;
 pub mod meta;
 pub mod resource;

@@ -18,6 +18,7 @@ use serde_saphyr::Spanned;
 
 use crate::allot::v1alpha1::AllocationOptions;
 use crate::core::v1::{Namespace, Node, Pod};
+use crate::kubescheduler::v1::{DynamicResourcesArgs, KubeSchedulerConfiguration};
 use crate::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -81,7 +82,7 @@ pub enum LoadError {
         path: String,
     },
     /// A field is not part of the schema (kubectl's strict validation).
-    #[error("{file}:{line}: {kind}: unknown field \"{path}\"")]
+    #[error("{file}:{line}: {kind} {object}: unknown field \"{path}\"")]
     UnknownField {
         /// The file.
         file: String,
@@ -89,11 +90,13 @@ pub enum LoadError {
         line: u32,
         /// The document's kind.
         kind: String,
+        /// The object, `namespace/name` or `name`.
+        object: String,
         /// The full field path, e.g. `spec.devices[0].colour`.
         path: String,
     },
     /// A field has the wrong type or an invalid value (e.g. a malformed quantity).
-    #[error("{file}:{line}: {kind}: {path}: {message}")]
+    #[error("{file}:{line}: {kind} {object}: {path}: {message}")]
     InvalidField {
         /// The file.
         file: String,
@@ -101,6 +104,8 @@ pub enum LoadError {
         line: u32,
         /// The document's kind.
         kind: String,
+        /// The object, `namespace/name` or `name`.
+        object: String,
         /// The field path.
         path: String,
         /// The decoder's message.
@@ -272,6 +277,14 @@ impl RawDocument {
             .pointer("/metadata/namespace")
             .and_then(serde_json::Value::as_str)
             .unwrap_or_default()
+    }
+
+    /// `namespace/name`, or `name` when there is no namespace.
+    pub fn object_name(&self) -> String {
+        match (self.namespace(), self.name()) {
+            ("", name) => name.to_string(),
+            (namespace, name) => format!("{namespace}/{name}"),
+        }
     }
 
     /// The line of a field path, falling back to the nearest ancestor and then the document.
@@ -594,6 +607,7 @@ fn decode_error(
             file: raw.file.clone(),
             line: raw.line_of(&full),
             kind: raw.kind.clone(),
+            object: raw.object_name(),
             path: full,
         };
     }
@@ -601,6 +615,7 @@ fn decode_error(
         file: raw.file.clone(),
         line: raw.line_of(&path),
         kind: raw.kind.clone(),
+        object: raw.object_name(),
         path,
         message: strip_position(&message),
     }
@@ -646,6 +661,8 @@ pub enum Object {
     PodGroup(PodGroup),
     /// `allot.dev/v1alpha1 AllocationOptions`.
     AllocationOptions(AllocationOptions),
+    /// `kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration`.
+    KubeSchedulerConfiguration(KubeSchedulerConfiguration),
     /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
     Extension,
 }
@@ -665,6 +682,7 @@ impl Object {
             Object::Namespace(_) => "Namespace",
             Object::PodGroup(_) => "PodGroup",
             Object::AllocationOptions(_) => "AllocationOptions",
+            Object::KubeSchedulerConfiguration(_) => "KubeSchedulerConfiguration",
             Object::Extension => "Extension",
         }
     }
@@ -685,6 +703,10 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
     ("v1", "Namespace"),
     ("scheduling.k8s.io/v1beta1", "PodGroup"),
     ("allot.dev/v1alpha1", "AllocationOptions"),
+    (
+        "kubescheduler.config.k8s.io/v1",
+        "KubeSchedulerConfiguration",
+    ),
 ];
 
 /// Options for [`load`] and [`decode_object`].
@@ -725,6 +747,11 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
         ("v1", "Namespace") => Object::Namespace(decode(raw)?),
         ("scheduling.k8s.io/v1beta1", "PodGroup") => Object::PodGroup(decode(raw)?),
         ("allot.dev/v1alpha1", "AllocationOptions") => Object::AllocationOptions(decode(raw)?),
+        ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration") => {
+            let config: KubeSchedulerConfiguration = decode(raw)?;
+            decode_dynamic_resources_args(raw, &config)?;
+            Object::KubeSchedulerConfiguration(config)
+        }
         (api_version, kind)
             if options
                 .extra_kinds
@@ -743,6 +770,43 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
         }
     };
     Ok(object)
+}
+
+/// Strictly decodes the `DynamicResources` plugin arguments of every profile, so that a typo in
+/// them is reported with its path like any other field.
+fn decode_dynamic_resources_args(
+    raw: &RawDocument,
+    config: &KubeSchedulerConfiguration,
+) -> Result<(), LoadError> {
+    for (p, profile) in config.profiles.iter().enumerate() {
+        for (c, plugin) in profile.plugin_config.iter().enumerate() {
+            if plugin.name != "DynamicResources" {
+                continue;
+            }
+            let Some(args) = &plugin.args else { continue };
+            let prefix = format!("profiles[{p}].pluginConfig[{c}].args");
+            let result: Result<DynamicResourcesArgs, _> = serde_path_to_error::deserialize(args);
+            if let Err(err) = result {
+                let mut nested = raw.clone();
+                nested.value = args.clone();
+                let error = decode_error(&nested, &err);
+                return Err(match error {
+                    LoadError::UnknownField { path, .. } => {
+                        let full = format!("{prefix}.{path}");
+                        LoadError::UnknownField {
+                            file: raw.file.clone(),
+                            line: raw.line_of(&full),
+                            kind: raw.kind.clone(),
+                            object: raw.object_name(),
+                            path: full,
+                        }
+                    }
+                    other => other,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A decoded document with its origin.
@@ -845,6 +909,7 @@ metadata:
                 file: "f.yaml".into(),
                 line: 15,
                 kind: "ResourceSlice".into(),
+                object: "slice".into(),
                 path: "spec.devices[0].colour".into(),
             }]
         );

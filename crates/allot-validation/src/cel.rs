@@ -35,3 +35,34 @@ pub trait CelCompiler {
     /// Compiles `expression`; returns the estimated maximum cost.
     fn compile(&self, expression: &str, kind: ExpressionKind) -> Result<u64, CelCompileError>;
 }
+
+/// The DRA CEL environment of `allot-cel`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DraCel;
+
+impl CelCompiler for DraCel {
+    fn compile(&self, expression: &str, kind: ExpressionKind) -> Result<u64, CelCompileError> {
+        if expression.is_empty() {
+            return Err(CelCompileError {
+                kind: CelErrorKind::Required,
+                detail: String::new(),
+            });
+        }
+        // The cost limit is applied by the caller, which reports it as upstream does.
+        let options = allot_cel::CompileOptions {
+            cost_limit: u64::MAX,
+            require_bool: kind == ExpressionKind::Selector,
+        };
+        match allot_cel::compile_with(expression, options) {
+            Ok(compiled) => Ok(compiled.max_cost()),
+            Err(err @ allot_cel::CelError::Environment { .. }) => Err(CelCompileError {
+                kind: CelErrorKind::Internal,
+                detail: err.to_string(),
+            }),
+            Err(err) => Err(CelCompileError {
+                kind: CelErrorKind::Invalid,
+                detail: err.to_string(),
+            }),
+        }
+    }
+}

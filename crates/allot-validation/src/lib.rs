@@ -22,7 +22,7 @@ use allot_api::core::v1::Namespace;
 use allot_api::load::Object;
 use allot_api::resource::v1::{DRA_ADMIN_NAMESPACE_LABEL_KEY, ResourceClaimSpec};
 
-pub use cel::{CelCompileError, CelCompiler, CelErrorKind, ExpressionKind};
+pub use cel::{CelCompileError, CelCompiler, CelErrorKind, DraCel, ExpressionKind};
 pub use field::{BadValue, ErrorType, FieldError};
 
 /// Validates one decoded (and defaulted) object. Kinds without rules (AllocationOptions,
@@ -39,7 +39,9 @@ pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError
         Object::Pod(o) => core::validate_pod(o),
         Object::Namespace(o) => core::validate_namespace(o),
         Object::PodGroup(o) => core::validate_pod_group(o),
-        Object::AllocationOptions(_) | Object::Extension => Vec::new(),
+        Object::AllocationOptions(_)
+        | Object::KubeSchedulerConfiguration(_)
+        | Object::Extension => Vec::new(),
     }
 }
 

@@ -424,14 +424,87 @@ pub struct DeviceCounterConsumption {
 }
 
 /// A quantity of a device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+///
+/// Decoding also accepts a bare quantity (`memory: 40Gi`) as `{value: 40Gi}`, the shorthand the
+/// spec's node-allocatable CPU example uses; serialising always writes the API's object shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeviceCapacity {
     /// The total capacity.
     pub value: Quantity,
     /// How requests consume this capacity when the device allows multiple allocations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_policy: Option<CapacityRequestPolicy>,
+}
+
+/// The API shape of [`DeviceCapacity`], decoded strictly.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeviceCapacityObject {
+    value: Quantity,
+    #[serde(default)]
+    request_policy: Option<CapacityRequestPolicy>,
+}
+
+impl<'de> Deserialize<'de> for DeviceCapacity {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CapacityVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for CapacityVisitor {
+            type Value = DeviceCapacity;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a DeviceCapacity object or a quantity")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let object = DeviceCapacityObject::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(DeviceCapacity {
+                    value: object.value,
+                    request_policy: object.request_policy,
+                })
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                let value = Quantity::deserialize(serde::de::value::StrDeserializer::<E>::new(v))?;
+                Ok(DeviceCapacity {
+                    value,
+                    request_policy: None,
+                })
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                let value = Quantity::deserialize(serde::de::value::I64Deserializer::<E>::new(v))?;
+                Ok(DeviceCapacity {
+                    value,
+                    request_policy: None,
+                })
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                let value = Quantity::deserialize(serde::de::value::U64Deserializer::<E>::new(v))?;
+                Ok(DeviceCapacity {
+                    value,
+                    request_policy: None,
+                })
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                let value = Quantity::deserialize(serde::de::value::F64Deserializer::<E>::new(v))?;
+                Ok(DeviceCapacity {
+                    value,
+                    request_policy: None,
+                })
+            }
+        }
+
+        deserializer.deserialize_any(CapacityVisitor)
+    }
 }
 
 /// A counter's amount.
