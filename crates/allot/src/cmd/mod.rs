@@ -1,5 +1,6 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
 
+pub mod merge_hints;
 pub mod node;
 pub mod node_admit;
 pub mod node_discover;

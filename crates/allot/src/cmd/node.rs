@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use super::{node_admit, node_discover, node_show, take_cpus};
+use super::{merge_hints, node_admit, node_discover, node_show, take_cpus};
 
 /// Node-level commands (the kubelet's CPU, Memory, Topology and Device managers).
 #[derive(Subcommand, Debug)]
@@ -15,6 +15,8 @@ pub enum NodeCommand {
     Admit(node_admit::Args),
     /// After admission, a picture of the machine with the owner of every CPU.
     Show(node_show::Args),
+    /// The Topology Manager's decision for given provider hints (why TopologyAffinityError?).
+    MergeHints(merge_hints::Args),
 }
 
 /// Runs a node subcommand and returns the exit code.
@@ -24,5 +26,6 @@ pub fn run(command: NodeCommand) -> anyhow::Result<u8> {
         NodeCommand::TakeCpus(args) => take_cpus::run(args),
         NodeCommand::Admit(args) => node_admit::run(args),
         NodeCommand::Show(args) => node_show::run(args),
+        NodeCommand::MergeHints(args) => merge_hints::run(args),
     }
 }
