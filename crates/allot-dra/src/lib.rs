@@ -1,0 +1,101 @@
+//! The DRA structured allocator: given a node, device classes, resource slices, claims already
+//! allocated and claims to allocate, pick the same devices kube-scheduler picks.
+//!
+//! Key design decision: one allocator, parameterised by [`Features`], that follows upstream's
+//! first-fit backtracking search step by step (pools and slices in lexicographic order, pools
+//! with binding conditions last), so that the first solution it finds is upstream's, and errors
+//! surface at the same point of the search. On top of that search sit two prunings that never
+//! change the answer: a pigeonhole bound per request (fewer usable devices than still needed
+//! means the subtree cannot succeed) and a look-ahead at `allocationMode: All` requests (a device
+//! such a request needs is already taken for good). Both only cut subtrees that provably contain
+//! neither a solution nor an error, which is what keeps unsatisfiable inputs from blowing up
+//! exponentially where upstream does. The cost is that the prunings are only enabled when every
+//! selector evaluated cleanly up front; otherwise the plain search runs.
+//!
+//! "Does not fit" is an [`Outcome::Unschedulable`] with an [`Explanation`]; [`Error`] is
+//! reserved for bad input, as upstream separates `ErrFailedAllocationOnNode` from other errors.
+//! The engine is pure: no clocks, no I/O, no globals. Share IDs come from a deterministic
+//! counter, so the same input always gives the same output.
+
+#![deny(missing_docs)]
+
+mod attributes;
+mod capacity;
+mod cel;
+mod error;
+mod explain;
+mod features;
+mod nodes;
+mod pools;
+mod scenario;
+mod search;
+
+pub use cel::CelCache;
+pub use error::Error;
+pub use explain::{ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, RequestExplanation};
+pub use features::Features;
+/// The allocation result type, re-exported for callers that only need to print it.
+pub use allot_api::resource::v1::AllocationResult;
+pub use scenario::{display_claim, AllocationOptions, Scenario};
+
+use allot_api::core::v1::{Namespace, Node};
+use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+
+/// Everything one allocation call looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct AllocationInput<'a> {
+    /// The node to allocate for.
+    pub node: &'a Node,
+    /// All device classes.
+    pub classes: &'a [DeviceClass],
+    /// All resource slices of the cluster (the allocator picks those visible to the node).
+    pub slices: &'a [ResourceSlice],
+    /// Claims already allocated (their devices are in use); claims without an allocation are
+    /// ignored here.
+    pub allocated_claims: &'a [ResourceClaim],
+    /// The claims to allocate together, in order.
+    pub claims: &'a [ResourceClaim],
+    /// DeviceTaintRules whose taints apply to matching devices (with `DRADeviceTaints`).
+    pub taint_rules: &'a [DeviceTaintRule],
+    /// Namespaces, when known: a claim in a listed namespace that is not labelled
+    /// `resource.kubernetes.io/admin-access: "true"` may not ask for admin access.
+    pub namespaces: &'a [Namespace],
+}
+
+/// The answer of [`allocate`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Every claim fits; one result per claim, in the order of [`AllocationInput::claims`].
+    Allocated(Vec<AllocationResult>),
+    /// The claims do not fit on this node, and why.
+    Unschedulable(Explanation),
+}
+
+impl Outcome {
+    /// Whether all claims were allocated.
+    pub fn is_allocated(&self) -> bool {
+        matches!(self, Outcome::Allocated(_))
+    }
+}
+
+/// Allocates devices for `input.claims` on `input.node`, with a fresh CEL cache.
+pub fn allocate(input: &AllocationInput<'_>, features: &Features) -> Result<Outcome, Error> {
+    allocate_with_cache(input, features, &CelCache::default())
+}
+
+/// Allocates devices for `input.claims` on `input.node`, reusing compiled CEL expressions from
+/// `cache` (as kube-scheduler keeps one CEL cache across scheduling cycles).
+pub fn allocate_with_cache(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+) -> Result<Outcome, Error> {
+    search::run(input, features, cache, true)
+}
+
+/// The same search without the prunings, exactly as upstream walks it; for tests that check
+/// the prunings never change an answer. Exponential on adversarial inputs.
+#[doc(hidden)]
+pub fn allocate_without_pruning(input: &AllocationInput<'_>, features: &Features) -> Result<Outcome, Error> {
+    search::run(input, features, &CelCache::default(), false)
+}

@@ -1,0 +1,199 @@
+//! Scenario files: Kubernetes objects plus an optional `allot.dev/v1alpha1 AllocationOptions`
+//! document (and, in test data, a `kind: Expected` document), parsed from text.
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::{Namespace, Node};
+use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use serde::Deserialize;
+
+use crate::search::claim_name;
+use crate::{AllocationInput, Error, Features};
+
+/// The `allot.dev/v1alpha1` `AllocationOptions` document.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AllocationOptions {
+    /// Always `allot.dev/v1alpha1`.
+    #[serde(default)]
+    pub api_version: String,
+    /// Always `AllocationOptions`.
+    #[serde(default)]
+    pub kind: String,
+    /// The node to allocate for; default: the only Node in the input.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Feature gates by upstream name; unlisted gates take their Kubernetes 1.37 defaults.
+    #[serde(default)]
+    pub feature_gates: BTreeMap<String, bool>,
+    /// The claims to allocate, in order, as `name` or `namespace/name`; default: every claim
+    /// without an allocation, in file order.
+    #[serde(default)]
+    pub claims: Vec<String>,
+}
+
+/// The objects of one scenario file.
+#[derive(Debug, Clone, Default)]
+pub struct Scenario {
+    /// The options document, if any.
+    pub options: AllocationOptions,
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Namespaces.
+    pub namespaces: Vec<Namespace>,
+    /// Device classes.
+    pub classes: Vec<DeviceClass>,
+    /// Resource slices.
+    pub slices: Vec<ResourceSlice>,
+    /// Resource claims, allocated or not, in file order.
+    pub claims: Vec<ResourceClaim>,
+    /// Device taint rules.
+    pub taint_rules: Vec<DeviceTaintRule>,
+    /// The `kind: Expected` document of test data, kept as JSON.
+    pub expected: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct KindOnly {
+    #[serde(default)]
+    kind: String,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(index: usize, kind: &str, text: &str) -> Result<T, Error> {
+    serde_saphyr::from_str(text).map_err(|err| Error::ScenarioDocument {
+        index,
+        kind: kind.to_string(),
+        message: err.to_string(),
+    })
+}
+
+/// Splits a YAML stream at document markers, so that each document decodes into its own type
+/// (decoding through an untyped value would turn `Y` into a boolean).
+fn split_documents(text: &str) -> Vec<String> {
+    let mut documents = vec![String::new()];
+    for line in text.lines() {
+        if line == "---" || line.starts_with("--- ") {
+            documents.push(String::new());
+            continue;
+        }
+        if let Some(current) = documents.last_mut() {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    documents
+        .into_iter()
+        .filter(|doc| doc.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#')))
+        .collect()
+}
+
+impl Scenario {
+    /// Parses a multi-document YAML (or JSON) scenario.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let mut scenario = Scenario::default();
+        for (index, document) in split_documents(text).iter().enumerate() {
+            let kind = decode::<KindOnly>(index, "", document)?.kind;
+            match kind.as_str() {
+                "AllocationOptions" => scenario.options = decode(index, &kind, document)?,
+                "Expected" => scenario.expected = Some(decode(index, &kind, document)?),
+                "Node" => scenario.nodes.push(decode(index, &kind, document)?),
+                "Namespace" => scenario.namespaces.push(decode(index, &kind, document)?),
+                "DeviceClass" => scenario.classes.push(decode(index, &kind, document)?),
+                "ResourceSlice" => scenario.slices.push(decode(index, &kind, document)?),
+                "ResourceClaim" => scenario.claims.push(decode(index, &kind, document)?),
+                "DeviceTaintRule" => scenario.taint_rules.push(decode(index, &kind, document)?),
+                _ => {
+                    return Err(Error::ScenarioDocument {
+                        index,
+                        kind,
+                        message: "unsupported kind in an allocation scenario".to_string(),
+                    });
+                }
+            }
+        }
+        Ok(scenario)
+    }
+
+    /// The feature gates: Kubernetes 1.37 defaults, then the options document.
+    pub fn features(&self) -> Result<Features, Error> {
+        let mut features = Features::default();
+        for (gate, enabled) in &self.options.feature_gates {
+            features.set(gate, *enabled)?;
+        }
+        Ok(features)
+    }
+
+    /// The node to allocate for: `name`, else the options' node, else the only node.
+    pub fn node(&self, name: Option<&str>) -> Result<&Node, Error> {
+        match name.or(self.options.node.as_deref()) {
+            Some(name) => self
+                .nodes
+                .iter()
+                .find(|node| node.metadata.name == name)
+                .ok_or_else(|| Error::UnknownNode { node: name.to_string() }),
+            None => match self.nodes.as_slice() {
+                [only] => Ok(only),
+                nodes => Err(Error::NodeNotChosen { nodes: nodes.len() }),
+            },
+        }
+    }
+
+    /// The claims to allocate, in order.
+    pub fn claims_to_allocate(&self) -> Result<Vec<ResourceClaim>, Error> {
+        if self.options.claims.is_empty() {
+            return Ok(self.claims.iter().filter(|claim| claim.status.allocation.is_none()).cloned().collect());
+        }
+        // The same name may be listed twice for two claims of that name (in different
+        // namespaces, or in test data); each entry takes the next claim not taken yet.
+        let mut taken = vec![false; self.claims.len()];
+        let mut out = Vec::with_capacity(self.options.claims.len());
+        for wanted in &self.options.claims {
+            let found = self.claims.iter().enumerate().position(|(i, claim)| {
+                !taken[i]
+                    && match wanted.split_once('/') {
+                        Some((namespace, name)) => claim.metadata.namespace == namespace && claim.metadata.name == name,
+                        None => claim.metadata.name == *wanted,
+                    }
+            });
+            let Some(index) = found else {
+                return Err(Error::UnknownClaim { claim: wanted.clone() });
+            };
+            taken[index] = true;
+            out.push(self.claims[index].clone());
+        }
+        Ok(out)
+    }
+
+    /// Claims that already hold an allocation and are not being allocated again.
+    pub fn allocated_claims(&self, to_allocate: &[ResourceClaim]) -> Vec<ResourceClaim> {
+        self.claims
+            .iter()
+            .filter(|claim| claim.status.allocation.is_some())
+            .filter(|claim| !to_allocate.iter().any(|other| claim_name(other) == claim_name(claim)))
+            .cloned()
+            .collect()
+    }
+
+    /// The allocation input for `node`, `claims` and `allocated`.
+    pub fn input<'a>(
+        &'a self,
+        node: &'a Node,
+        claims: &'a [ResourceClaim],
+        allocated: &'a [ResourceClaim],
+    ) -> AllocationInput<'a> {
+        AllocationInput {
+            node,
+            classes: &self.classes,
+            slices: &self.slices,
+            allocated_claims: allocated,
+            claims,
+            taint_rules: &self.taint_rules,
+            namespaces: &self.namespaces,
+        }
+    }
+}
+
+/// `namespace/name`, or `name` for a claim without a namespace.
+pub fn display_claim(claim: &ResourceClaim) -> String {
+    claim_name(claim)
+}

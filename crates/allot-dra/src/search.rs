@@ -1,0 +1,1424 @@
+//! The backtracking search, step for step as upstream's `allocateOne`, plus the prunings
+//! described in the crate documentation.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use allot_api::core::v1::{NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
+use allot_api::resource::v1::{
+    AllocationConfigSource, AllocationResult, CapacityRequirements, Device, DeviceAllocationConfiguration,
+    DeviceAllocationMode, DeviceAllocationResult, DeviceClass, DeviceRequestAllocationResult, DeviceSelector,
+    DeviceTaint, DeviceTaintEffect, DeviceToleration, DeviceTolerationOperator, ResourceClaim, ResourceSlice,
+    ALLOCATION_RESULTS_MAX_SIZE, DRA_ADMIN_NAMESPACE_LABEL_KEY,
+};
+use allot_quantity::Quantity;
+
+use crate::attributes::{self, Constraint, ConstraintKind};
+use crate::capacity::{self, CapacityError, Consumed};
+use crate::cel::{self, CelCache};
+use crate::explain;
+use crate::pools::{gather_pools, Pool};
+use crate::{AllocationInput, Error, Features, Outcome};
+
+/// `namespace/name`, or `name` without a namespace, as klog prints objects.
+pub(crate) fn claim_name(claim: &ResourceClaim) -> String {
+    if claim.metadata.namespace.is_empty() {
+        claim.metadata.name.clone()
+    } else {
+        format!("{}/{}", claim.metadata.namespace, claim.metadata.name)
+    }
+}
+
+/// One device visible from the node, in search order.
+pub(crate) struct Dev<'a> {
+    pub pool: usize,
+    pub slice: &'a ResourceSlice,
+    pub device: &'a Device,
+    pub driver: &'a str,
+    pub pool_name: &'a str,
+    /// Allows multiple allocations (only with `DRAConsumableCapacity`).
+    pub multi: bool,
+    /// Taints from the slice and from DeviceTaintRules.
+    pub taints: Vec<DeviceTaint>,
+    /// Counter consumption as (pool counter index, amount).
+    pub counters: Vec<(usize, Quantity)>,
+    /// Allocated exclusively to an existing claim.
+    pub allocated: bool,
+    /// Capacity consumed by existing shared allocations.
+    pub capacity_used: Option<Consumed>,
+    /// Existing claims hold shares of this device.
+    pub shared: bool,
+}
+
+impl Dev<'_> {
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}", self.driver, self.pool_name, self.device.name)
+    }
+}
+
+/// Counter bookkeeping of one pool.
+#[derive(Default)]
+pub(crate) struct PoolCounters {
+    pub index: HashMap<(String, String), usize>,
+    pub names: Vec<(String, String)>,
+    /// What is left after existing allocations.
+    pub available: Vec<Quantity>,
+    /// Some counter is already overdrawn, so no counter-consuming device fits.
+    pub overdrawn: bool,
+}
+
+/// A request or subrequest that needs devices.
+pub(crate) struct Req<'a> {
+    pub claim: usize,
+    pub parent: &'a str,
+    pub sub: Option<&'a str>,
+    pub class: &'a DeviceClass,
+    pub all: bool,
+    pub num_devices: usize,
+    pub admin: bool,
+    pub selectors: &'a [DeviceSelector],
+    pub tolerations: &'a [DeviceToleration],
+    pub capacity: Option<&'a CapacityRequirements>,
+    pub all_devices: Vec<usize>,
+}
+
+impl Req<'_> {
+    pub fn name(&self) -> String {
+        match self.sub {
+            Some(sub) => format!("{}/{sub}", self.parent),
+            None => self.parent.to_string(),
+        }
+    }
+    /// The request's own name (the subrequest name for a subrequest).
+    pub fn own_name(&self) -> &str {
+        self.sub.unwrap_or(self.parent)
+    }
+}
+
+pub(crate) enum Slot {
+    Plain(usize),
+    Subs(Vec<usize>),
+}
+
+pub(crate) struct ClaimData<'a> {
+    pub claim: &'a ResourceClaim,
+    pub name: String,
+    pub slots: Vec<Slot>,
+    pub max_devices: usize,
+}
+
+/// Cached selector verdicts: unknown, match, no match, or the error upstream would raise.
+#[derive(Clone)]
+pub(crate) enum Verdict {
+    Unknown,
+    Yes,
+    No,
+    Fail(Error),
+}
+
+/// Cached capacity pre-check of a (request, device) pair.
+#[derive(Clone)]
+pub(crate) enum CapVerdict {
+    Unknown,
+    /// The device can serve the request, consuming this much when it allows multiple
+    /// allocations.
+    Ok(Consumed),
+    No,
+    Fail(Error),
+}
+
+/// Everything fixed for one call, plus the caches.
+pub(crate) struct Problem<'a> {
+    pub input: &'a AllocationInput<'a>,
+    pub features: Features,
+    pub cache: &'a CelCache,
+    pub pools: Vec<Pool<'a>>,
+    pub devs: Vec<Dev<'a>>,
+    pub counters: Vec<PoolCounters>,
+    pub reqs: Vec<Req<'a>>,
+    pub claims: Vec<ClaimData<'a>>,
+    pub constraints: Vec<Vec<Constraint>>,
+    pub verdicts: Vec<Vec<Verdict>>,
+    pub cap_verdicts: Vec<Vec<CapVerdict>>,
+    cel_devices: Vec<Option<Result<allot_cel::CelDevice, String>>>,
+    /// Whether every selector and capacity check was evaluated up front without errors, which
+    /// the look-ahead pruning needs.
+    clean: bool,
+    /// Whether the prunings are on (always, except to compare against the plain search).
+    pub prune: bool,
+}
+
+type Id<'a> = (&'a str, &'a str, &'a str);
+
+/// Runs one allocation.
+pub(crate) fn run(input: &AllocationInput<'_>, features: &Features, cache: &CelCache, prune: bool) -> Result<Outcome, Error> {
+    let mut problem = Problem::new(input, features, cache)?;
+    problem.prune = prune;
+    let mut search = Search::new(&problem);
+    let found = search.allocate_one(&mut problem, Pos::default(), false);
+    let found = match found {
+        Ok(found) => found,
+        Err(Stop::MaxSize) => false,
+        Err(Stop::Error(err)) => return Err(err),
+    };
+    if found {
+        return Ok(Outcome::Allocated(search.results(&problem)?));
+    }
+    let reasons: Vec<String> = problem
+        .pools
+        .iter()
+        .filter_map(|pool| pool.invalid.as_ref().map(|reason| format!("{}: {reason}", pool.id())))
+        .collect();
+    if !reasons.is_empty() {
+        return Err(Error::InvalidPools { reasons });
+    }
+    Ok(Outcome::Unschedulable(explain::explain(&mut problem)))
+}
+
+impl<'a> Problem<'a> {
+    pub(crate) fn new(input: &'a AllocationInput<'a>, features: &Features, cache: &'a CelCache) -> Result<Self, Error> {
+        let features = *features;
+        let pools = gather_pools(input.slices, input.node, &features)?;
+
+        // Devices in use by existing claims.
+        let mut dedicated: HashSet<Id<'_>> = HashSet::new();
+        let mut shared: HashSet<Id<'_>> = HashSet::new();
+        let mut aggregated: HashMap<Id<'_>, Consumed> = HashMap::new();
+        for claim in input.allocated_claims {
+            let Some(allocation) = &claim.status.allocation else { continue };
+            for result in &allocation.devices.results {
+                if result.admin_access == Some(true) {
+                    continue;
+                }
+                let id = (result.driver.as_str(), result.pool.as_str(), result.device.as_str());
+                if features.consumable_capacity && result.share_id.is_some() {
+                    shared.insert(id);
+                    if !result.consumed_capacity.is_empty() {
+                        let consumed: Consumed = result.consumed_capacity.clone();
+                        capacity::add_into(aggregated.entry(id).or_default(), &consumed);
+                    }
+                    continue;
+                }
+                dedicated.insert(id);
+            }
+        }
+        let is_allocated = |id: &Id<'_>| dedicated.contains(id) || shared.contains(id) || aggregated.contains_key(id);
+
+        // Counters per pool.
+        let mut counters = Vec::with_capacity(pools.len());
+        for pool in &pools {
+            let mut pc = PoolCounters::default();
+            for (set_name, set) in &pool.counter_sets {
+                for (counter_name, counter) in &set.counters {
+                    pc.index.insert((set_name.to_string(), counter_name.clone()), pc.names.len());
+                    pc.names.push((set_name.to_string(), counter_name.clone()));
+                    pc.available.push(counter.value.clone());
+                }
+            }
+            for slice in pool.slices.iter().chain(pool.slices_not_targeting.iter()) {
+                for device in &slice.spec.devices {
+                    if !is_allocated(&(slice.spec.driver.as_str(), slice.spec.pool.name.as_str(), device.name.as_str())) {
+                        continue;
+                    }
+                    for consumption in &device.consumes_counters {
+                        for (name, counter) in &consumption.counters {
+                            if let Some(&i) = pc.index.get(&(consumption.counter_set.clone(), name.clone())) {
+                                pc.available[i] -= &counter.value;
+                            }
+                        }
+                    }
+                }
+            }
+            pc.overdrawn = pc.available.iter().any(|q| q.sign() < 0);
+            counters.push(pc);
+        }
+
+        // Devices in search order.
+        let mut devs = Vec::new();
+        for (pool_index, pool) in pools.iter().enumerate() {
+            for slice in &pool.slices {
+                for device in &slice.spec.devices {
+                    let id = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str(), device.name.as_str());
+                    let mut device_counters = Vec::new();
+                    for consumption in &device.consumes_counters {
+                        for (name, counter) in &consumption.counters {
+                            if let Some(&i) =
+                                counters[pool_index].index.get(&(consumption.counter_set.clone(), name.clone()))
+                            {
+                                device_counters.push((i, counter.value.clone()));
+                            }
+                        }
+                    }
+                    devs.push(Dev {
+                        pool: pool_index,
+                        slice,
+                        device,
+                        driver: pool.driver,
+                        pool_name: pool.name,
+                        multi: features.consumable_capacity && device.allow_multiple_allocations == Some(true),
+                        taints: device.taints.clone(),
+                        counters: device_counters,
+                        allocated: dedicated.contains(&id),
+                        capacity_used: aggregated.get(&id).cloned(),
+                        shared: shared.contains(&id),
+                    });
+                }
+            }
+        }
+        let n_devs = devs.len();
+        let mut problem = Problem {
+            input,
+            features,
+            cache,
+            pools,
+            devs,
+            counters,
+            reqs: Vec::new(),
+            claims: Vec::new(),
+            constraints: Vec::new(),
+            verdicts: Vec::new(),
+            cap_verdicts: Vec::new(),
+            cel_devices: (0..n_devs).map(|_| None).collect(),
+            clean: false,
+            prune: true,
+        };
+        problem.apply_taint_rules();
+        problem.validate_claims()?;
+        problem.clean = problem.reqs.iter().any(|req| req.all) && problem.evaluate_everything();
+        Ok(problem)
+    }
+
+    fn apply_taint_rules(&mut self) {
+        if !self.features.device_taints || self.input.taint_rules.is_empty() {
+            return;
+        }
+        for d in 0..self.devs.len() {
+            for rule in self.input.taint_rules {
+                let Some(selector) = &rule.spec.device_selector else {
+                    // A rule without a selector taints every device.
+                    self.devs[d].taints.push(rule.spec.taint.clone());
+                    continue;
+                };
+                let dev = &self.devs[d];
+                if selector.driver.as_deref().is_some_and(|driver| driver != dev.driver)
+                    || selector.pool.as_deref().is_some_and(|pool| pool != dev.pool_name)
+                    || selector.device.as_deref().is_some_and(|device| device != dev.device.name)
+                {
+                    continue;
+                }
+                let mut matches = true;
+                if let Some(class_name) = &selector.device_class_name {
+                    match self.input.classes.iter().find(|class| &class.metadata.name == class_name) {
+                        Some(class) => {
+                            matches = self.selectors_match_quiet(d, &class.spec.selectors);
+                        }
+                        None => matches = false,
+                    }
+                }
+                if matches && !selector.selectors.is_empty() {
+                    matches = self.selectors_match_quiet(d, &selector.selectors);
+                }
+                if matches {
+                    self.devs[d].taints.push(rule.spec.taint.clone());
+                }
+            }
+        }
+    }
+
+    /// Selector evaluation for DeviceTaintRules: an error means "does not select".
+    fn selectors_match_quiet(&mut self, d: usize, selectors: &[DeviceSelector]) -> bool {
+        for selector in selectors {
+            let Some(cel) = &selector.cel else { return false };
+            let compiled = self.cache.get(&cel.expression);
+            let Ok(compiled) = compiled.as_ref() else { return false };
+            let Ok(device) = self.cel_device(d) else { return false };
+            if cel::evaluate(compiled, device) != Ok(true) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn cel_device(&mut self, d: usize) -> Result<&allot_cel::CelDevice, String> {
+        if self.cel_devices[d].is_none() {
+            let dev = &self.devs[d];
+            self.cel_devices[d] = Some(cel::cel_device(dev.driver, dev.device, dev.device.allow_multiple_allocations == Some(true)));
+        }
+        match self.cel_devices[d].as_ref() {
+            Some(Ok(device)) => Ok(device),
+            Some(Err(message)) => Err(message.clone()),
+            None => Err("device conversion missing".to_string()),
+        }
+    }
+
+    fn validate_claims(&mut self) -> Result<(), Error> {
+        let features = self.features;
+        let namespaces = self.input.namespaces;
+        for (claim_index, claim) in self.input.claims.iter().enumerate() {
+            let name = claim_name(claim);
+            let mut slots = Vec::new();
+            let mut min_devices = 0usize;
+            let mut max_devices = 0usize;
+            for request in &claim.spec.devices.requests {
+                let has_subs = !request.first_available.is_empty();
+                if !features.prioritized_list && has_subs {
+                    return Err(Error::PrioritizedListDisabled { claim: name, request: request.name.clone() });
+                }
+                if !features.consumable_capacity && request.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
+                    return Err(Error::ConsumableCapacityDisabled {
+                        claim: name,
+                        kind: "request",
+                        request: request.name.clone(),
+                    });
+                }
+                if has_subs {
+                    let mut min = usize::MAX;
+                    let mut max = 0;
+                    let mut indexes = Vec::new();
+                    for sub in &request.first_available {
+                        if !features.consumable_capacity && sub.capacity.is_some() {
+                            return Err(Error::ConsumableCapacityDisabled {
+                                claim: name,
+                                kind: "subrequest",
+                                request: sub.name.clone(),
+                            });
+                        }
+                        let req = self.validate_request(
+                            claim_index,
+                            &name,
+                            RequestView {
+                                parent: &request.name,
+                                sub: Some(&sub.name),
+                                class: &sub.device_class_name,
+                                mode: sub.allocation_mode.as_ref(),
+                                count: sub.count,
+                                admin: None,
+                                selectors: &sub.selectors,
+                                tolerations: &sub.tolerations,
+                                capacity: sub.capacity.as_ref(),
+                            },
+                        )?;
+                        min = min.min(req.num_devices);
+                        max = max.max(req.num_devices);
+                        indexes.push(self.reqs.len());
+                        self.reqs.push(req);
+                    }
+                    min_devices += min;
+                    max_devices += max;
+                    slots.push(Slot::Subs(indexes));
+                } else {
+                    let exactly = request.exactly.as_ref();
+                    let req = self.validate_request(
+                        claim_index,
+                        &name,
+                        RequestView {
+                            parent: &request.name,
+                            sub: None,
+                            class: exactly.map(|e| e.device_class_name.as_str()).unwrap_or(""),
+                            mode: exactly.and_then(|e| e.allocation_mode.as_ref()),
+                            count: exactly.and_then(|e| e.count),
+                            admin: exactly.and_then(|e| e.admin_access),
+                            selectors: exactly.map(|e| e.selectors.as_slice()).unwrap_or(&[]),
+                            tolerations: exactly.map(|e| e.tolerations.as_slice()).unwrap_or(&[]),
+                            capacity: exactly.and_then(|e| e.capacity.as_ref()),
+                        },
+                    )?;
+                    if req.admin
+                        && let Some(namespace) =
+                            namespaces.iter().find(|ns| ns.metadata.name == claim.metadata.namespace)
+                        && namespace.metadata.labels.get(DRA_ADMIN_NAMESPACE_LABEL_KEY).map(String::as_str) != Some("true")
+                    {
+                        return Err(Error::AdminAccessForbidden {
+                            claim: name,
+                            request: request.name.clone(),
+                            namespace: namespace.metadata.name.clone(),
+                            label: DRA_ADMIN_NAMESPACE_LABEL_KEY,
+                        });
+                    }
+                    min_devices += req.num_devices;
+                    max_devices += req.num_devices;
+                    slots.push(Slot::Plain(self.reqs.len()));
+                    self.reqs.push(req);
+                }
+            }
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE {
+                return Err(Error::TooManyDevices {
+                    claim: name,
+                    count: min_devices,
+                    limit: ALLOCATION_RESULTS_MAX_SIZE,
+                });
+            }
+            let mut constraints = Vec::new();
+            for (index, constraint) in claim.spec.devices.constraints.iter().enumerate() {
+                let c = if let Some(attribute) = &constraint.match_attribute {
+                    Constraint::new(ConstraintKind::Match, attribute.clone(), constraint.requests.clone(), features.list_type_attributes)
+                } else if let Some(attribute) = &constraint.distinct_attribute {
+                    Constraint::new(ConstraintKind::Distinct, attribute.clone(), constraint.requests.clone(), features.list_type_attributes)
+                } else {
+                    return Err(Error::EmptyConstraint { claim: name, index });
+                };
+                constraints.push(c);
+            }
+            self.constraints.push(constraints);
+            self.claims.push(ClaimData { claim, name, slots, max_devices });
+        }
+        Ok(())
+    }
+
+    fn validate_request(&mut self, claim: usize, claim_name: &str, view: RequestView<'a>) -> Result<Req<'a>, Error> {
+        let own = view.sub.unwrap_or(view.parent).to_string();
+        for (index, selector) in view.selectors.iter().enumerate() {
+            if selector.cel.is_none() {
+                return Err(Error::EmptySelector { claim: claim_name.to_string(), request: own, index });
+            }
+        }
+        if !self.features.admin_access && view.admin.is_some() {
+            return Err(Error::AdminAccessDisabled { claim: claim_name.to_string(), request: own });
+        }
+        if view.class.is_empty() {
+            return Err(Error::MissingDeviceClass { claim: claim_name.to_string(), request: own });
+        }
+        let Some(class) = self.input.classes.iter().find(|class| class.metadata.name == view.class) else {
+            return Err(Error::UnknownDeviceClass {
+                claim: claim_name.to_string(),
+                request: own,
+                class: view.class.to_string(),
+            });
+        };
+        let mut req = Req {
+            claim,
+            parent: view.parent,
+            sub: view.sub,
+            class,
+            all: false,
+            num_devices: 0,
+            admin: view.admin == Some(true),
+            selectors: view.selectors,
+            tolerations: view.tolerations,
+            capacity: view.capacity,
+            all_devices: Vec::new(),
+        };
+        let req_index = self.reqs.len();
+        self.verdicts.push(vec![Verdict::Unknown; self.devs.len()]);
+        self.cap_verdicts.push(vec![CapVerdict::Unknown; self.devs.len()]);
+        match view.mode.unwrap_or(&DeviceAllocationMode::ExactCount) {
+            DeviceAllocationMode::ExactCount => {
+                let count = view.count.unwrap_or(1);
+                req.num_devices = usize::try_from(count).map_err(|_| Error::CountTooLarge {
+                    claim: claim_name.to_string(),
+                    request: own.clone(),
+                    count,
+                })?;
+            }
+            DeviceAllocationMode::All => {
+                req.all = true;
+                for pool in &self.pools {
+                    let state = if pool.incomplete {
+                        "being updated"
+                    } else if pool.invalid.is_some() {
+                        "invalid"
+                    } else {
+                        continue;
+                    };
+                    return Err(Error::AllDevicesPoolNotReady {
+                        claim: claim_name.to_string(),
+                        request: own,
+                        pool: pool.id(),
+                        state,
+                    });
+                }
+                // The request is not in `reqs` yet; evaluate through a temporary slot.
+                self.reqs.push(req);
+                let mut all = Vec::new();
+                for d in 0..self.devs.len() {
+                    match self.selectable(req_index, d) {
+                        Verdict::Yes => {}
+                        Verdict::Fail(err) => {
+                            self.reqs.pop();
+                            return Err(err);
+                        }
+                        _ => continue,
+                    }
+                    if self.features.consumable_capacity {
+                        match self.capacity_check(req_index, d) {
+                            CapVerdict::Ok(_) => {}
+                            _ => continue,
+                        }
+                    }
+                    all.push(d);
+                }
+                let Some(mut req) = self.reqs.pop() else {
+                    return Err(Error::MissingDeviceClass { claim: claim_name.to_string(), request: own });
+                };
+                req.num_devices = all.len();
+                req.all_devices = all;
+                return Ok(req);
+            }
+            DeviceAllocationMode::Other(mode) => {
+                return Err(Error::UnsupportedAllocationMode {
+                    claim: claim_name.to_string(),
+                    request: own,
+                    mode: mode.clone(),
+                });
+            }
+        }
+        Ok(req)
+    }
+
+    /// Evaluates every selector and capacity check now; false if any of them fails with an
+    /// error (then the look-ahead pruning stays off, so errors surface exactly as upstream's).
+    fn evaluate_everything(&mut self) -> bool {
+        for r in 0..self.reqs.len() {
+            for d in 0..self.devs.len() {
+                if let Verdict::Fail(_) = self.selectable(r, d) {
+                    return false;
+                }
+                if self.features.consumable_capacity
+                    && let CapVerdict::Fail(_) = self.capacity_check(r, d)
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Upstream's `isSelectable`: binding conditions, class selectors, request selectors and
+    /// per-device node selection, cached per (request, device).
+    pub(crate) fn selectable(&mut self, r: usize, d: usize) -> Verdict {
+        let dev = &self.devs[d];
+        if !self.features.binding_and_status() && !dev.device.binding_conditions.is_empty() {
+            return Verdict::No;
+        }
+        if !matches!(self.verdicts[r][d], Verdict::Unknown) {
+            return self.verdicts[r][d].clone();
+        }
+        let verdict = self.evaluate_selectors(r, d);
+        self.verdicts[r][d] = verdict.clone();
+        verdict
+    }
+
+    fn evaluate_selectors(&mut self, r: usize, d: usize) -> Verdict {
+        let class = self.reqs[r].class;
+        let claim = &self.claims_name(self.reqs[r].claim);
+        for (owner, selectors) in [
+            (format!("class {}", class.metadata.name), class.spec.selectors.as_slice()),
+            (format!("claim {claim}"), self.reqs[r].selectors),
+        ] {
+            for (index, selector) in selectors.iter().enumerate() {
+                let Some(cel_selector) = &selector.cel else { continue };
+                let compiled = self.cache.get(&cel_selector.expression);
+                let compiled = match compiled.as_ref() {
+                    Ok(compiled) => compiled,
+                    Err(message) => {
+                        return Verdict::Fail(Error::CelCompile { owner, index, message: message.clone() });
+                    }
+                };
+                let device = match self.cel_device(d) {
+                    Ok(device) => device,
+                    Err(message) => return Verdict::Fail(Error::CelRuntime { owner, index, message }),
+                };
+                match cel::evaluate(compiled, device) {
+                    Ok(true) => {}
+                    Ok(false) => return Verdict::No,
+                    Err(message) => return Verdict::Fail(Error::CelRuntime { owner, index, message }),
+                }
+            }
+        }
+        let dev = &self.devs[d];
+        if dev.slice.spec.per_device_node_selection == Some(true) {
+            match crate::nodes::node_matches(
+                self.input.node,
+                dev.device.node_name.as_deref(),
+                dev.device.all_nodes == Some(true),
+                dev.device.node_selector.as_ref(),
+            ) {
+                Ok(true) => {}
+                Ok(false) => return Verdict::No,
+                Err(message) => {
+                    return Verdict::Fail(Error::NodeSelection {
+                        what: format!("device {} in slice {}", dev.device.name, dev.slice.metadata.name),
+                        message,
+                    });
+                }
+            }
+        }
+        Verdict::Yes
+    }
+
+    fn claims_name(&self, claim: usize) -> String {
+        match self.claims.get(claim) {
+            Some(data) => data.name.clone(),
+            None => self.input.claims.get(claim).map(claim_name).unwrap_or_default(),
+        }
+    }
+
+    /// Static part of upstream's `CmpRequestOverCapacity`: what the request would consume and
+    /// whether that fits next to existing allocations.
+    pub(crate) fn capacity_check(&mut self, r: usize, d: usize) -> CapVerdict {
+        if !matches!(self.cap_verdicts[r][d], CapVerdict::Unknown) {
+            return self.cap_verdicts[r][d].clone();
+        }
+        let dev = &self.devs[d];
+        let req = &self.reqs[r];
+        let verdict = match capacity::consumption(req.capacity, dev.device, dev.driver) {
+            Ok(Some(consumed)) => {
+                if capacity::fits(&consumed, None, dev.device) {
+                    CapVerdict::Ok(consumed)
+                } else {
+                    CapVerdict::No
+                }
+            }
+            Ok(None) => CapVerdict::No,
+            Err(CapacityError::NotRepresentable(capacity)) => CapVerdict::Fail(Error::CapacityNotRepresentable {
+                claim: self.claims_name(req.claim),
+                request: req.name(),
+                device: dev.id(),
+                capacity,
+            }),
+            Err(CapacityError::RequestedTwice(capacity)) => CapVerdict::Fail(Error::CapacityRequestedTwice {
+                claim: self.claims_name(req.claim),
+                request: req.name(),
+                capacity,
+            }),
+        };
+        self.cap_verdicts[r][d] = verdict.clone();
+        verdict
+    }
+
+    /// Whether a taint on the device keeps the request from using it.
+    pub(crate) fn tainted(&self, r: usize, d: usize) -> bool {
+        if !self.features.device_taints {
+            return false;
+        }
+        let tolerations = self.reqs[r].tolerations;
+        self.devs[d].taints.iter().any(|taint| {
+            matches!(taint.effect, DeviceTaintEffect::NoSchedule | DeviceTaintEffect::NoExecute)
+                && !tolerations.iter().any(|toleration| tolerates(toleration, taint))
+        })
+    }
+}
+
+struct RequestView<'a> {
+    parent: &'a str,
+    sub: Option<&'a str>,
+    class: &'a str,
+    mode: Option<&'a DeviceAllocationMode>,
+    count: Option<i64>,
+    admin: Option<bool>,
+    selectors: &'a [DeviceSelector],
+    tolerations: &'a [DeviceToleration],
+    capacity: Option<&'a CapacityRequirements>,
+}
+
+/// Upstream's `ToleratesTaint`.
+pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
+    if toleration.effect.as_ref().is_some_and(|effect| effect != &taint.effect) {
+        return false;
+    }
+    if !toleration.key.is_empty() && toleration.key != taint.key {
+        return false;
+    }
+    match toleration.operator.as_ref() {
+        None | Some(DeviceTolerationOperator::Equal) => toleration.value == taint.value,
+        Some(DeviceTolerationOperator::Exists) => true,
+        Some(_) => false,
+    }
+}
+
+/// A position in the search: which device of which (sub)request of which claim.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Pos {
+    claim: usize,
+    request: usize,
+    sub: usize,
+    device: usize,
+}
+
+pub(crate) enum Stop {
+    /// Upstream's `errAllocationResultMaxSizeExceeded`: backtrack aggressively.
+    MaxSize,
+    Error(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(err: Error) -> Self {
+        Stop::Error(err)
+    }
+}
+
+struct Picked {
+    dev: usize,
+    req: usize,
+    consumed: Option<Consumed>,
+    charged_counters: bool,
+    marked: bool,
+}
+
+/// The mutable state of the search.
+pub(crate) struct Search {
+    /// Per device: the claims it is being allocated to (devices without multiple allocations).
+    allocating: Vec<Vec<usize>>,
+    /// Per device: capacity being consumed by new shared allocations.
+    allocating_capacity: Vec<Option<Consumed>>,
+    /// Per pool: counters consumed by new allocations.
+    consumed_counters: Vec<Vec<Quantity>>,
+    picked: Vec<Vec<Picked>>,
+    /// Per claim and request: the chosen subrequest.
+    selected_sub: Vec<Vec<usize>>,
+    /// Number of `allocate_one` calls.
+    pub steps: u64,
+}
+
+impl Search {
+    pub(crate) fn new(problem: &Problem<'_>) -> Self {
+        Search {
+            allocating: vec![Vec::new(); problem.devs.len()],
+            allocating_capacity: vec![None; problem.devs.len()],
+            consumed_counters: problem
+                .counters
+                .iter()
+                .map(|pc| vec![Quantity::zero(); pc.available.len()])
+                .collect(),
+            picked: problem.claims.iter().map(|_| Vec::new()).collect(),
+            selected_sub: problem.claims.iter().map(|c| vec![0; c.slots.len()]).collect(),
+            steps: 0,
+        }
+    }
+
+    /// Upstream's `deviceInUse`: allocated exclusively, shared by a live share while the device
+    /// no longer allows multiple allocations, or picked exclusively in this search.
+    fn in_use(&self, problem: &Problem<'_>, d: usize) -> bool {
+        let dev = &problem.devs[d];
+        dev.allocated || (dev.shared && !dev.multi) || !self.allocating[d].is_empty()
+    }
+
+    /// Upstream's `deviceCapacityInUse`: some share of the device exists already (so its
+    /// counters are charged already).
+    fn capacity_in_use(&self, problem: &Problem<'_>, d: usize) -> bool {
+        let dev = &problem.devs[d];
+        dev.capacity_used.is_some() || dev.shared || self.allocating_capacity[d].is_some()
+    }
+
+    fn req_index(problem: &Problem<'_>, pos: Pos) -> usize {
+        match &problem.claims[pos.claim].slots[pos.request] {
+            Slot::Plain(r) => *r,
+            Slot::Subs(subs) => subs[pos.sub.min(subs.len() - 1)],
+        }
+    }
+
+    pub(crate) fn allocate_one(&mut self, problem: &mut Problem<'_>, pos: Pos, allocate_sub: bool) -> Result<bool, Stop> {
+        self.steps += 1;
+        if pos.claim >= problem.claims.len() {
+            return Ok(true);
+        }
+        if pos.request >= problem.claims[pos.claim].slots.len() {
+            return match self.allocate_one(problem, Pos { claim: pos.claim + 1, ..Pos::default() }, false) {
+                Err(Stop::MaxSize) => Ok(false),
+                other => other,
+            };
+        }
+        if !allocate_sub && let Slot::Subs(subs) = &problem.claims[pos.claim].slots[pos.request] {
+            let n = subs.len();
+            let mut all_exceeded = true;
+            for sub in 0..n {
+                match self.allocate_one(problem, Pos { sub, ..pos }, true) {
+                    Err(Stop::MaxSize) => continue,
+                    Err(err) => return Err(err),
+                    Ok(true) => {
+                        self.selected_sub[pos.claim][pos.request] = sub;
+                        return Ok(true);
+                    }
+                    Ok(false) => all_exceeded = false,
+                }
+            }
+            return if all_exceeded { Err(Stop::MaxSize) } else { Ok(false) };
+        }
+        let r = Self::req_index(problem, pos);
+        let (all, num_devices, admin) = {
+            let req = &problem.reqs[r];
+            (req.all, req.num_devices, req.admin)
+        };
+        if all && problem.reqs[r].all_devices.is_empty() {
+            return Ok(false);
+        }
+        if pos.device >= num_devices {
+            return self.allocate_one(
+                problem,
+                Pos { claim: pos.claim, request: pos.request + 1, sub: 0, device: 0 },
+                false,
+            );
+        }
+        if self.picked[pos.claim].len() + num_devices - pos.device > ALLOCATION_RESULTS_MAX_SIZE {
+            return Err(Stop::MaxSize);
+        }
+        if problem.prune && self.doomed(problem, pos) {
+            return Ok(false);
+        }
+        if all {
+            let d = problem.reqs[r].all_devices[pos.device];
+            if !self.allocate_device(problem, pos.claim, r, d, true)? {
+                return Ok(false);
+            }
+            let next = Pos { device: pos.device + 1, ..pos };
+            let done = self.allocate_one(problem, next, allocate_sub);
+            if !matches!(done, Ok(true)) {
+                self.deallocate(problem, pos.claim);
+            }
+            return done;
+        }
+        if problem.prune && !self.enough_candidates(problem, pos.claim, r, num_devices - pos.device) {
+            return Ok(false);
+        }
+        for d in 0..problem.devs.len() {
+            if admin && self.allocating[d].contains(&pos.claim) {
+                continue;
+            }
+            if !admin && self.in_use(problem, d) {
+                continue;
+            }
+            match problem.selectable(r, d) {
+                Verdict::Yes => {}
+                Verdict::Fail(err) => return Err(Stop::Error(err)),
+                _ => continue,
+            }
+            if problem.features.consumable_capacity {
+                match problem.capacity_check(r, d) {
+                    CapVerdict::Ok(consumed) => {
+                        if !self.fits_allocating(problem, d, &consumed) {
+                            continue;
+                        }
+                    }
+                    CapVerdict::Fail(err) => return Err(Stop::Error(err)),
+                    _ => continue,
+                }
+            }
+            if !self.allocate_device(problem, pos.claim, r, d, false)? {
+                continue;
+            }
+            let next = Pos { device: pos.device + 1, ..pos };
+            match self.allocate_one(problem, next, allocate_sub) {
+                Ok(true) => return Ok(true),
+                Ok(false) => self.deallocate(problem, pos.claim),
+                Err(err) => {
+                    self.deallocate(problem, pos.claim);
+                    return Err(err);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `consumed` still fits next to existing shares and those of this search.
+    fn fits_allocating(&self, problem: &Problem<'_>, d: usize, consumed: &Consumed) -> bool {
+        let dev = &problem.devs[d];
+        match (&self.allocating_capacity[d], &dev.capacity_used) {
+            (None, None) => true,
+            (None, Some(used)) => capacity::fits(consumed, Some(used), dev.device),
+            (Some(allocating), used) => {
+                let mut total = used.clone().unwrap_or_default();
+                capacity::add_into(&mut total, allocating);
+                capacity::fits(consumed, Some(&total), dev.device)
+            }
+        }
+    }
+
+    /// Upstream's `allocateDevice`: checks availability and constraints for one candidate and,
+    /// if it works, records it. `must` turns a constraint violation into an error (for `All`).
+    fn allocate_device(&mut self, problem: &mut Problem<'_>, claim: usize, r: usize, d: usize, must: bool) -> Result<bool, Stop> {
+        let features = problem.features;
+        let admin = problem.reqs[r].admin;
+        let multi = problem.devs[d].multi;
+        if !multi && admin && self.allocating[d].contains(&claim) {
+            return Ok(false);
+        }
+        if !admin && self.in_use(problem, d) {
+            return Ok(false);
+        }
+        // A shareable device serves each request at most once.
+        if multi && self.picked[claim].iter().any(|p| p.dev == d && p.req == r) {
+            return Ok(false);
+        }
+        let consumes = !problem.devs[d].device.consumes_counters.is_empty();
+        if !features.partitionable_devices && consumes {
+            return Ok(false);
+        }
+        let skip_counters = multi && self.capacity_in_use(problem, d);
+        let mut charged = false;
+        if !skip_counters && consumes {
+            if !self.charge_counters(problem, d) {
+                return Ok(false);
+            }
+            charged = true;
+        }
+        if problem.tainted(r, d) {
+            if charged {
+                self.release_counters(problem, d);
+            }
+            return Ok(false);
+        }
+        // Constraints.
+        let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
+        let dev = &problem.devs[d];
+        let mut added = 0;
+        let mut rejected = false;
+        for constraint in problem.constraints[claim].iter_mut() {
+            if !constraint.applies(parent, sub) {
+                added += 1;
+                continue;
+            }
+            let attribute = attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute);
+            if !constraint.admits(attribute) {
+                rejected = true;
+                break;
+            }
+            if let Some(attribute) = attribute {
+                constraint.add(attribute);
+            }
+            added += 1;
+        }
+        if rejected {
+            for constraint in problem.constraints[claim][..added].iter_mut() {
+                if constraint.applies(parent, sub) {
+                    constraint.remove();
+                }
+            }
+            if charged {
+                self.release_counters(problem, d);
+            }
+            if must {
+                return Err(Stop::Error(Error::ConstraintRejectsRequiredDevice {
+                    claim: problem.claims[claim].name.clone(),
+                    request: problem.reqs[r].own_name().to_string(),
+                    device: problem.devs[d].id(),
+                }));
+            }
+            return Ok(false);
+        }
+        // Capacity against what this search already handed out.
+        let mut consumed = None;
+        if features.consumable_capacity {
+            let ok = match problem.capacity_check(r, d) {
+                CapVerdict::Ok(c) => {
+                    let fits = self.fits_allocating(problem, d, &c);
+                    if fits && multi {
+                        consumed = Some(c);
+                    }
+                    fits
+                }
+                CapVerdict::Fail(err) => {
+                    self.undo_constraints(problem, claim, r, d);
+                    if charged {
+                        self.release_counters(problem, d);
+                    }
+                    return Err(Stop::Error(err));
+                }
+                _ => false,
+            };
+            if !ok {
+                self.undo_constraints(problem, claim, r, d);
+                if charged {
+                    self.release_counters(problem, d);
+                }
+                return Ok(false);
+            }
+        }
+        let marked = !multi;
+        if marked {
+            self.allocating[d].push(claim);
+        }
+        if let Some(c) = &consumed {
+            capacity::add_into(self.allocating_capacity[d].get_or_insert_with(Consumed::new), c);
+        }
+        self.picked[claim].push(Picked { dev: d, req: r, consumed, charged_counters: charged, marked });
+        Ok(true)
+    }
+
+    fn undo_constraints(&mut self, problem: &mut Problem<'_>, claim: usize, r: usize, _d: usize) {
+        let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
+        for constraint in problem.constraints[claim].iter_mut() {
+            if constraint.applies(parent, sub) {
+                constraint.remove();
+            }
+        }
+    }
+
+    fn deallocate(&mut self, problem: &mut Problem<'_>, claim: usize) {
+        let Some(picked) = self.picked[claim].pop() else { return };
+        self.undo_constraints(problem, claim, picked.req, picked.dev);
+        if picked.marked
+            && let Some(i) = self.allocating[picked.dev].iter().rposition(|&c| c == claim)
+        {
+            self.allocating[picked.dev].remove(i);
+        }
+        if let Some(consumed) = &picked.consumed
+            && let Some(allocating) = &mut self.allocating_capacity[picked.dev]
+            && capacity::sub_from(allocating, consumed)
+        {
+            self.allocating_capacity[picked.dev] = None;
+        }
+        if picked.charged_counters {
+            self.release_counters(problem, picked.dev);
+        }
+    }
+
+    fn charge_counters(&mut self, problem: &Problem<'_>, d: usize) -> bool {
+        let dev = &problem.devs[d];
+        let pc = &problem.counters[dev.pool];
+        if pc.overdrawn {
+            return false;
+        }
+        let consumed = &mut self.consumed_counters[dev.pool];
+        for (i, amount) in &dev.counters {
+            consumed[*i] += amount;
+        }
+        let ok = dev.counters.iter().all(|(i, _)| consumed[*i] <= pc.available[*i]);
+        if !ok {
+            for (i, amount) in &dev.counters {
+                consumed[*i] -= amount;
+            }
+        }
+        ok
+    }
+
+    fn release_counters(&mut self, problem: &Problem<'_>, d: usize) {
+        let dev = &problem.devs[d];
+        let consumed = &mut self.consumed_counters[dev.pool];
+        for (i, amount) in &dev.counters {
+            consumed[*i] -= amount;
+        }
+    }
+
+    /// Pigeonhole bound for an `ExactCount` request that still needs `needed` devices: if fewer
+    /// usable devices exist (or, with a match constraint, fewer sharing a value), no assignment
+    /// of the remaining devices exists, and picking devices for such a request never raises an
+    /// error, so the subtree can be skipped. Stays out of the way when a device would raise an
+    /// error on evaluation.
+    fn enough_candidates(&mut self, problem: &mut Problem<'_>, claim: usize, r: usize, needed: usize) -> bool {
+        let admin = problem.reqs[r].admin;
+        let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
+        let mut count = 0usize;
+        // Match constraints: how many candidates carry each value.
+        let match_constraints: Vec<usize> = problem.constraints[claim]
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.kind == ConstraintKind::Match && c.applies(parent, sub))
+            .map(|(i, _)| i)
+            .collect();
+        let mut groups: Vec<HashMap<attributes::Value, usize>> = vec![HashMap::new(); match_constraints.len()];
+        for d in 0..problem.devs.len() {
+            if admin && self.allocating[d].contains(&claim) {
+                continue;
+            }
+            if !admin && self.in_use(problem, d) {
+                continue;
+            }
+            match problem.selectable(r, d) {
+                Verdict::Yes => {}
+                Verdict::Fail(_) => return true,
+                _ => continue,
+            }
+            if problem.features.consumable_capacity {
+                match problem.capacity_check(r, d) {
+                    CapVerdict::Ok(consumed) => {
+                        if !self.fits_allocating(problem, d, &consumed) {
+                            continue;
+                        }
+                    }
+                    CapVerdict::Fail(_) => return true,
+                    _ => continue,
+                }
+            }
+            let dev = &problem.devs[d];
+            if !problem.features.partitionable_devices && !dev.device.consumes_counters.is_empty() {
+                continue;
+            }
+            if problem.tainted(r, d) {
+                continue;
+            }
+            let mut admitted = true;
+            for constraint in &problem.constraints[claim] {
+                if constraint.applies(parent, sub)
+                    && !constraint.admits(attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute))
+                {
+                    admitted = false;
+                    break;
+                }
+            }
+            if !admitted {
+                continue;
+            }
+            if dev.multi && self.picked[claim].iter().any(|p| p.dev == d && p.req == r) {
+                continue;
+            }
+            let weight = 1;
+            count += weight;
+            for (g, &ci) in match_constraints.iter().enumerate() {
+                let constraint = &problem.constraints[claim][ci];
+                let Some(attribute) = attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute) else {
+                    continue;
+                };
+                for key in attributes::match_keys(attribute, constraint.list_semantics()) {
+                    *groups[g].entry(key).or_default() += weight;
+                }
+            }
+        }
+        if count < needed {
+            return false;
+        }
+        for (g, &ci) in match_constraints.iter().enumerate() {
+            let constraint = &problem.constraints[claim][ci];
+            let best = match constraint.required_values() {
+                Some(required) => required.iter().map(|v| groups[g].get(v).copied().unwrap_or(0)).max().unwrap_or(0),
+                None => groups[g].values().copied().max().unwrap_or(0),
+            };
+            if best < needed {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Look-ahead at `All` requests from the current position on: if one of them needs a
+    /// device that is already taken for good (in use and not shareable) and nothing before it
+    /// can raise an error, it will fail when reached, so the subtree has no solution and no
+    /// error. Only `All` requests can raise errors during the search (a constraint that
+    /// rejects a required device), and only when a constraint applies to them, so the walk
+    /// stops at the first constrained `All` request that is not doomed at its next device.
+    fn doomed(&self, problem: &Problem<'_>, pos: Pos) -> bool {
+        if !problem.clean || problem.claims[pos.claim].max_devices > ALLOCATION_RESULTS_MAX_SIZE {
+            return false;
+        }
+        for (claim_index, claim) in problem.claims.iter().enumerate().skip(pos.claim) {
+            for (request_index, slot) in claim.slots.iter().enumerate() {
+                let current = claim_index == pos.claim && request_index == pos.request;
+                if claim_index == pos.claim && request_index < pos.request {
+                    continue;
+                }
+                let r = match slot {
+                    _ if current => Self::req_index(problem, pos),
+                    Slot::Plain(r) => *r,
+                    Slot::Subs(subs) => {
+                        if subs.iter().any(|&r| problem.reqs[r].all) {
+                            // Which alternative runs is not known here.
+                            return false;
+                        }
+                        continue;
+                    }
+                };
+                let req = &problem.reqs[r];
+                if !req.all {
+                    continue;
+                }
+                if req.admin {
+                    return false;
+                }
+                let constrained = problem.constraints[claim_index].iter().any(|c| c.applies(req.parent, req.sub));
+                let start = if current { pos.device } else { 0 };
+                for &d in req.all_devices.iter().skip(start) {
+                    if !problem.devs[d].multi && self.in_use(problem, d) {
+                        return true;
+                    }
+                    if constrained {
+                        return false;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Builds the allocation results, as upstream does after a successful search.
+    pub(crate) fn results(&self, problem: &Problem<'_>) -> Result<Vec<AllocationResult>, Error> {
+        let features = problem.features;
+        let mut out = Vec::with_capacity(problem.claims.len());
+        let mut share_counter = 0u64;
+        for (claim_index, claim) in problem.claims.iter().enumerate() {
+            let mut results = Vec::with_capacity(self.picked[claim_index].len());
+            for picked in &self.picked[claim_index] {
+                let dev = &problem.devs[picked.dev];
+                let req = &problem.reqs[picked.req];
+                let share_id = picked.consumed.as_ref().map(|_| {
+                    share_counter += 1;
+                    format!("00000000-0000-4000-8000-{share_counter:012x}")
+                });
+                let mut result = DeviceRequestAllocationResult {
+                    request: req.name(),
+                    driver: dev.driver.to_string(),
+                    pool: dev.pool_name.to_string(),
+                    device: dev.device.name.clone(),
+                    admin_access: req.admin.then_some(true),
+                    tolerations: req.tolerations.to_vec(),
+                    binding_conditions: Vec::new(),
+                    binding_failure_conditions: Vec::new(),
+                    share_id,
+                    consumed_capacity: BTreeMap::new(),
+                    skip_node_operations: Vec::new(),
+                };
+                if let Some(consumed) = &picked.consumed {
+                    result.consumed_capacity = consumed.clone();
+                }
+                if features.binding_and_status() {
+                    result.binding_conditions = dev.device.binding_conditions.clone();
+                    result.binding_failure_conditions = dev.device.binding_failure_conditions.clone();
+                }
+                if features.optional_node_operations {
+                    result.skip_node_operations = dev.slice.spec.skip_node_operations.clone();
+                }
+                results.push(result);
+            }
+            let config = self.configs(problem, claim_index);
+            let node_selector = self.node_selector(problem, claim_index)?;
+            out.push(AllocationResult {
+                devices: DeviceAllocationResult { results, config },
+                node_selector,
+                allocation_timestamp: None,
+            });
+            let _ = claim;
+        }
+        Ok(out)
+    }
+
+    fn selected_reqs(&self, problem: &Problem<'_>, claim: usize) -> Vec<usize> {
+        problem.claims[claim]
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| match slot {
+                Slot::Plain(r) => *r,
+                Slot::Subs(subs) => subs[self.selected_sub[claim][i].min(subs.len() - 1)],
+            })
+            .collect()
+    }
+
+    fn configs(&self, problem: &Problem<'_>, claim: usize) -> Vec<DeviceAllocationConfiguration> {
+        let selected = self.selected_reqs(problem, claim);
+        let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
+        let mut class_ranges: Vec<(&str, usize, usize)> = Vec::new();
+        for &r in &selected {
+            let req = &problem.reqs[r];
+            let class = req.class;
+            if let Some((_, start, end)) = class_ranges.iter().find(|(name, _, _)| *name == class.metadata.name) {
+                for entry in &mut config[*start..*end] {
+                    entry.requests.push(req.name());
+                }
+                continue;
+            }
+            let start = config.len();
+            for class_config in &class.spec.config {
+                config.push(DeviceAllocationConfiguration {
+                    source: AllocationConfigSource::FromClass,
+                    requests: vec![req.name()],
+                    opaque: class_config.opaque.clone(),
+                });
+            }
+            class_ranges.push((class.metadata.name.as_str(), start, config.len()));
+        }
+        // Class configs that cover every request apply to all of them.
+        for entry in &mut config {
+            if entry.requests.len() == selected.len() {
+                entry.requests.clear();
+            }
+        }
+        for claim_config in &problem.claims[claim].claim.spec.devices.config {
+            if claim_config.requests.is_empty() {
+                config.push(DeviceAllocationConfiguration {
+                    source: AllocationConfigSource::FromClaim,
+                    requests: Vec::new(),
+                    opaque: claim_config.opaque.clone(),
+                });
+                continue;
+            }
+            let covered: Vec<bool> = selected
+                .iter()
+                .map(|&r| {
+                    let req = &problem.reqs[r];
+                    claim_config.requests.iter().any(|name| name == req.parent || *name == req.name())
+                })
+                .collect();
+            if !covered.iter().any(|&c| c) {
+                continue;
+            }
+            config.push(DeviceAllocationConfiguration {
+                source: AllocationConfigSource::FromClaim,
+                requests: if covered.iter().all(|&c| c) { Vec::new() } else { claim_config.requests.clone() },
+                opaque: claim_config.opaque.clone(),
+            });
+        }
+        config
+    }
+
+    fn node_selector(&self, problem: &Problem<'_>, claim: usize) -> Result<Option<NodeSelector>, Error> {
+        let mut term = NodeSelectorTerm::default();
+        for picked in &self.picked[claim] {
+            let dev = &problem.devs[picked.dev];
+            let (node_name, selector) = if dev.slice.spec.per_device_node_selection == Some(true) {
+                (dev.device.node_name.as_deref(), dev.device.node_selector.as_ref())
+            } else {
+                (dev.slice.spec.node_name.as_deref(), dev.slice.spec.node_selector.as_ref())
+            };
+            if node_name.is_some() || dev.device.binds_to_node == Some(true) {
+                return Ok(Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_expressions: Vec::new(),
+                        match_fields: vec![NodeSelectorRequirement {
+                            key: "metadata.name".to_string(),
+                            operator: NodeSelectorOperator::In,
+                            values: vec![problem.input.node.metadata.name.clone()],
+                        }],
+                    }],
+                }));
+            }
+            if let Some(selector) = selector {
+                match selector.node_selector_terms.as_slice() {
+                    [] => {}
+                    [only] => {
+                        add_requirements(&only.match_fields, &mut term.match_fields);
+                        add_requirements(&only.match_expressions, &mut term.match_expressions);
+                    }
+                    terms => {
+                        return Err(Error::NodeSelectorTerms {
+                            claim: problem.claims[claim].claim.metadata.name.clone(),
+                            terms: terms.len(),
+                        });
+                    }
+                }
+            }
+        }
+        if term.match_fields.is_empty() && term.match_expressions.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(NodeSelector { node_selector_terms: vec![term] }))
+    }
+}
+
+fn add_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorRequirement>) {
+    for requirement in from {
+        let values: HashSet<&String> = requirement.values.iter().collect();
+        let present = to.iter().any(|existing| {
+            existing.key == requirement.key
+                && existing.operator == requirement.operator
+                && existing.values.iter().collect::<HashSet<_>>() == values
+        });
+        if !present {
+            to.push(requirement.clone());
+        }
+    }
+}
+
+/// Allocates the claims of `problem` once more and reports whether they fit; used by the
+/// explanation to test claims on their own.
+pub(crate) fn fits(problem: &mut Problem<'_>) -> Result<bool, Error> {
+    for constraints in &mut problem.constraints {
+        for c in constraints.iter_mut() {
+            while c.len() > 0 {
+                c.remove();
+            }
+        }
+    }
+    let mut search = Search::new(problem);
+    match search.allocate_one(problem, Pos::default(), false) {
+        Ok(found) => Ok(found),
+        Err(Stop::MaxSize) => Ok(false),
+        Err(Stop::Error(err)) => Err(err),
+    }
+}
