@@ -21,6 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Validate manifests as the Kubernetes API server would (parse, default, validate).
+    Validate(cmd::validate::Args),
     /// The kubelet's resource managers on one node.
     Node {
         #[command(subcommand)]
@@ -31,6 +33,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
+        Command::Validate(args) => cmd::validate::run(args),
         Command::Node { command } => cmd::node::run(command),
     };
     match result {

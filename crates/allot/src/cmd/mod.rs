@@ -6,3 +6,4 @@ pub mod node_admit;
 pub mod node_discover;
 pub mod node_show;
 pub mod take_cpus;
+pub mod validate;
