@@ -1,0 +1,332 @@
+//! Reconcile loops over the object store, on a clock that is a value.
+//!
+//! Key design decision: controllers are `reconcile(store, key, ctx) -> Action`, as in
+//! kube-runtime: they are woken by the store events their `keys_for` maps to work items, and the
+//! returned [`Action`] says when to come back. Nothing sleeps: time is [`SimTime`], advanced by the
+//! [`Runtime`] to the next due item, so a 600-second binding timeout costs no real time and every
+//! run of the same input makes the same decisions in the same order. The cost: controllers must
+//! not keep state that the store does not show, except caches they can rebuild.
+
+#![deny(missing_docs)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allot_store::{Event, ObjectKey, Store};
+
+/// Simulated time in milliseconds since 2026-01-01T00:00:00Z.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SimTime(pub u64);
+
+impl SimTime {
+    /// The epoch.
+    pub const ZERO: SimTime = SimTime(0);
+
+    /// `seconds` after this time.
+    pub fn plus_seconds(self, seconds: u64) -> SimTime {
+        SimTime(self.0.saturating_add(seconds.saturating_mul(1000)))
+    }
+
+    /// `millis` after this time.
+    pub fn plus_millis(self, millis: u64) -> SimTime {
+        SimTime(self.0.saturating_add(millis))
+    }
+
+    /// Whole seconds since the epoch.
+    pub fn seconds(self) -> u64 {
+        self.0 / 1000
+    }
+
+    /// RFC 3339 in UTC with second precision, as Kubernetes writes `metav1.Time`.
+    pub fn rfc3339(self) -> String {
+        let secs = self.seconds();
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+        let (y, mo, d) = civil_from_days(days as i64 + days_from_civil(2026, 1, 1));
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+    }
+
+    /// Parses the RFC 3339 form written by [`SimTime::rfc3339`] (`Z` only); `None` when the text
+    /// is not such a time or lies before the epoch.
+    pub fn parse_rfc3339(text: &str) -> Option<SimTime> {
+        let b = text.as_bytes();
+        if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
+            return None;
+        }
+        let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+        let days =
+            days_from_civil(num(0..4)?, num(5..7)?, num(8..10)?) - days_from_civil(2026, 1, 1);
+        let secs = days * 86_400 + num(11..13)? * 3600 + num(14..16)? * 60 + num(17..19)?;
+        u64::try_from(secs).ok().map(|s| SimTime(s * 1000))
+    }
+}
+
+impl std::fmt::Display for SimTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.rfc3339())
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// What a reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing more until an event wakes this item again.
+    Done,
+    /// Come back after this many milliseconds of simulated time (even without events).
+    RequeueAfterMillis(u64),
+}
+
+/// What a reconcile sees besides the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// The current simulated time.
+    pub now: SimTime,
+}
+
+/// A reconcile that failed. The runtime records it and retries the item after a back-off.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{controller}: {key}: {message}")]
+pub struct ReconcileError {
+    /// The controller's name.
+    pub controller: &'static str,
+    /// The item.
+    pub key: ObjectKey,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// One reconcile loop.
+pub trait Controller {
+    /// A short name for logs and errors (`"scheduler"`, `"resourceclaim-controller"`).
+    fn name(&self) -> &'static str;
+
+    /// The work items an event wakes: usually the changed object itself when it is of this
+    /// controller's kind, and related objects (a claim's pods, a pod's claims) otherwise.
+    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey>;
+
+    /// Brings the world one step closer to what `key` asks for. Must be idempotent.
+    fn reconcile(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        ctx: &Context,
+    ) -> Result<Action, String>;
+}
+
+/// Back-off after a failed reconcile, in milliseconds of simulated time.
+pub const ERROR_BACKOFF_MILLIS: u64 = 1000;
+
+/// Runs controllers over a store until nothing is left to do.
+pub struct Runtime {
+    /// The store every controller shares.
+    pub store: Store,
+    controllers: Vec<Box<dyn Controller>>,
+    now: SimTime,
+    /// Items due now or later: (due time, controller index, key), deduplicated.
+    queue: BTreeSet<(SimTime, usize, ObjectKey)>,
+    /// The earliest due time of each queued (controller, key), for deduplication.
+    due: BTreeMap<(usize, ObjectKey), SimTime>,
+    seen_rv: u64,
+    errors: Vec<(SimTime, ReconcileError)>,
+    reconciles: u64,
+}
+
+impl Runtime {
+    /// A runtime over `store`, starting at `now`. Controllers run in the order given when items
+    /// are due at the same time.
+    pub fn new(store: Store, controllers: Vec<Box<dyn Controller>>, now: SimTime) -> Self {
+        Runtime {
+            store,
+            controllers,
+            now,
+            queue: BTreeSet::new(),
+            due: BTreeMap::new(),
+            seen_rv: 0,
+            errors: Vec::new(),
+            reconciles: 0,
+        }
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Reconcile failures so far, with when they happened.
+    pub fn errors(&self) -> &[(SimTime, ReconcileError)] {
+        &self.errors
+    }
+
+    /// How many reconciles ran.
+    pub fn reconciles(&self) -> u64 {
+        self.reconciles
+    }
+
+    /// Queues an item for a controller (by name) at `at`.
+    pub fn enqueue(&mut self, controller: &str, key: ObjectKey, at: SimTime) {
+        if let Some(index) = self.controllers.iter().position(|c| c.name() == controller) {
+            self.push(index, key, at);
+        }
+    }
+
+    fn push(&mut self, index: usize, key: ObjectKey, at: SimTime) {
+        let at = at.max(self.now);
+        match self.due.get(&(index, key.clone())) {
+            Some(&existing) if existing <= at => {}
+            Some(&existing) => {
+                self.queue.remove(&(existing, index, key.clone()));
+                self.queue.insert((at, index, key.clone()));
+                self.due.insert((index, key), at);
+            }
+            None => {
+                self.queue.insert((at, index, key.clone()));
+                self.due.insert((index, key), at);
+            }
+        }
+    }
+
+    /// Turns new store events into queued items, due now.
+    fn dispatch_events(&mut self) {
+        let events: Vec<Event> = self.store.events_since(self.seen_rv).to_vec();
+        if let Some(last) = events.last() {
+            self.seen_rv = last.resource_version;
+        }
+        for event in &events {
+            for index in 0..self.controllers.len() {
+                let keys = self.controllers[index].keys_for(event, &self.store);
+                for key in keys {
+                    self.push(index, key, self.now);
+                }
+            }
+        }
+    }
+
+    /// Runs every item due at or before the current time, including those that their
+    /// reconciles cause, until nothing is due now. `max_reconciles` bounds the work (a loop
+    /// that keeps waking itself is reported as an error instead of hanging).
+    pub fn run_due(&mut self, max_reconciles: u64) -> Result<(), RuntimeError> {
+        let mut budget = max_reconciles;
+        loop {
+            self.dispatch_events();
+            let Some(first) = self.queue.first().cloned() else {
+                return Ok(());
+            };
+            if first.0 > self.now {
+                return Ok(());
+            }
+            if budget == 0 {
+                return Err(RuntimeError::NoProgress {
+                    at: self.now,
+                    reconciles: max_reconciles,
+                });
+            }
+            budget -= 1;
+            self.queue.remove(&first);
+            let (_, index, key) = first;
+            self.due.remove(&(index, key.clone()));
+            let ctx = Context { now: self.now };
+            self.reconciles += 1;
+            let result = self.controllers[index].reconcile(&mut self.store, &key, &ctx);
+            match result {
+                Ok(Action::Done) => {}
+                Ok(Action::RequeueAfterMillis(ms)) => {
+                    let at = self.now.plus_millis(ms.max(1));
+                    self.push(index, key, at);
+                }
+                Err(message) => {
+                    let error = ReconcileError {
+                        controller: self.controllers[index].name(),
+                        key: key.clone(),
+                        message,
+                    };
+                    self.errors.push((self.now, error));
+                    let at = self.now.plus_millis(ERROR_BACKOFF_MILLIS);
+                    self.push(index, key, at);
+                }
+            }
+        }
+    }
+
+    /// The due time of the next queued item, if any.
+    pub fn next_due(&self) -> Option<SimTime> {
+        self.queue.first().map(|(t, _, _)| *t)
+    }
+
+    /// Moves the clock forward to `to`, running everything that falls due on the way in time
+    /// order. The clock never goes back.
+    pub fn advance_to(&mut self, to: SimTime, max_reconciles: u64) -> Result<(), RuntimeError> {
+        self.run_due(max_reconciles)?;
+        while let Some(next) = self.next_due() {
+            if next > to {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.run_due(max_reconciles)?;
+        }
+        self.now = self.now.max(to);
+        self.run_due(max_reconciles)
+    }
+
+    /// Runs until no item is queued at all, advancing the clock to each due time, but never
+    /// beyond `limit`. Returns the time reached.
+    pub fn run_until_idle(
+        &mut self,
+        limit: SimTime,
+        max_reconciles: u64,
+    ) -> Result<SimTime, RuntimeError> {
+        self.run_due(max_reconciles)?;
+        while let Some(next) = self.next_due() {
+            if next > limit {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.run_due(max_reconciles)?;
+        }
+        Ok(self.now)
+    }
+
+    /// Gives the store back.
+    pub fn into_store(self) -> Store {
+        self.store
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The controllers kept waking each other without the clock moving.
+    #[error("no progress at {at}: more than {reconciles} reconciles without the clock moving")]
+    NoProgress {
+        /// When.
+        at: SimTime,
+        /// The bound that was hit.
+        reconciles: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests;
