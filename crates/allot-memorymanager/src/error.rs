@@ -66,6 +66,33 @@ pub enum Error {
     /// assignments give. The kubelet's advice: drain the node and remove the state file.
     #[error("[memorymanager] the expected machine state is different from the real one")]
     MachineStateMismatch,
+    /// `reservedMemory` names a NUMA node the machine does not have.
+    #[error(
+        "the reserved memory configuration references a NUMA node {node} that does not exist on this machine"
+    )]
+    ReservationUnknownNuma {
+        /// The node.
+        node: usize,
+    },
+    /// The `reservedMemory` total of a memory kind differs from Node Allocatable's reservation.
+    #[error(
+        "the total amount \"{reserved}\" of type \"{resource}\" is not equal to the value \"{allocatable}\" determined by Node Allocatable feature"
+    )]
+    ReservationMismatch {
+        /// The memory kind.
+        resource: String,
+        /// The `reservedMemory` total.
+        reserved: String,
+        /// Node Allocatable's reservation.
+        allocatable: String,
+    },
+    /// A `reservedMemory` amount that is not a whole number of bytes in `i64` (the kubelet's
+    /// message, typo included).
+    #[error("could not covert a variable of type Quantity to int64")]
+    ReservationNotInt64 {
+        /// The memory kind.
+        resource: String,
+    },
     /// A checkpoint is not valid JSON of the expected shape.
     #[error("[memorymanager] cannot decode the checkpoint: {message}")]
     CheckpointDecode {

@@ -15,6 +15,7 @@ mod error;
 mod manager;
 mod pod;
 mod policy;
+mod reserved;
 mod state;
 
 pub use checkpoint::{Checkpoint, PodEntry, checksum_v1, checksum_v2};
@@ -24,6 +25,7 @@ pub use pod::{ContainerResources, PodResources};
 pub use policy::{
     HugePages, NumaNodeInfo, Policy, StaticPolicy, SystemReserved, hugepages_resource_name,
 };
+pub use reserved::{MemoryReservation, system_reserved_memory};
 pub use state::{
     Block, ContainerMemoryAssignments, HUGEPAGES_PREFIX, MEMORY, MemoryState, MemoryTable,
     NumaNodeMap, NumaNodeState, groups_equal, is_managed_resource, machine_states_equal,
