@@ -139,3 +139,80 @@ pub fn validate_template_object_meta(meta: &ObjectMeta, path: &str) -> Vec<Field
     }
     errs
 }
+
+/// `ValidateConditions` (meta/v1): type, status, reason, message and time of each condition, and
+/// unique types.
+pub fn validate_conditions(
+    conditions: &[allot_api::meta::v1::Condition],
+    path: &str,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut types = std::collections::BTreeSet::new();
+    for (i, condition) in conditions.iter().enumerate() {
+        let item = crate::field::index(path, i);
+        let type_path = child(&item, "type");
+        if condition.type_.is_empty() {
+            errs.push(FieldError::required(&type_path, "must be specified"));
+        } else {
+            for msg in is_qualified_name(&condition.type_) {
+                errs.push(FieldError::invalid(&type_path, &condition.type_, msg));
+            }
+            if !types.insert(condition.type_.as_str()) {
+                errs.push(FieldError::duplicate(&type_path, &condition.type_));
+            }
+        }
+        if !matches!(condition.status.as_str(), "True" | "False" | "Unknown") {
+            errs.push(FieldError::not_supported(
+                &child(&item, "status"),
+                &condition.status,
+                &["False", "True", "Unknown"],
+            ));
+        }
+        if let Some(generation) = condition.observed_generation
+            && generation < 0
+        {
+            errs.push(FieldError::invalid(
+                &child(&item, "observedGeneration"),
+                generation,
+                "must be greater than or equal to zero",
+            ));
+        }
+        if condition.last_transition_time.is_empty() {
+            errs.push(FieldError::required(
+                &child(&item, "lastTransitionTime"),
+                "must be set",
+            ));
+        }
+        let reason_path = child(&item, "reason");
+        if condition.reason.is_empty() {
+            errs.push(FieldError::required(&reason_path, "must be set"));
+        } else {
+            let valid = condition.reason.len() <= 1024
+                && condition
+                    .reason
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic())
+                && condition
+                    .reason
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                && condition
+                    .reason
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ',' | ':'));
+            if !valid {
+                errs.push(FieldError::invalid(
+                    &reason_path,
+                    &condition.reason,
+                    "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+                ));
+            }
+        }
+        if condition.message.len() > 32 * 1024 {
+            errs.push(FieldError::too_long(&child(&item, "message"), 32 * 1024));
+        }
+    }
+    errs
+}

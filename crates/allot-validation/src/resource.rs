@@ -817,6 +817,10 @@ fn validate_device_status(
             ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS,
         ));
     }
+    errs.extend(crate::meta::validate_conditions(
+        &device.conditions,
+        &child(path, "conditions"),
+    ));
     if let Some(data) = &device.data {
         errs.extend(validate_raw_extension(
             data,
@@ -1881,6 +1885,10 @@ pub fn validate_device_taint_rule(
         ));
     }
     errs.extend(validate_device_taint(&rule.spec.taint, "spec.taint"));
+    errs.extend(crate::meta::validate_conditions(
+        &rule.status.conditions,
+        "status.conditions",
+    ));
     if rule.status.conditions.len() > DEVICE_TAINT_RULE_STATUS_MAX_CONDITIONS {
         errs.push(FieldError::too_many(
             "status.conditions",

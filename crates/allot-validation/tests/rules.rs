@@ -1817,6 +1817,39 @@ fn cases() -> Vec<Case> {
             vec!["status.devices[0]: Invalid value"],
         ),
         (
+            "device status condition valid",
+            "allocated",
+            vec![(
+                "/status/devices/0/conditions",
+                json!([{"type": "Ready", "status": "True", "reason": "Configured", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]),
+            )],
+            vec![],
+        ),
+        (
+            "device status condition fields",
+            "allocated",
+            vec![(
+                "/status/devices/0/conditions",
+                json!([{"type": "Ready", "status": "Yes", "reason": "not ok", "message": ""}]),
+            )],
+            vec![
+                "status.devices[0].conditions[0].status: Unsupported value",
+                "status.devices[0].conditions[0].reason: Invalid value",
+                "status.devices[0].conditions[0].lastTransitionTime: Required value",
+            ],
+        ),
+        (
+            "device status condition types unique",
+            "allocated",
+            vec![(
+                "/status/devices/0/conditions",
+                json!([
+            {"type": "Ready", "status": "True", "reason": "A", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "Ready", "status": "False", "reason": "B", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]),
+            )],
+            vec!["status.devices[0].conditions[1].type: Duplicate value"],
+        ),
+        (
             "device status ips",
             "allocated",
             vec![("/status/devices/0/networkData/ips", json!(["10.0.0.1"]))],
