@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::Error;
-use crate::state::{Block, ContainerMemoryAssignments, MemoryState, NumaNodeMap, null_as_default};
+use crate::state::{
+    Block, ContainerMemoryAssignments, MemoryState, NumaNodeMap, PodEntry, null_as_default,
+};
 
 /// The checkpoint file's content.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,19 +44,6 @@ pub struct Checkpoint {
     pub checksum: u64,
 }
 
-/// The memory a pod holds as a whole (pod-level resource managers).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodEntry {
-    /// The pod's blocks.
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "null_as_default"
-    )]
-    pub memory_blocks: Vec<Block>,
-}
-
 impl Checkpoint {
     /// A checkpoint of `state` under `policy_name`, with its (v2) checksum.
     pub fn new(policy_name: &str, state: &MemoryState) -> Self {
@@ -62,7 +51,7 @@ impl Checkpoint {
             policy_name: policy_name.to_string(),
             machine_state: state.machine_state.clone(),
             entries: state.entries.clone(),
-            pod_entries: BTreeMap::new(),
+            pod_entries: state.pod_entries.clone(),
             checksum: 0,
         };
         cp.checksum = checksum_v2(&cp);
@@ -103,6 +92,7 @@ impl Checkpoint {
         MemoryState {
             machine_state: self.machine_state,
             entries: self.entries,
+            pod_entries: self.pod_entries,
         }
     }
 }

@@ -39,6 +39,13 @@ pub enum Error {
         /// The missing node.
         node: usize,
     },
+    /// Pod-level resources: the exclusive containers' requests leave nothing of the pod's budget
+    /// for the containers that share it (the kubelet's reason: an empty pod shared pool).
+    #[error("{message}")]
+    EmptyPodSharedPool {
+        /// The kubelet's sentence, naming the memory kind and amounts.
+        message: String,
+    },
     /// Start: assignments exist but the machine state is empty.
     #[error("[memorymanager] machine state can not be empty when it has memory assignments")]
     EmptyMachineStateWithAssignments,

@@ -18,15 +18,16 @@ mod policy;
 mod reserved;
 mod state;
 
-pub use checkpoint::{Checkpoint, PodEntry, checksum_v1, checksum_v2};
+pub use checkpoint::{Checkpoint, checksum_v1, checksum_v2};
 pub use error::Error;
 pub use manager::MemoryManager;
 pub use pod::{ContainerResources, PodResources};
 pub use policy::{
     HugePages, NumaNodeInfo, Policy, StaticPolicy, SystemReserved, hugepages_resource_name,
+    pod_budget, validate_pod_scope_resources,
 };
 pub use reserved::{MemoryReservation, system_reserved_memory};
 pub use state::{
     Block, ContainerMemoryAssignments, HUGEPAGES_PREFIX, MEMORY, MemoryState, MemoryTable,
-    NumaNodeMap, NumaNodeState, groups_equal, is_managed_resource, machine_states_equal,
+    NumaNodeMap, NumaNodeState, PodEntry, groups_equal, is_managed_resource, machine_states_equal,
 };

@@ -35,6 +35,35 @@ impl MemoryManager {
         Checkpoint::new(self.policy.name(), &self.state)
     }
 
+    /// Pod-level hints for a pod with a `.spec.resources` budget (see
+    /// [`crate::StaticPolicy::get_pod_level_topology_hints`]); None has no preference.
+    pub fn get_pod_level_topology_hints(
+        &self,
+        pod: &PodResources,
+        budget: &std::collections::BTreeMap<String, u64>,
+    ) -> ProviderHints {
+        match &self.policy {
+            Policy::Static(p) => p
+                .get_pod_level_topology_hints(&self.state, pod, budget)
+                .unwrap_or_default(),
+            Policy::None => ProviderHints::new(),
+        }
+    }
+
+    /// Allocates a pod's budget at once (see [`crate::StaticPolicy::allocate_pod`]); None
+    /// allocates nothing.
+    pub fn allocate_pod(
+        &mut self,
+        pod: &PodResources,
+        budget: &std::collections::BTreeMap<String, u64>,
+        affinity: &TopologyHint,
+    ) -> Result<(), Error> {
+        match &mut self.policy {
+            Policy::Static(p) => p.allocate_pod(&mut self.state, pod, budget, affinity),
+            Policy::None => Ok(()),
+        }
+    }
+
     /// Releases a container's memory.
     pub fn remove_container(&mut self, pod_uid: &str, container: &str) {
         self.policy

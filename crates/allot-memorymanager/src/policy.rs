@@ -163,27 +163,18 @@ impl StaticPolicy {
         }
         let mut expected = self.default_machine_state();
         for (pod, containers) in &state.entries {
+            // A pod with pod-level memory holds its budget; its containers' blocks are
+            // partitions of it and are not counted again.
+            if let Some(entry) = state
+                .pod_entries
+                .get(pod)
+                .filter(|e| !e.memory_blocks.is_empty())
+            {
+                apply_expected(&mut expected, &entry.memory_blocks, pod, "")?;
+                continue;
+            }
             for (container, blocks) in containers {
-                for block in blocks {
-                    let mut remaining = block.size;
-                    for node_id in &block.numa_affinity {
-                        let Some(node) = expected.get_mut(node_id) else {
-                            return Err(Error::AssignmentUnknownNuma {
-                                pod: pod.clone(),
-                                container: container.clone(),
-                            });
-                        };
-                        node.number_of_assignments += 1;
-                        node.cells = block.numa_affinity.clone();
-                        let Some(table) = node.memory_map.get_mut(&block.resource) else {
-                            return Err(Error::AssignmentUnknownResource {
-                                pod: pod.clone(),
-                                container: container.clone(),
-                            });
-                        };
-                        take(table, &mut remaining);
-                    }
-                }
+                apply_expected(&mut expected, blocks, pod, container)?;
             }
         }
         if machine_states_equal(&state.machine_state, &expected) {
@@ -449,37 +440,22 @@ impl StaticPolicy {
     }
 
     /// Returns a container's memory to its NUMA nodes (upstream `RemoveContainer`); a
-    /// container without blocks is ignored.
+    /// container without blocks is ignored. For a pod with pod-level memory, the pod's budget is
+    /// released only with its last container.
     pub fn remove_container(&mut self, state: &mut MemoryState, pod_uid: &str, container: &str) {
+        if let Some(entry) = state.pod_entries.get(pod_uid).cloned() {
+            state.delete(pod_uid, container);
+            if !state.entries.contains_key(pod_uid) {
+                release(&mut state.machine_state, &entry.memory_blocks);
+                state.pod_entries.remove(pod_uid);
+            }
+            return;
+        }
         let Some(blocks) = state.blocks(pod_uid, container).cloned() else {
             return;
         };
         state.delete(pod_uid, container);
-        for block in &blocks {
-            let mut released = block.size;
-            for id in &block.numa_affinity {
-                let Some(node) = state.machine_state.get_mut(id) else {
-                    continue;
-                };
-                node.number_of_assignments -= 1;
-                if node.number_of_assignments == 0 {
-                    node.cells = vec![*id];
-                }
-                if released == 0 {
-                    continue;
-                }
-                let Some(table) = node.memory_map.get_mut(&block.resource) else {
-                    continue;
-                };
-                if table.reserved == 0 {
-                    continue;
-                }
-                let give = table.reserved.min(released);
-                table.reserved -= give;
-                table.free = table.free.wrapping_add(give);
-                released -= give;
-            }
-        }
+        release(&mut state.machine_state, &blocks);
     }
 
     /// Allocatable memory per NUMA node and resource (upstream `GetAllocatableMemory`), in node
@@ -499,6 +475,165 @@ impl StaticPolicy {
             }
         }
         out
+    }
+
+    /// Pod-level hints (PodLevelResourceManagers, pod scope; upstream `GetPodTopologyHints` for
+    /// a pod that sets `.spec.resources`): from the pod's budget (see [`pod_budget`]). A budget
+    /// the exclusive containers use up yields an empty hint list per memory kind, which the
+    /// Topology Manager rejects.
+    pub fn get_pod_level_topology_hints(
+        &self,
+        state: &MemoryState,
+        pod: &PodResources,
+        budget: &BTreeMap<String, u64>,
+    ) -> Option<ProviderHints> {
+        if !pod.guaranteed {
+            return None;
+        }
+        if validate_pod_scope_resources(pod, budget).is_err() {
+            return Some(
+                budget
+                    .keys()
+                    .map(|r| (r.clone(), Some(Vec::new())))
+                    .collect(),
+            );
+        }
+        if budget.is_empty() {
+            return None;
+        }
+        for container in pod.all_containers() {
+            if let Some(blocks) = state.blocks(&pod.uid, &container.name) {
+                return regenerate_hints(blocks, budget);
+            }
+        }
+        Some(self.calculate_hints(&state.machine_state, pod, budget))
+    }
+
+    /// Allocates a pod's whole memory budget on one NUMA-aligned set of nodes and partitions it
+    /// (PodLevelResourceManagers, pod scope; upstream `AllocatePod`): init and app containers
+    /// that request memory get exclusive slices of the budget; sidecars keep theirs for the pod's
+    /// life; a regular init container without requests may use everything not held by sidecars
+    /// before it; the rest is the pod shared pool, given to every other container. The budget is
+    /// recorded as the pod's entry and taken from the machine once.
+    ///
+    /// `budget` is the pod's `.spec.resources` memory and hugepages requests in bytes; the
+    /// caller passes empty requests for containers that are not Guaranteed on their own.
+    pub fn allocate_pod(
+        &mut self,
+        state: &mut MemoryState,
+        pod: &PodResources,
+        budget: &BTreeMap<String, u64>,
+        hint: &TopologyHint,
+    ) -> Result<(), Error> {
+        if !pod.guaranteed {
+            return Ok(());
+        }
+        validate_pod_scope_resources(pod, budget)?;
+        let machine = &state.machine_state;
+        let mut best = hint.clone();
+        if best.affinity.is_none() {
+            let default = self.default_hint(machine, pod, budget)?;
+            if !default.preferred && best.preferred {
+                return Err(Error::DefaultHintNotPreferred);
+            }
+            best = default;
+        }
+        let Some(mut mask) = best.affinity.clone() else {
+            return Err(Error::NoDefaultAffinity);
+        };
+        if let Some(node) = mask.ids().find(|id| !machine.contains_key(id)) {
+            return Err(Error::UnknownAffinityNode { node });
+        }
+        if !affinity_satisfies(machine, &mask, budget) {
+            let extended = self.extend_hint(machine, pod, budget, &mask)?;
+            if !extended.preferred && best.preferred {
+                return Err(Error::ExtendedHintNotPreferred);
+            }
+            mask = extended.affinity.clone().ok_or(Error::NoExtendedAffinity)?;
+        }
+        if violates_numa_allocations(machine, &mask) {
+            return Err(Error::ViolatesNumaAllocation);
+        }
+        let bits: Vec<usize> = mask.ids().collect();
+        let blocks_of = |amounts: &BTreeMap<String, u64>| -> Vec<Block> {
+            amounts
+                .iter()
+                .filter(|(_, size)| **size > 0)
+                .map(|(resource, &size)| Block {
+                    numa_affinity: bits.clone(),
+                    resource: resource.clone(),
+                    size,
+                })
+                .collect()
+        };
+        let mut exclusive: BTreeMap<&str, Vec<Block>> = BTreeMap::new();
+        let mut sidecars: BTreeMap<String, u64> = BTreeMap::new();
+        let remaining_after = |taken: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+            budget
+                .iter()
+                .map(|(r, &total)| {
+                    (
+                        r.clone(),
+                        total.wrapping_sub(taken.get(r).copied().unwrap_or(0)),
+                    )
+                })
+                .collect()
+        };
+        for c in &pod.init_containers {
+            if c.requests.is_empty() {
+                if !c.restartable {
+                    exclusive.insert(&c.name, blocks_of(&remaining_after(&sidecars)));
+                }
+                continue;
+            }
+            exclusive.insert(&c.name, blocks_of(&c.requests));
+            if c.restartable {
+                for (r, &v) in &c.requests {
+                    let slot = sidecars.entry(r.clone()).or_insert(0);
+                    *slot = slot.wrapping_add(v);
+                }
+            }
+        }
+        let mut pool = remaining_after(&sidecars);
+        for c in &pod.containers {
+            if c.requests.is_empty() {
+                continue;
+            }
+            for (r, &v) in &c.requests {
+                if v > 0 {
+                    let slot = pool.entry(r.clone()).or_insert(0);
+                    *slot = slot.wrapping_sub(v);
+                }
+            }
+            exclusive.insert(&c.name, blocks_of(&c.requests));
+        }
+        let shared = blocks_of(&pool);
+        let mut machine = state.machine_state.clone();
+        for (resource, &size) in budget {
+            update_machine_state(&mut machine, &bits, resource, size);
+        }
+        state.pod_entries.insert(
+            pod.uid.clone(),
+            crate::state::PodEntry {
+                memory_blocks: budget
+                    .iter()
+                    .map(|(resource, &size)| Block {
+                        numa_affinity: bits.clone(),
+                        resource: resource.clone(),
+                        size,
+                    })
+                    .collect(),
+            },
+        );
+        for c in pod.all_containers() {
+            let blocks = exclusive
+                .get(c.name.as_str())
+                .cloned()
+                .unwrap_or_else(|| shared.clone());
+            state.set_blocks(&pod.uid, &c.name, blocks);
+        }
+        state.machine_state = machine;
+        Ok(())
     }
 
     /// Upstream `updatePodReusableMemory`: forget other pods; an init container's blocks become
@@ -536,6 +671,151 @@ impl StaticPolicy {
             {
                 *slot = slot.saturating_sub(block.size);
             }
+        }
+    }
+}
+
+/// A pod's memory budget from its `.spec.resources` requests: memory and hugepages in bytes,
+/// positive amounts only (upstream `getPodRequestedResources` with pod-level resources).
+pub fn pod_budget(
+    requests: &BTreeMap<String, allot_quantity::Quantity>,
+) -> Result<BTreeMap<String, u64>, Error> {
+    let mut budget = BTreeMap::new();
+    for (resource, quantity) in requests {
+        if !crate::state::is_managed_resource(resource) {
+            continue;
+        }
+        let value = quantity.as_i64().ok_or_else(|| Error::QuantityNotInt64 {
+            resource: resource.clone(),
+        })?;
+        if value > 0 {
+            budget.insert(resource.clone(), value as u64);
+        }
+    }
+    Ok(budget)
+}
+
+/// Upstream `validatePodScopeResources`: the exclusive requests must leave a non-empty pod shared
+/// pool whenever some container needs it, and every exclusive regular init container must fit
+/// in what the sidecars started before it leave. Memory kinds are checked in name order.
+pub fn validate_pod_scope_resources(
+    pod: &PodResources,
+    budget: &BTreeMap<String, u64>,
+) -> Result<(), Error> {
+    let fail = |message: String| Err(Error::EmptyPodSharedPool { message });
+    let mut long_running: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut has_shared = false;
+    for c in &pod.init_containers {
+        if !c.restartable {
+            if !c.requests.is_empty() {
+                for (resource, &total) in budget {
+                    let pool = total
+                        .wrapping_sub(long_running.get(resource.as_str()).copied().unwrap_or(0));
+                    let wanted = c.requests.get(resource).copied().unwrap_or(0);
+                    if wanted > pool {
+                        return fail(format!(
+                            "pod rejected, largest exclusive init container requests {wanted} of {resource}, but only {pool} available"
+                        ));
+                    }
+                }
+            } else {
+                for (resource, &total) in budget {
+                    if long_running.get(resource.as_str()).copied().unwrap_or(0) >= total {
+                        return fail(format!(
+                            "pod rejected, pod has shared init containers but no {resource} available for them"
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
+        if c.requests.is_empty() {
+            has_shared = true;
+            continue;
+        }
+        for (resource, &v) in &c.requests {
+            let slot = long_running.entry(resource).or_insert(0);
+            *slot = slot.wrapping_add(v);
+        }
+    }
+    for c in &pod.containers {
+        if c.requests.is_empty() {
+            has_shared = true;
+            continue;
+        }
+        for (resource, &v) in &c.requests {
+            let slot = long_running.entry(resource).or_insert(0);
+            *slot = slot.wrapping_add(v);
+        }
+    }
+    if has_shared {
+        for (resource, &total) in budget {
+            if long_running.get(resource.as_str()).copied().unwrap_or(0) >= total {
+                return fail(format!(
+                    "pod rejected, sum of exclusive container {resource} requests equals pod budget, leaving no memory for shared containers"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies an assignment's blocks to the expected machine state at start-up (upstream
+/// `updateExpectedMachineState`).
+fn apply_expected(
+    expected: &mut NumaNodeMap,
+    blocks: &[Block],
+    pod: &str,
+    container: &str,
+) -> Result<(), Error> {
+    for block in blocks {
+        let mut remaining = block.size;
+        for node_id in &block.numa_affinity {
+            let Some(node) = expected.get_mut(node_id) else {
+                return Err(Error::AssignmentUnknownNuma {
+                    pod: pod.to_string(),
+                    container: container.to_string(),
+                });
+            };
+            node.number_of_assignments += 1;
+            node.cells = block.numa_affinity.clone();
+            let Some(table) = node.memory_map.get_mut(&block.resource) else {
+                return Err(Error::AssignmentUnknownResource {
+                    pod: pod.to_string(),
+                    container: container.to_string(),
+                });
+            };
+            take(table, &mut remaining);
+        }
+    }
+    Ok(())
+}
+
+/// Returns blocks to their NUMA nodes (upstream `releaseMemory`).
+fn release(machine: &mut NumaNodeMap, blocks: &[Block]) {
+    for block in blocks {
+        let mut released = block.size;
+        for id in &block.numa_affinity {
+            let Some(node) = machine.get_mut(id) else {
+                continue;
+            };
+            node.number_of_assignments -= 1;
+            if node.number_of_assignments == 0 {
+                node.cells = vec![*id];
+            }
+            if released == 0 {
+                continue;
+            }
+            let Some(table) = node.memory_map.get_mut(&block.resource) else {
+                continue;
+            };
+            if table.reserved == 0 {
+                continue;
+            }
+            let give = table.reserved.min(released);
+            table.reserved -= give;
+            table.free = table.free.wrapping_add(give);
+            released -= give;
         }
     }
 }

@@ -76,6 +76,19 @@ pub struct Block {
 /// Pod UID to container name to blocks (upstream `ContainerMemoryAssignments`).
 pub type ContainerMemoryAssignments = BTreeMap<String, BTreeMap<String, Vec<Block>>>;
 
+/// The memory a pod holds as a whole (pod-level resource managers): its NUMA-aligned budget.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodEntry {
+    /// The pod's blocks, one per memory kind.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub memory_blocks: Vec<Block>,
+}
+
 /// The whole state a policy reads and updates: the machine and the assignments.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -86,6 +99,13 @@ pub struct MemoryState {
     /// Per-container blocks.
     #[serde(default, deserialize_with = "null_as_default")]
     pub entries: ContainerMemoryAssignments,
+    /// Pod-level assignments (PodLevelResourceManagers), pod UID to entry.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub pod_entries: BTreeMap<String, PodEntry>,
 }
 
 impl MemoryState {

@@ -87,6 +87,7 @@ impl StateDoc {
         MemoryState {
             machine_state: self.machine_state.clone().unwrap_or_default(),
             entries: self.entries.clone().unwrap_or_default(),
+            pod_entries: BTreeMap::new(),
         }
     }
 }

@@ -34,6 +34,21 @@ pub trait HintProvider<P: ?Sized, C: ?Sized> {
         container: &C,
         affinity: &TopologyHint,
     ) -> Result<(), Self::Error>;
+
+    /// Allocates the whole pod at once with the pod's affinity (pod-level resource managers,
+    /// upstream `AllocatePod`). The default allocates each container in turn with that
+    /// affinity, which is what pod scope does for pods without pod-level resources.
+    fn allocate_pod(
+        &mut self,
+        pod: &P,
+        containers: &[(&str, &C)],
+        affinity: &TopologyHint,
+    ) -> Result<(), Self::Error> {
+        for &(_, container) in containers {
+            self.allocate(pod, container, affinity)?;
+        }
+        Ok(())
+    }
 }
 
 /// The Topology Manager rejected a pod: no acceptable NUMA alignment exists under the policy.
@@ -120,7 +135,7 @@ pub enum Rejection<E> {
     TopologyAffinity(TopologyAffinityError),
     /// A provider failed to allocate for a container.
     Allocation {
-        /// The container being allocated.
+        /// The container being allocated; empty for a pod-level allocation.
         container: String,
         /// The provider's error.
         error: E,
@@ -331,6 +346,48 @@ impl TopologyManager {
         }
     }
 
+    /// Admits a pod that sets `.spec.resources` with the PodLevelResourceManagers gate on
+    /// (upstream `admitUsingPodResources`). In pod scope the pod's hints are merged once, every
+    /// container records the affinity, and each provider allocates the whole pod at once
+    /// ([`HintProvider::allocate_pod`]). Container scope and policy none admit as [`Self::admit`].
+    pub fn admit_pod_level<P: ?Sized, C: ?Sized, E>(
+        &mut self,
+        pod_uid: &str,
+        pod: &P,
+        containers: &[(&str, &C)],
+        providers: &mut [&mut dyn HintProvider<P, C, Error = E>],
+    ) -> Admission<E> {
+        if self.policy == Policy::None || self.scope == Scope::Container {
+            return self.admit(pod_uid, pod, containers, providers);
+        }
+        let hints: Vec<ProviderHints> = providers
+            .iter()
+            .map(|p| p.get_pod_topology_hints(pod))
+            .collect();
+        let (best, admit) = self.merge(&hints);
+        if !admit {
+            return Admission::Rejected(Rejection::TopologyAffinity(TopologyAffinityError {
+                policy: self.policy,
+                container: None,
+                best_hint: best,
+                providers_hints: hints,
+            }));
+        }
+        for &(name, _) in containers {
+            self.affinities
+                .insert((pod_uid.to_string(), name.to_string()), best.clone());
+        }
+        for provider in providers.iter_mut() {
+            if let Err(error) = provider.allocate_pod(pod, containers, &best) {
+                return Admission::Rejected(Rejection::Allocation {
+                    container: String::new(),
+                    error,
+                });
+            }
+        }
+        Admission::Admitted
+    }
+
     fn record_and_allocate<P: ?Sized, C: ?Sized, E>(
         &mut self,
         pod_uid: &str,
@@ -461,6 +518,41 @@ mod tests {
         assert_eq!(tm.affinity("uid", "app"), on(&[0], true));
         tm.remove_pod("uid");
         assert_eq!(tm.affinity("uid", "app"), TopologyHint::default());
+    }
+
+    #[test]
+    fn pod_level_admission_allocates_the_pod_once_per_provider() {
+        let mut cpu = Fixed {
+            container_hints: BTreeMap::new(),
+            pod_hints: hints("cpu", vec![on(&[1], true)]),
+            allocated: vec![],
+            fail_on: None,
+        };
+        let mut tm = manager(Policy::Restricted, Scope::Pod);
+        let outcome: Admission<String> =
+            tm.admit_pod_level("uid", "pod", &[("a", "a"), ("b", "b")], &mut [&mut cpu]);
+        assert!(outcome.is_admitted());
+        // The default allocate_pod allocates each container with the pod's affinity.
+        assert_eq!(
+            cpu.allocated,
+            vec![
+                ("a".to_string(), on(&[1], true)),
+                ("b".to_string(), on(&[1], true))
+            ]
+        );
+        assert_eq!(tm.affinity("uid", "b"), on(&[1], true));
+        let mut none_fit = Fixed {
+            container_hints: BTreeMap::new(),
+            pod_hints: hints("memory", vec![]),
+            allocated: vec![],
+            fail_on: None,
+        };
+        let outcome = tm.admit_pod_level("uid2", "pod", &[("a", "a")], &mut [&mut none_fit]);
+        assert!(matches!(
+            outcome,
+            Admission::Rejected(Rejection::TopologyAffinity(_))
+        ));
+        assert!(none_fit.allocated.is_empty());
     }
 
     #[test]
