@@ -1,0 +1,996 @@
+//! kube-scheduler as one reconcile loop over allot's store: queue, filters, the DRA plugin,
+//! scoring, reserve, binding conditions (PreBind), bind, and `PodScheduled=False` conditions
+//! that say why.
+//!
+//! Key design decision: the expensive DRA allocator runs on as few nodes as possible. A pod is
+//! first checked against every node with cheap filters (NodeUnschedulable, NodeName,
+//! TaintToleration, NodeAffinity, NodeResourcesFit, the node selectors of already allocated
+//! claims, and an upper bound of free devices kept per pool from store events), in upstream's
+//! rotating order until `percentageOfNodesToScore` worth of feasible nodes is found. Those are
+//! scored, and the allocator runs on them best first until one fits; only pods with
+//! prioritized lists run it on every candidate, because their score depends on the
+//! subrequests it picks. A node the allocator rejects counts as "cannot allocate all claims"
+//! exactly as upstream's Filter would have reported, so the outcome (which node, or why none)
+//! is upstream's whenever the best-scored feasible node is the same; ties are broken by node
+//! name instead of at random. The cost: the per-node "feasible" count that bounds the scan
+//! is taken before the allocator runs, so on clusters where many cheaply-feasible nodes lack
+//! devices the scan may look at more nodes than upstream before giving up.
+//!
+//! PreBind waiting for binding conditions is kept in memory (pod → node and deadline); a
+//! reconcile after the deadline, or after a claim reports a binding failure condition, undoes
+//! the reservation and allocation and schedules again, preferring other nodes.
+
+#![deny(missing_docs)]
+
+mod cache;
+pub mod filters;
+pub mod resources;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allot_api::core::v1::{Pod, PodCondition};
+use allot_api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+use allot_api::scheduling::v1beta1::PodGroup;
+use allot_dra::{AllocationInput, CelCache, Explanation, Features, Outcome};
+use allot_runtime::{Action, Context, Controller, SimTime};
+use allot_store::{Event, EventType, Kind, ObjectKey, Store, StoreError, Stored};
+
+pub use cache::{is_assigned, is_terminal};
+
+use crate::cache::Cache;
+use crate::filters::{REASON_CANNOT_ALLOCATE, REASON_CLAIM_NOT_AVAILABLE};
+use crate::resources::{pod_non_zero_requests, pod_requests};
+
+/// The name pods use in `spec.schedulerName` for this scheduler.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+/// Upstream's limit of `status.reservedFor` entries.
+pub const RESERVED_FOR_MAX: usize = 256;
+/// Upstream's `FirstAvailableDeviceRequestMaxSize`, the base of the prioritized-list score.
+const FIRST_AVAILABLE_MAX: i64 = 8;
+/// The finalizer the scheduler puts on claims it allocates.
+const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+
+/// How the scheduler behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// DRA feature gates.
+    pub features: Features,
+    /// How long PreBind waits for binding conditions (upstream's DynamicResources
+    /// `bindingTimeout`, default 600 seconds).
+    pub binding_timeout_seconds: u64,
+    /// Percentage of nodes to find feasible before scoring; 0 means upstream's adaptive
+    /// default (50% minus 1% per 125 nodes, at least 5%, at least 100 nodes).
+    pub percentage_of_nodes_to_score: u32,
+    /// The `spec.schedulerName` this scheduler serves (an empty name also matches).
+    pub scheduler_name: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            features: Features::default(),
+            binding_timeout_seconds: 600,
+            percentage_of_nodes_to_score: 0,
+            scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
+        }
+    }
+}
+
+/// Why a scheduling step failed for a reason other than "does not fit".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchedulerError {
+    /// A store write failed.
+    #[error("{action} {key}: {source}")]
+    Store {
+        /// What the scheduler was doing.
+        action: &'static str,
+        /// The object.
+        key: String,
+        /// The store's answer.
+        source: StoreError,
+    },
+}
+
+/// A pod waiting in PreBind for its devices' binding conditions.
+#[derive(Debug, Clone)]
+struct Waiting {
+    node: String,
+    deadline: SimTime,
+}
+
+/// One claim of the pod, resolved.
+#[derive(Debug, Clone)]
+struct PodClaim {
+    claim: ResourceClaim,
+    /// The PodGroup to reserve for instead of the pod.
+    group: Option<(String, String)>,
+}
+
+/// The scheduler controller.
+pub struct Scheduler {
+    config: SchedulerConfig,
+    cache: Cache,
+    cel: CelCache,
+    unschedulable: BTreeSet<ObjectKey>,
+    waiting: BTreeMap<ObjectKey, Waiting>,
+    /// Nodes where a pod's binding failed; tried last next time.
+    avoid: BTreeMap<ObjectKey, BTreeSet<String>>,
+    /// Pods waiting for a claim (namespace, name) to appear or change.
+    claim_waiters: BTreeMap<(String, String), BTreeSet<ObjectKey>>,
+    /// The resourceVersion of the scheduler's own last write of each pod.
+    own_writes: BTreeMap<ObjectKey, String>,
+    next_start: usize,
+}
+
+impl Scheduler {
+    /// A scheduler.
+    pub fn new(config: SchedulerConfig) -> Self {
+        Scheduler {
+            config,
+            cache: Cache::default(),
+            cel: CelCache::default(),
+            unschedulable: BTreeSet::new(),
+            waiting: BTreeMap::new(),
+            avoid: BTreeMap::new(),
+            claim_waiters: BTreeMap::new(),
+            own_writes: BTreeMap::new(),
+            next_start: 0,
+        }
+    }
+
+    /// Pods the scheduler currently considers unschedulable.
+    pub fn unschedulable_pods(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.unschedulable.iter()
+    }
+
+    fn is_mine(&self, pod: &Pod) -> bool {
+        match pod.spec.scheduler_name.as_deref() {
+            None | Some("") => true,
+            Some(name) => name == self.config.scheduler_name,
+        }
+    }
+
+    fn wants(&self, pod: &Pod) -> bool {
+        pod.spec.node_name.as_deref().is_none_or(str::is_empty)
+            && !is_terminal(pod)
+            && pod.metadata.deletion_timestamp.is_none()
+            && self.is_mine(pod)
+    }
+
+    fn all_unschedulable(&self) -> Vec<ObjectKey> {
+        self.unschedulable.iter().cloned().collect()
+    }
+
+    /// How many feasible nodes to find before scoring (upstream `numFeasibleNodesToFind`).
+    fn nodes_to_find(&self, all: usize) -> usize {
+        const MIN_FEASIBLE: usize = 100;
+        const MIN_PERCENT: i64 = 5;
+        let percentage = i64::from(self.config.percentage_of_nodes_to_score);
+        if all < MIN_FEASIBLE || percentage >= 100 {
+            return all;
+        }
+        let mut adaptive = percentage;
+        if adaptive <= 0 {
+            adaptive = (50 - all as i64 / 125).max(MIN_PERCENT);
+        }
+        let n = all * adaptive as usize / 100;
+        n.max(MIN_FEASIBLE)
+    }
+
+    fn forget(&mut self, key: &ObjectKey) {
+        self.unschedulable.remove(key);
+        self.own_writes.remove(key);
+        self.claim_waiters.retain(|_, pods| {
+            pods.remove(key);
+            !pods.is_empty()
+        });
+    }
+
+    /// Resolves a pod's claims (upstream `foreachPodResourceClaim`), or says why the pod has to
+    /// wait (the PreFilter message).
+    fn resolve_claims(&self, store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, (String, Vec<String>)> {
+        let ns = pod.metadata.namespace.as_str();
+        let group_name = pod
+            .spec
+            .scheduling_group
+            .as_ref()
+            .map(|g| g.pod_group_name.clone())
+            .or_else(|| pod.spec.workload_ref.as_ref().map(|w| w.pod_group.clone()))
+            .filter(|n| !n.is_empty());
+        let group = group_name.as_deref().and_then(|name| store.get::<PodGroup>(ns, name));
+        let mut out = Vec::new();
+        for pod_claim in &pod.spec.resource_claims {
+            let (name, from_template) = match (&pod_claim.resource_claim_name, &pod_claim.resource_claim_template_name) {
+                (Some(name), _) => (name.clone(), false),
+                (None, Some(template)) => {
+                    match pod.status.resource_claim_statuses.iter().find(|s| s.name == pod_claim.name) {
+                        Some(status) => match &status.resource_claim_name {
+                            Some(name) => (name.clone(), true),
+                            // No claim is needed for this entry.
+                            None => continue,
+                        },
+                        None => {
+                            return Err((
+                                format!(
+                                    "pod \"{ns}/{}\": ResourceClaim not created yet (waiting for resource claim {:?} from template {template:?} to be created)",
+                                    pod.metadata.name, pod_claim.name
+                                ),
+                                vec![],
+                            ));
+                        }
+                    }
+                }
+                (None, None) => {
+                    return Err((
+                        format!(
+                            "pod \"{ns}/{}\", spec.resourceClaim {:?}: none of the supported fields are set",
+                            pod.metadata.name, pod_claim.name
+                        ),
+                        vec![],
+                    ));
+                }
+            };
+            let Some(claim) = store.get::<ResourceClaim>(ns, &name) else {
+                return Err((format!("resourceclaim.resource.k8s.io {name:?} not found"), vec![name]));
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Err((format!("resourceclaim {name:?} is being deleted"), vec![name]));
+            }
+            // A claim matching one of the PodGroup's claims is reserved for the group.
+            let for_group = group.and_then(|g| {
+                g.spec
+                    .resource_claims
+                    .iter()
+                    .any(|c| {
+                        c.name == pod_claim.name
+                            && c.resource_claim_name == pod_claim.resource_claim_name
+                            && c.resource_claim_template_name == pod_claim.resource_claim_template_name
+                    })
+                    .then(|| (g.metadata.name.clone(), g.metadata.uid.clone()))
+            });
+            if from_template && for_group.is_none() {
+                let owned = claim
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .any(|o| o.uid == pod.metadata.uid && o.controller == Some(true));
+                if !owned {
+                    return Err((
+                        format!(
+                            "ResourceClaim {ns}/{name} was not created for Pod {ns}/{} (Pod is not owner)",
+                            pod.metadata.name
+                        ),
+                        vec![name],
+                    ));
+                }
+            }
+            out.push(PodClaim { claim: claim.clone(), group: for_group });
+        }
+        Ok(out)
+    }
+
+    fn reserved_for_consumer(pod: &Pod, pc: &PodClaim) -> bool {
+        pc.claim.status.reserved_for.iter().any(|r| match &pc.group {
+            Some((_, uid)) => r.resource == "podgroups" && &r.uid == uid,
+            None => r.resource == "pods" && r.uid == pod.metadata.uid,
+        })
+    }
+
+    /// Whether an allocated claim is ready for binding: `Ok(true)` when every binding condition
+    /// is True, `Err` naming the failure condition that is True (upstream
+    /// `isClaimReadyForBinding`).
+    fn claim_ready(claim: &ResourceClaim) -> Result<bool, String> {
+        let Some(allocation) = &claim.status.allocation else { return Ok(false) };
+        for result in &allocation.devices.results {
+            if result.binding_conditions.is_empty() {
+                continue;
+            }
+            let Some(status) = claim.status.devices.iter().find(|d| {
+                d.driver == result.driver && d.pool == result.pool && d.device == result.device && d.share_id == result.share_id
+            }) else {
+                return Ok(false);
+            };
+            for failure in &result.binding_failure_conditions {
+                if status.conditions.iter().any(|c| &c.type_ == failure && c.status == "True") {
+                    return Err(format!(
+                        "claim {}/{} binding failed: device {}/{}/{} has condition {failure}=True",
+                        claim.metadata.namespace, claim.metadata.name, result.driver, result.pool, result.device
+                    ));
+                }
+            }
+            for condition in &result.binding_conditions {
+                if !status.conditions.iter().any(|c| &c.type_ == condition && c.status == "True") {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn has_binding_conditions(claim: &ResourceClaim) -> bool {
+        claim
+            .status
+            .allocation
+            .as_ref()
+            .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
+    }
+
+    fn timed_out(&self, claim: &ResourceClaim, now: SimTime) -> bool {
+        claim
+            .status
+            .allocation
+            .as_ref()
+            .and_then(|a| a.allocation_timestamp.as_deref())
+            .and_then(SimTime::parse_rfc3339)
+            .is_some_and(|t| t.plus_seconds(self.config.binding_timeout_seconds) <= now)
+    }
+
+    /// Removes the pod from its claims' `reservedFor` and deallocates claims nobody else
+    /// reserves (upstream Unreserve followed by PostFilter's deallocation).
+    fn unreserve(&mut self, store: &mut Store, pod: &Pod, claims: &[PodClaim]) -> Result<(), SchedulerError> {
+        for pc in claims {
+            let ns = pc.claim.metadata.namespace.clone();
+            let name = pc.claim.metadata.name.clone();
+            let uid = pod.metadata.uid.clone();
+            let group_uid = pc.group.as_ref().map(|g| g.1.clone());
+            let result = store.modify::<ResourceClaim, _>(&ns, &name, |claim| {
+                claim.status.reserved_for.retain(|r| r.uid != uid && Some(&r.uid) != group_uid.as_ref());
+                if claim.status.reserved_for.is_empty() {
+                    claim.status.allocation = None;
+                    claim.status.devices.clear();
+                }
+            });
+            match result {
+                Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                Err(source) => {
+                    return Err(SchedulerError::Store { action: "unreserve", key: format!("{ns}/{name}"), source });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_pod_condition(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        status: &str,
+        reason: Option<&str>,
+        message: Option<String>,
+        node: Option<&str>,
+        now: SimTime,
+    ) -> Result<(), SchedulerError> {
+        let stamp = now.rfc3339();
+        let result = store.modify::<Pod, _>(&key.namespace, &key.name, |pod| {
+            if let Some(node) = node {
+                pod.spec.node_name = Some(node.to_string());
+            }
+            let condition = PodCondition {
+                type_: "PodScheduled".into(),
+                status: status.into(),
+                observed_generation: None,
+                last_probe_time: None,
+                last_transition_time: Some(stamp.clone()),
+                reason: reason.map(str::to_string),
+                message: message.clone(),
+            };
+            match pod.status.conditions.iter_mut().find(|c| c.type_ == "PodScheduled") {
+                Some(existing) => {
+                    if existing.status == condition.status {
+                        let since = existing.last_transition_time.clone();
+                        *existing = condition;
+                        existing.last_transition_time = since;
+                    } else {
+                        *existing = condition;
+                    }
+                }
+                None => pod.status.conditions.push(condition),
+            }
+            if pod.status.phase.is_none() {
+                pod.status.phase = Some("Pending".into());
+            }
+        });
+        match result {
+            Ok(()) => {
+                if let Some(pod) = store.get::<Pod>(&key.namespace, &key.name) {
+                    self.own_writes.insert(key.clone(), pod.metadata.resource_version.clone());
+                }
+                Ok(())
+            }
+            Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(SchedulerError::Store { action: "update pod", key: key.to_string(), source }),
+        }
+    }
+
+    fn mark_unschedulable(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        message: String,
+        claims: &[String],
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
+        self.unschedulable.insert(key.clone());
+        for claim in claims {
+            self.claim_waiters.entry((key.namespace.clone(), claim.clone())).or_default().insert(key.clone());
+        }
+        self.write_pod_condition(store, key, "False", Some("Unschedulable"), Some(message), None, now)?;
+        Ok(Action::Done)
+    }
+
+    fn bind(&mut self, store: &mut Store, key: &ObjectKey, node: &str, now: SimTime) -> Result<Action, SchedulerError> {
+        self.forget(key);
+        self.avoid.remove(key);
+        self.write_pod_condition(store, key, "True", None, None, Some(node), now)?;
+        self.own_writes.remove(key);
+        Ok(Action::Done)
+    }
+
+    /// One scheduling attempt (or PreBind check) for a pod.
+    fn schedule(&mut self, store: &mut Store, key: &ObjectKey, now: SimTime) -> Result<Action, SchedulerError> {
+        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+            self.forget(key);
+            self.waiting.remove(key);
+            self.avoid.remove(key);
+            return Ok(Action::Done);
+        };
+        if !self.wants(&pod) {
+            self.forget(key);
+            if self.waiting.remove(key).is_some()
+                && pod.metadata.deletion_timestamp.is_some()
+                && let Ok(claims) = self.resolve_claims(store, &pod)
+            {
+                self.unreserve(store, &pod, &claims)?;
+            }
+            return Ok(Action::Done);
+        }
+        let claims = match self.resolve_claims(store, &pod) {
+            Ok(claims) => claims,
+            Err((message, names)) => {
+                let n = self.cache.node_names.len();
+                return self.mark_unschedulable(store, key, format!("0/{n} nodes are available: {message}."), &names, now);
+            }
+        };
+
+        // PreBind: waiting for binding conditions.
+        if let Some(waiting) = self.waiting.get(key).cloned() {
+            let mut failure = None;
+            let mut ready = true;
+            for pc in &claims {
+                match Self::claim_ready(&pc.claim) {
+                    Ok(true) => {}
+                    Ok(false) => ready = false,
+                    Err(message) => failure = Some(message),
+                }
+            }
+            if failure.is_none() && ready {
+                self.waiting.remove(key);
+                return self.bind(store, key, &waiting.node, now);
+            }
+            if failure.is_none() && now < waiting.deadline {
+                return Ok(Action::RequeueAfterMillis(waiting.deadline.0 - now.0));
+            }
+            // Binding failed or timed out: undo and try again, elsewhere if possible.
+            self.waiting.remove(key);
+            self.avoid.entry(key.clone()).or_default().insert(waiting.node.clone());
+            self.unreserve(store, &pod, &claims)?;
+            return self.schedule(store, key, now);
+        }
+
+        // Claims whose binding failed or timed out earlier are deallocated first (PostFilter).
+        let mut claims = claims;
+        if self.config.features.device_binding_conditions && self.config.features.resource_claim_device_status {
+            let stale: Vec<PodClaim> = claims
+                .iter()
+                .filter(|pc| {
+                    Self::has_binding_conditions(&pc.claim)
+                        && (Self::claim_ready(&pc.claim).is_err()
+                            || (!matches!(Self::claim_ready(&pc.claim), Ok(true)) && self.timed_out(&pc.claim, now)))
+                        && pc.claim.status.reserved_for.iter().all(|r| r.uid == pod.metadata.uid)
+                })
+                .cloned()
+                .collect();
+            if !stale.is_empty() {
+                self.unreserve(store, &pod, &stale)?;
+                claims = match self.resolve_claims(store, &pod) {
+                    Ok(claims) => claims,
+                    Err((message, names)) => {
+                        let n = self.cache.node_names.len();
+                        return self.mark_unschedulable(store, key, format!("0/{n} nodes are available: {message}."), &names, now);
+                    }
+                };
+            }
+        }
+        let claim_names: Vec<String> = claims.iter().map(|pc| pc.claim.metadata.name.clone()).collect();
+
+        // PreFilter: claims in use by others, unknown device classes.
+        for pc in &claims {
+            let claim = &pc.claim;
+            if claim.status.allocation.is_some()
+                && claim.status.reserved_for.len() >= RESERVED_FOR_MAX
+                && !Self::reserved_for_consumer(&pod, pc)
+            {
+                let n = self.cache.node_names.len();
+                return self.mark_unschedulable(
+                    store,
+                    key,
+                    format!(
+                        "0/{n} nodes are available: resourceclaim in use (claim {}/{} is reserved for {} consumers, the limit).",
+                        claim.metadata.namespace, claim.metadata.name, RESERVED_FOR_MAX
+                    ),
+                    &claim_names,
+                    now,
+                );
+            }
+            if claim.status.allocation.is_none() {
+                for request in &claim.spec.devices.requests {
+                    let mut classes: Vec<(String, &str)> = Vec::new();
+                    if let Some(exactly) = &request.exactly {
+                        classes.push((request.name.clone(), exactly.device_class_name.as_str()));
+                    }
+                    for sub in &request.first_available {
+                        classes.push((format!("{}/{}", request.name, sub.name), sub.device_class_name.as_str()));
+                    }
+                    for (request_name, class) in classes {
+                        if !self.cache.classes.iter().any(|c| c.metadata.name == class) {
+                            let n = self.cache.node_names.len();
+                            return self.mark_unschedulable(
+                                store,
+                                key,
+                                format!("0/{n} nodes are available: request {request_name}: device class {class} does not exist."),
+                                &claim_names,
+                                now,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+
+        let to_allocate: Vec<ResourceClaim> =
+            claims.iter().filter(|pc| pc.claim.status.allocation.is_none()).map(|pc| pc.claim.clone()).collect();
+        let own_keys: BTreeSet<ObjectKey> = claims
+            .iter()
+            .map(|pc| ObjectKey::new(Kind::ResourceClaim, pc.claim.metadata.namespace.clone(), pc.claim.metadata.name.clone()))
+            .collect();
+        let needed_devices = min_devices(&to_allocate);
+        let prioritized = self.config.features.prioritized_list
+            && to_allocate.iter().any(|c| c.spec.devices.requests.iter().any(|r| !r.first_available.is_empty()));
+        let request = pod_requests(&pod);
+        let non_zero = pod_non_zero_requests(&pod);
+        let avoid = self.avoid.get(key).cloned().unwrap_or_default();
+
+        let n = self.cache.node_names.len();
+        if n == 0 {
+            return self.mark_unschedulable(store, key, "0/0 nodes are available.".into(), &claim_names, now);
+        }
+        let to_find = self.nodes_to_find(n);
+        let start = self.next_start % n;
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut explanation: Option<(String, Explanation)> = None;
+        let mut pruned_dra: Option<String> = None;
+        let mut processed = 0usize;
+        let mut chosen: Option<(String, Vec<allot_api::resource::v1::AllocationResult>)> = None;
+        let mut first_batch = true;
+        while processed < n && chosen.is_none() {
+            // Filter a batch of nodes cheaply.
+            let mut candidates: Vec<String> = Vec::new();
+            while processed < n && candidates.len() < to_find {
+                let name = self.cache.node_names[(start + processed) % n].clone();
+                processed += 1;
+                let Some(state) = self.cache.nodes.get(&name) else { continue };
+                let node = &state.node;
+                let single = filters::node_unschedulable(&pod, node)
+                    .or_else(|| filters::node_name(&pod, node))
+                    .or_else(|| filters::taint_toleration(&pod, node))
+                    .or_else(|| filters::node_affinity(&pod, node));
+                if let Some(reason) = single {
+                    *reasons.entry(reason).or_insert(0) += 1;
+                    continue;
+                }
+                let fit = filters::resources_fit(&request, &state.allocatable, &state.requested, state.pods);
+                if !fit.is_empty() {
+                    for reason in fit {
+                        *reasons.entry(reason).or_insert(0) += 1;
+                    }
+                    continue;
+                }
+                let claim_elsewhere = claims.iter().any(|pc| {
+                    pc.claim
+                        .status
+                        .allocation
+                        .as_ref()
+                        .and_then(|a| a.node_selector.as_ref())
+                        .is_some_and(|sel| !filters::selector_matches(node, sel))
+                });
+                if claim_elsewhere {
+                    *reasons.entry(REASON_CLAIM_NOT_AVAILABLE.into()).or_insert(0) += 1;
+                    continue;
+                }
+                if !to_allocate.is_empty()
+                    && let Some(free) = self.cache.free_devices(&name)
+                    && free < needed_devices
+                {
+                    *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                    if pruned_dra.as_ref().is_none_or(|p| &name < p) {
+                        pruned_dra = Some(name);
+                    }
+                    continue;
+                }
+                candidates.push(name);
+            }
+            if first_batch {
+                // Upstream advances the start index by the nodes it looked at.
+                self.next_start = (start + processed) % n;
+                first_batch = false;
+            }
+            // Score.
+            let mut scored: Vec<(i64, i64, String, Option<Vec<allot_api::resource::v1::AllocationResult>>)> = Vec::new();
+            let prefer: Vec<(String, usize, i64)> = candidates
+                .iter()
+                .filter_map(|name| {
+                    let state = self.cache.nodes.get(name)?;
+                    Some((
+                        name.clone(),
+                        filters::intolerable_prefer_no_schedule(&pod, &state.node),
+                        filters::preferred_affinity_weight(&pod, &state.node),
+                    ))
+                })
+                .collect();
+            let max_taints = prefer.iter().map(|p| p.1).max().unwrap_or(0);
+            let max_affinity = prefer.iter().map(|p| p.2).max().unwrap_or(0);
+            for (name, taints, affinity) in prefer {
+                let Some(state) = self.cache.nodes.get(&name) else { continue };
+                let mut score = fit_score(state.allocatable.milli_cpu, state.non_zero.0 + non_zero.0, state.allocatable.memory, state.non_zero.1 + non_zero.1);
+                // TaintToleration (weight 3) and NodeAffinity (weight 2), normalised as upstream.
+                if max_taints > 0 {
+                    score += 3 * (100 - 100 * taints as i64 / max_taints as i64);
+                } else {
+                    score += 3 * 100;
+                }
+                if max_affinity > 0 {
+                    score += 2 * (100 * affinity / max_affinity);
+                }
+                scored.push((0, score, name, None));
+            }
+            if prioritized {
+                // The DRA score needs the allocator's choice on every candidate.
+                let mut kept = Vec::new();
+                for (_, score, name, _) in scored {
+                    match self.try_allocate(&name, &to_allocate, &own_keys) {
+                        Ok(Some(results)) => {
+                            let dra = dra_score(&to_allocate, &results);
+                            kept.push((dra, score, name, Some(results)));
+                        }
+                        Ok(None) => {
+                            *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                        }
+                        Err(e) => {
+                            *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                            self.note_explanation(&mut explanation, &name, e);
+                        }
+                    }
+                }
+                scored = kept;
+                let max_dra = scored.iter().map(|s| s.0).max().unwrap_or(0);
+                for s in &mut scored {
+                    s.0 = if max_dra > 0 { 100 * s.0 / max_dra } else { 0 };
+                }
+            }
+            scored.sort_by(|a, b| {
+                avoid
+                    .contains(&a.2)
+                    .cmp(&avoid.contains(&b.2))
+                    .then(b.0.cmp(&a.0))
+                    .then(b.1.cmp(&a.1))
+                    .then(a.2.cmp(&b.2))
+            });
+            for (_, _, name, results) in scored {
+                if to_allocate.is_empty() {
+                    chosen = Some((name, Vec::new()));
+                    break;
+                }
+                if let Some(results) = results {
+                    chosen = Some((name, results));
+                    break;
+                }
+                match self.try_allocate(&name, &to_allocate, &own_keys) {
+                    Ok(Some(results)) => {
+                        chosen = Some((name, results));
+                        break;
+                    }
+                    Ok(None) => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                    }
+                    Err(e) => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                        self.note_explanation(&mut explanation, &name, e);
+                    }
+                }
+            }
+            if chosen.is_none() {
+                // Nodes the allocator rejected already counted; retry with the rest.
+                continue;
+            }
+        }
+        let Some((node, results)) = chosen else {
+            if explanation.is_none()
+                && let Some(name) = pruned_dra.clone()
+                && let Ok(Some(Outcome::Unschedulable(e))) = self.explain_on(&name, &to_allocate, &own_keys)
+            {
+                explanation = Some((name, e));
+            }
+            let mut histogram: Vec<String> = reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            histogram.sort();
+            let mut message = format!("0/{n} nodes are available: {}.", histogram.join(", "));
+            if let Some((_, e)) = &explanation {
+                message.push('\n');
+                message.push_str(e.to_string().trim_end());
+            }
+            return self.mark_unschedulable(store, key, message, &claim_names, now);
+        };
+
+        // Reserve + PreBind: write allocations and reservations.
+        let stamp = now.rfc3339();
+        let with_timestamp = self.config.features.device_binding_conditions && self.config.features.resource_claim_device_status;
+        let mut result_iter = results.into_iter();
+        let mut needs_wait = false;
+        for pc in &claims {
+            let allocation = if pc.claim.status.allocation.is_none() { result_iter.next() } else { None };
+            if Self::reserved_for_consumer(&pod, pc) && allocation.is_none() {
+                needs_wait |= Self::has_binding_conditions(&pc.claim);
+                continue;
+            }
+            let consumer = match &pc.group {
+                Some((name, uid)) => ResourceClaimConsumerReference {
+                    api_group: "scheduling.k8s.io".into(),
+                    resource: "podgroups".into(),
+                    name: name.clone(),
+                    uid: uid.clone(),
+                },
+                None => ResourceClaimConsumerReference {
+                    api_group: String::new(),
+                    resource: "pods".into(),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                },
+            };
+            let ns = pc.claim.metadata.namespace.clone();
+            let name = pc.claim.metadata.name.clone();
+            let stamp = stamp.clone();
+            let written = store.modify::<ResourceClaim, _>(&ns, &name, |claim| {
+                if let Some(mut allocation) = allocation {
+                    if with_timestamp && allocation.allocation_timestamp.is_none() {
+                        allocation.allocation_timestamp = Some(stamp);
+                    }
+                    if !claim.metadata.finalizers.iter().any(|f| f == CLAIM_FINALIZER) {
+                        claim.metadata.finalizers.push(CLAIM_FINALIZER.into());
+                    }
+                    claim.status.allocation = Some(allocation);
+                }
+                if !claim.status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
+                    claim.status.reserved_for.push(consumer);
+                }
+                Self::has_binding_conditions(claim)
+            });
+            match written {
+                Ok(wait) => needs_wait |= wait,
+                Err(source) => {
+                    return Err(SchedulerError::Store { action: "reserve claim", key: format!("{ns}/{name}"), source });
+                }
+            }
+        }
+        if needs_wait && with_timestamp {
+            let deadline = now.plus_seconds(self.config.binding_timeout_seconds);
+            self.waiting.insert(key.clone(), Waiting { node, deadline });
+            self.unschedulable.remove(key);
+            for claim in &claim_names {
+                self.claim_waiters.entry((key.namespace.clone(), claim.clone())).or_default().insert(key.clone());
+            }
+            // The claims' device conditions may already be set.
+            return self.schedule(store, key, now);
+        }
+        self.bind(store, key, &node, now)
+    }
+
+    fn note_explanation(&self, slot: &mut Option<(String, Explanation)>, node: &str, explanation: Explanation) {
+        if slot.as_ref().is_none_or(|(n, _)| node < n.as_str()) {
+            *slot = Some((node.to_string(), explanation));
+        }
+    }
+
+    fn explain_on(
+        &mut self,
+        node: &str,
+        claims: &[ResourceClaim],
+        own: &BTreeSet<ObjectKey>,
+    ) -> Result<Option<Outcome>, allot_dra::Error> {
+        let allocated = self.cache.allocated_claims_for(node, own);
+        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else { return Ok(None) };
+        let features = self.config.features;
+        let slices = self.cache.visible_slices(node).to_vec();
+        let input = AllocationInput {
+            node: &node_obj,
+            classes: &self.cache.classes,
+            slices: &slices,
+            allocated_claims: &allocated,
+            claims,
+            taint_rules: &self.cache.taint_rules,
+            namespaces: &self.cache.namespaces,
+        };
+        allot_dra::allocate_with_cache(&input, &features, &self.cel).map(Some)
+    }
+
+    /// Runs the allocator on a node: `Ok(Some(results))` when the claims fit, `Ok(None)` when
+    /// the allocator failed on bad input, `Err(explanation)` when they do not fit.
+    fn try_allocate(
+        &mut self,
+        node: &str,
+        claims: &[ResourceClaim],
+        own: &BTreeSet<ObjectKey>,
+    ) -> Result<Option<Vec<allot_api::resource::v1::AllocationResult>>, Explanation> {
+        let allocated = self.cache.allocated_claims_for(node, own);
+        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else { return Ok(None) };
+        let features = self.config.features;
+        // Borrow the cached slices without cloning them.
+        self.cache.visible_slices(node);
+        let slices = self.cache.nodes.get(node).and_then(|s| s.visible_slices.as_deref()).unwrap_or(&[]);
+        let input = AllocationInput {
+            node: &node_obj,
+            classes: &self.cache.classes,
+            slices,
+            allocated_claims: &allocated,
+            claims,
+            taint_rules: &self.cache.taint_rules,
+            namespaces: &self.cache.namespaces,
+        };
+        match allot_dra::allocate_with_cache(&input, &features, &self.cel) {
+            Ok(Outcome::Allocated(results)) => Ok(Some(results)),
+            Ok(Outcome::Unschedulable(explanation)) => Err(explanation),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+/// NodeResourcesFit's LeastAllocated score plus NodeResourcesBalancedAllocation, each 0..100,
+/// over CPU and memory with equal weights.
+fn fit_score(cpu_alloc: i64, cpu_req: i64, mem_alloc: i64, mem_req: i64) -> i64 {
+    let least = |alloc: i64, req: i64| -> i64 {
+        if alloc <= 0 || req > alloc { 0 } else { (alloc - req) * 100 / alloc }
+    };
+    let least_allocated = (least(cpu_alloc, cpu_req) + least(mem_alloc, mem_req)) / 2;
+    let fraction = |alloc: i64, req: i64| -> f64 {
+        if alloc <= 0 { 1.0 } else { (req as f64 / alloc as f64).min(1.0) }
+    };
+    let (a, b) = (fraction(cpu_alloc, cpu_req), fraction(mem_alloc, mem_req));
+    let std = (a - b).abs() / 2.0;
+    let balanced = ((1.0 - std) * 100.0) as i64;
+    least_allocated + balanced
+}
+
+/// The prioritized-list score of an allocation (upstream `computeScore`): for each chosen
+/// subrequest at index i, 8 − i.
+fn dra_score(claims: &[ResourceClaim], results: &[allot_api::resource::v1::AllocationResult]) -> i64 {
+    let mut score = 0;
+    for (claim, result) in claims.iter().zip(results) {
+        let chosen: BTreeSet<&str> = result.devices.results.iter().map(|r| r.request.as_str()).collect();
+        for request in &claim.spec.devices.requests {
+            for (i, sub) in request.first_available.iter().enumerate() {
+                if chosen.contains(format!("{}/{}", request.name, sub.name).as_str()) {
+                    score += FIRST_AVAILABLE_MAX - i as i64;
+                }
+            }
+        }
+    }
+    score
+}
+
+/// A lower bound of the devices the claims need exclusively: ExactCount requests without admin
+/// access (the smallest alternative for prioritized lists).
+fn min_devices(claims: &[ResourceClaim]) -> usize {
+    let mut total = 0usize;
+    for claim in claims {
+        for request in &claim.spec.devices.requests {
+            if let Some(exactly) = &request.exactly {
+                let exact = exactly.allocation_mode.as_ref().is_none_or(|m| m.as_str() == "ExactCount");
+                if exact && exactly.admin_access != Some(true) {
+                    total += usize::try_from(exactly.count.unwrap_or(1)).unwrap_or(0);
+                }
+            } else if !request.first_available.is_empty() {
+                let least = request
+                    .first_available
+                    .iter()
+                    .map(|s| {
+                        let exact = s.allocation_mode.as_ref().is_none_or(|m| m.as_str() == "ExactCount");
+                        if exact { usize::try_from(s.count.unwrap_or(1)).unwrap_or(0) } else { 0 }
+                    })
+                    .min()
+                    .unwrap_or(0);
+                total += least;
+            }
+        }
+    }
+    total
+}
+
+impl Controller for Scheduler {
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+
+    fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
+        match (&event.object, event.event_type) {
+            (Stored::Pod(pod), EventType::Deleted) => {
+                let mut keys = Vec::new();
+                if self.unschedulable.contains(&event.key) || self.waiting.contains_key(&event.key) {
+                    keys.push(event.key.clone());
+                }
+                if is_assigned(pod) {
+                    keys.extend(self.all_unschedulable());
+                }
+                keys
+            }
+            (Stored::Pod(pod), _) => {
+                if self.own_writes.get(&event.key).is_some_and(|rv| *rv == event.resource_version.to_string()) {
+                    return Vec::new();
+                }
+                if self.wants(pod) || self.waiting.contains_key(&event.key) {
+                    vec![event.key.clone()]
+                } else if is_terminal(pod) && pod.spec.node_name.is_some() {
+                    self.all_unschedulable()
+                } else {
+                    Vec::new()
+                }
+            }
+            (Stored::Node(node), EventType::Added) => {
+                let _ = node;
+                self.all_unschedulable()
+            }
+            (Stored::Node(node), EventType::Modified) => match self.cache.nodes.get(&node.metadata.name) {
+                Some(state)
+                    if state.node.metadata.labels == node.metadata.labels
+                        && state.node.spec == node.spec
+                        && state.node.status.allocatable == node.status.allocatable =>
+                {
+                    Vec::new()
+                }
+                _ => self.all_unschedulable(),
+            },
+            (Stored::ResourceSlice(_), EventType::Added | EventType::Modified) => self.all_unschedulable(),
+            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_) | Stored::PodGroup(_), _) => self.all_unschedulable(),
+            (Stored::ResourceClaim(claim), event_type) => {
+                let mut keys: BTreeSet<ObjectKey> = BTreeSet::new();
+                let ns = claim.metadata.namespace.clone();
+                let freed = (event_type == EventType::Deleted || claim.status.allocation.is_none())
+                    && self.cache.claim_allocated(&event.key);
+                if freed {
+                    keys.extend(self.all_unschedulable());
+                }
+                if let Some(pods) = self.claim_waiters.get(&(ns.clone(), claim.metadata.name.clone())) {
+                    keys.extend(pods.iter().cloned());
+                }
+                for owner in claim.metadata.owner_references.iter().filter(|o| o.kind == "Pod") {
+                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), owner.name.clone()));
+                }
+                for consumer in claim.status.reserved_for.iter().filter(|r| r.resource == "pods") {
+                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), consumer.name.clone()));
+                }
+                keys.into_iter()
+                    .filter(|k| self.unschedulable.contains(k) || self.waiting.contains_key(k))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn reconcile(&mut self, store: &mut Store, key: &ObjectKey, ctx: &Context) -> Result<Action, String> {
+        self.cache.sync(store);
+        if key.kind != Kind::Pod {
+            return Ok(Action::Done);
+        }
+        self.schedule(store, key, ctx.now).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests;

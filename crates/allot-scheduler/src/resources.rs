@@ -1,0 +1,240 @@
+//! Resource arithmetic of NodeResourcesFit: a pod's effective requests as upstream's
+//! `resource.PodRequests` computes them, and node allocatable.
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::{Container, Node, Pod, ResourceList};
+
+/// CPU assumed for a container without a CPU request when scoring (upstream
+/// `DefaultMilliCPURequest`).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory assumed for a container without a memory request when scoring (upstream
+/// `DefaultMemoryRequest`, 200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// Amounts of the resources NodeResourcesFit checks. CPU in millicores, everything else in
+/// units (bytes for memory and ephemeral storage).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Pods (only meaningful for node allocatable).
+    pub pods: i64,
+    /// Extended and hugepages resources, by name.
+    pub scalar: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    /// Reads a resource list.
+    pub fn from_list(list: &ResourceList) -> Self {
+        let mut out = Resources::default();
+        for (name, quantity) in list {
+            out.set(name, quantity_value(name, quantity));
+        }
+        out
+    }
+
+    /// The amount of one resource.
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            "cpu" => self.milli_cpu,
+            "memory" => self.memory,
+            "ephemeral-storage" => self.ephemeral_storage,
+            "pods" => self.pods,
+            other => self.scalar.get(other).copied().unwrap_or(0),
+        }
+    }
+
+    /// Sets one resource.
+    pub fn set(&mut self, name: &str, value: i64) {
+        match name {
+            "cpu" => self.milli_cpu = value,
+            "memory" => self.memory = value,
+            "ephemeral-storage" => self.ephemeral_storage = value,
+            "pods" => self.pods = value,
+            other => {
+                self.scalar.insert(other.to_string(), value);
+            }
+        }
+    }
+
+    /// Adds `other` into this.
+    pub fn add(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
+        for (name, value) in &other.scalar {
+            let slot = self.scalar.entry(name.clone()).or_insert(0);
+            *slot = slot.saturating_add(*value);
+        }
+    }
+
+    /// Subtracts `other` from this.
+    pub fn sub(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
+        for (name, value) in &other.scalar {
+            let slot = self.scalar.entry(name.clone()).or_insert(0);
+            *slot = slot.saturating_sub(*value);
+        }
+        self.scalar.retain(|_, v| *v != 0);
+    }
+
+    /// Raises each resource to at least `other`'s amount.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.pods = self.pods.max(other.pods);
+        for (name, value) in &other.scalar {
+            let slot = self.scalar.entry(name.clone()).or_insert(0);
+            *slot = (*slot).max(*value);
+        }
+    }
+}
+
+fn quantity_value(name: &str, quantity: &allot_api::Quantity) -> i64 {
+    if name == "cpu" {
+        quantity.milli_value()
+    } else {
+        quantity.value()
+    }
+}
+
+/// A container's requests, with limits standing in for missing requests as API defaulting does.
+fn container_requests(container: &Container) -> Resources {
+    let Some(resources) = &container.resources else {
+        return Resources::default();
+    };
+    let mut out = Resources::from_list(&resources.requests);
+    for (name, quantity) in &resources.limits {
+        if !resources.requests.contains_key(name) {
+            out.set(name, quantity_value(name, quantity));
+        }
+    }
+    out
+}
+
+/// Whether a resource may be set at pod level (upstream `IsSupportedPodLevelResource`).
+fn pod_level_supported(name: &str) -> bool {
+    name == "cpu" || name == "memory" || name.starts_with("hugepages-")
+}
+
+/// A pod's effective requests as the scheduler sees them (upstream `PodRequests`): the larger
+/// of the regular containers plus sidecars and the largest init phase (an init container plus
+/// the sidecars started before it), replaced by pod-level requests where set, plus overhead.
+pub fn pod_requests(pod: &Pod) -> Resources {
+    let mut requests = Resources::default();
+    for container in &pod.spec.containers {
+        requests.add(&container_requests(container));
+    }
+    let mut sidecars = Resources::default();
+    let mut init_max = Resources::default();
+    for container in &pod.spec.init_containers {
+        let mut phase = container_requests(container);
+        if container.restart_policy.as_deref() == Some("Always") {
+            requests.add(&phase);
+            sidecars.add(&phase);
+            phase = sidecars.clone();
+        } else {
+            phase.add(&sidecars);
+        }
+        init_max.max_with(&phase);
+    }
+    requests.max_with(&init_max);
+    if let Some(pod_level) = &pod.spec.resources {
+        for (name, quantity) in &pod_level.requests {
+            if pod_level_supported(name) {
+                requests.set(name, quantity_value(name, quantity));
+            }
+        }
+    }
+    requests.add(&Resources::from_list(&pod.spec.overhead));
+    requests
+}
+
+/// CPU and memory for scoring, with upstream's defaults for containers that request none.
+pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
+    let mut cpu = 0i64;
+    let mut memory = 0i64;
+    for container in &pod.spec.containers {
+        let r = container_requests(container);
+        cpu += if r.milli_cpu == 0 { DEFAULT_MILLI_CPU_REQUEST } else { r.milli_cpu };
+        memory += if r.memory == 0 { DEFAULT_MEMORY_REQUEST } else { r.memory };
+    }
+    let total = pod_requests(pod);
+    (cpu.max(total.milli_cpu), memory.max(total.memory))
+}
+
+/// A node's allocatable resources (capacity where allocatable is not reported).
+pub fn node_allocatable(node: &Node) -> Resources {
+    if node.status.allocatable.is_empty() {
+        Resources::from_list(&node.status.capacity)
+    } else {
+        Resources::from_list(&node.status.allocatable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_api::core::v1::ResourceRequirements;
+
+    fn container(name: &str, cpu: &str, memory: &str, sidecar: bool) -> Container {
+        let mut requests = ResourceList::new();
+        requests.insert("cpu".into(), allot_api::Quantity::parse(cpu).unwrap());
+        requests.insert("memory".into(), allot_api::Quantity::parse(memory).unwrap());
+        Container {
+            name: name.into(),
+            resources: Some(ResourceRequirements { requests, ..Default::default() }),
+            restart_policy: sidecar.then(|| "Always".to_string()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn init_containers_and_sidecars_follow_upstream() {
+        let mut pod = Pod::default();
+        pod.spec.containers = vec![container("a", "1", "1Gi", false)];
+        pod.spec.init_containers =
+            vec![container("side", "500m", "100Mi", true), container("init", "3", "10Mi", false)];
+        let r = pod_requests(&pod);
+        // The init phase needs 3 + 0.5 CPUs; the running phase 1 + 0.5.
+        assert_eq!(r.milli_cpu, 3500);
+        assert_eq!(r.memory, 1024 * 1024 * 1024 + 100 * 1024 * 1024);
+    }
+
+    #[test]
+    fn pod_level_requests_and_overhead() {
+        let mut pod = Pod::default();
+        pod.spec.containers = vec![container("a", "1", "1Gi", false)];
+        let mut requests = ResourceList::new();
+        requests.insert("cpu".into(), allot_api::Quantity::parse("2").unwrap());
+        pod.spec.resources = Some(ResourceRequirements { requests, ..Default::default() });
+        pod.spec.overhead.insert("cpu".into(), allot_api::Quantity::parse("250m").unwrap());
+        let r = pod_requests(&pod);
+        assert_eq!(r.milli_cpu, 2250);
+        assert_eq!(r.memory, 1024 * 1024 * 1024);
+    }
+
+    #[test]
+    fn limits_stand_in_for_missing_requests() {
+        let mut pod = Pod::default();
+        let mut limits = ResourceList::new();
+        limits.insert("example.com/foo".into(), allot_api::Quantity::parse("2").unwrap());
+        pod.spec.containers = vec![Container {
+            name: "a".into(),
+            resources: Some(ResourceRequirements { limits, ..Default::default() }),
+            ..Default::default()
+        }];
+        assert_eq!(pod_requests(&pod).get("example.com/foo"), 2);
+        assert_eq!(pod_non_zero_requests(&pod), (100, DEFAULT_MEMORY_REQUEST));
+    }
+}
