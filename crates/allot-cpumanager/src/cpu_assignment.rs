@@ -22,10 +22,11 @@
 //! handed out skips that subset while scoring (upstream loops forever) and ends the final
 //! hand-out with upstream's accounting error.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::str::FromStr;
 
-use allot_topology::{CpuSet, CpuTopology};
+use allot_topology::{CpuSet, CpuTopology, Level};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -119,11 +120,27 @@ pub struct CpuAccumulator<'t> {
     needed: i64,
     numa_first: bool,
     sort: CpuSortingStrategy,
+    // The NUMA node and socket orders depend only on `free`; they are remembered until the next
+    // `take` because every step of a pick asks for them again.
+    numa_order: RefCell<Option<Indices>>,
+    socket_order: RefCell<Option<Indices>>,
 }
 
 /// Sorts dense indices by (free CPUs in their mask, index), ascending; index order is id order.
 fn sort_by_free(ids: &mut [usize], masks: &[CpuSet], free: &CpuSet) {
-    ids.sort_unstable_by_key(|&i| (free.intersection_len(&masks[i]), i));
+    if ids.len() <= 4 {
+        ids.sort_unstable_by_key(|&i| (free.intersection_len(&masks[i]), i));
+        return;
+    }
+    // Longer lists: compute each key once rather than once per comparison.
+    let mut keyed: Vec<(usize, usize)> = ids
+        .iter()
+        .map(|&i| (free.intersection_len(&masks[i]), i))
+        .collect();
+    keyed.sort_unstable();
+    for (slot, (_, i)) in ids.iter_mut().zip(keyed) {
+        *slot = i;
+    }
 }
 
 impl<'t> CpuAccumulator<'t> {
@@ -142,6 +159,8 @@ impl<'t> CpuAccumulator<'t> {
             needed: i64::try_from(num_cpus).unwrap_or(i64::MAX),
             numa_first: counts.num_sockets >= counts.num_numa_nodes,
             sort,
+            numa_order: RefCell::new(None),
+            socket_order: RefCell::new(None),
         }
     }
 
@@ -176,12 +195,17 @@ impl<'t> CpuAccumulator<'t> {
         self.result.union_with(cpus);
         self.free.difference_with(cpus);
         self.needed -= cpus.len() as i64;
+        *self.numa_order.get_mut() = None;
+        *self.socket_order.get_mut() = None;
     }
 
     fn level_with_free(&self, masks: &[CpuSet]) -> Indices {
-        let mut ids: Indices = (0..masks.len())
-            .filter(|&i| masks[i].intersects(&self.free))
-            .collect();
+        let mut ids = Indices::new();
+        for (i, mask) in masks.iter().enumerate() {
+            if mask.intersects(&self.free) {
+                ids.push(i);
+            }
+        }
         sort_by_free(&mut ids, masks, &self.free);
         ids
     }
@@ -196,35 +220,44 @@ impl<'t> CpuAccumulator<'t> {
         let mut out = Indices::new();
         for &p in parents {
             let start = out.len();
-            out.extend(
-                relation[p]
-                    .iter()
-                    .filter(|(_, pair)| pair.intersects(&self.free))
-                    .map(|(c, _)| *c),
-            );
+            for (c, pair) in &relation[p] {
+                if pair.intersects(&self.free) {
+                    out.push(*c);
+                }
+            }
             sort_by_free(&mut out[start..], child_masks, &self.free);
         }
         out
     }
 
     fn sorted_numa_indices(&self) -> Indices {
+        if let Some(order) = self.numa_order.borrow().as_ref() {
+            return Indices::from_slice(order);
+        }
         let numas = self.topo.numa_level().masks();
-        if self.numa_first {
+        let order = if self.numa_first {
             self.level_with_free(numas)
         } else {
             let sockets = self.sorted_socket_indices();
             self.children_in_order(&sockets, self.topo.numas_of_socket(), numas)
-        }
+        };
+        *self.numa_order.borrow_mut() = Some(Indices::from_slice(&order));
+        order
     }
 
     fn sorted_socket_indices(&self) -> Indices {
+        if let Some(order) = self.socket_order.borrow().as_ref() {
+            return Indices::from_slice(order);
+        }
         let sockets = self.topo.socket_level().masks();
-        if self.numa_first {
+        let order = if self.numa_first {
             let numas = self.sorted_numa_indices();
             self.children_in_order(&numas, self.topo.sockets_of_numa(), sockets)
         } else {
             self.level_with_free(sockets)
-        }
+        };
+        *self.socket_order.borrow_mut() = Some(Indices::from_slice(&order));
+        order
     }
 
     fn sorted_core_indices(&self) -> Indices {
@@ -312,34 +345,39 @@ impl<'t> CpuAccumulator<'t> {
             .collect()
     }
 
-    /// Takes every fully free unit (in the given order) that the need still covers whole.
-    fn take_full(&mut self, order: Indices, masks: &[CpuSet]) {
-        for i in self.fully_free(order, masks) {
-            let size = masks[i].len() as i64;
-            if self.needed >= size {
-                self.take(&masks[i]);
+    /// Takes every unit (in the given order) that was fully free when the walk started and that
+    /// the need still covers whole. The free set is snapshotted first, as upstream lists the
+    /// free units before taking any.
+    fn take_full(&mut self, order: Indices, level: &Level) {
+        let free_before = self.free.clone();
+        for i in order {
+            if !level.mask(i).is_subset(&free_before) {
+                continue;
+            }
+            if self.needed >= level.size(i) as i64 {
+                self.take(level.mask(i));
             }
         }
     }
 
     fn take_full_numa_nodes(&mut self) {
         let order = self.sorted_numa_indices();
-        self.take_full(order, self.topo.numa_level().masks());
+        self.take_full(order, self.topo.numa_level());
     }
 
     fn take_full_sockets(&mut self) {
         let order = self.sorted_socket_indices();
-        self.take_full(order, self.topo.socket_level().masks());
+        self.take_full(order, self.topo.socket_level());
     }
 
     fn take_full_uncore(&mut self) {
         let order = self.sorted_uncore_indices();
-        self.take_full(order, self.topo.uncore_level().masks());
+        self.take_full(order, self.topo.uncore_level());
     }
 
     fn take_full_cores(&mut self) {
         let order = self.sorted_core_indices();
-        self.take_full(order, self.topo.core_level().masks());
+        self.take_full(order, self.topo.core_level());
     }
 
     fn take_full_first_level(&mut self) {

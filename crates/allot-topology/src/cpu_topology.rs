@@ -14,6 +14,7 @@ use crate::{CpuSet, NodeTopology, TopologyError};
 pub struct Level {
     ids: Vec<u32>,
     masks: Vec<CpuSet>,
+    sizes: Vec<usize>,
 }
 
 impl Level {
@@ -31,7 +32,8 @@ impl Level {
             masks[i].insert(cpu);
             index.push((cpu, i));
         }
-        (Level { ids, masks }, index)
+        let sizes = masks.iter().map(CpuSet::len).collect();
+        (Level { ids, masks, sizes }, index)
     }
 
     /// The number of distinct ids.
@@ -62,6 +64,11 @@ impl Level {
     /// The CPUs at a dense index.
     pub fn mask(&self, index: usize) -> &CpuSet {
         &self.masks[index]
+    }
+
+    /// The number of CPUs at a dense index.
+    pub fn size(&self, index: usize) -> usize {
+        self.sizes[index]
     }
 
     /// The dense index of an id.

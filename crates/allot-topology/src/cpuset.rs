@@ -19,10 +19,19 @@ use crate::TopologyError;
 pub const MAX_CPU_ID: u32 = (1 << 20) - 1;
 
 /// A set of CPU ids (or other small ids) with the Linux list format ("0-3,8") as its text form.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Default, PartialEq, Eq, Hash)]
 pub struct CpuSet {
     // Invariant: no trailing zero words, so derived equality and hashing compare contents.
     words: SmallVec<[u64; 2]>,
+}
+
+impl Clone for CpuSet {
+    fn clone(&self) -> Self {
+        // A plain copy of the words (the derived clone goes through an iterator).
+        CpuSet {
+            words: SmallVec::from_slice(&self.words),
+        }
+    }
 }
 
 impl CpuSet {
