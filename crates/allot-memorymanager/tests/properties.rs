@@ -1,4 +1,5 @@
-//! Invariants of the Static policy over random admission sequences: NUMA memory is never
+//! Invariants of the Static policy over random admission sequences (container-level and
+//! pod-level): NUMA memory is never
 //! over-committed, every state the policy produces passes its own start-up validation, and the
 //! same inputs give the same state.
 
@@ -20,6 +21,9 @@ enum Op {
         hugepages: u64,
         policy: Policy,
     },
+    /// Admit a pod with a pod-level memory budget of `budget` GiB: an app container with an
+    /// exclusive `exclusive` GiB slice and a sidecar in the pod shared pool.
+    AdmitPodLevel { budget: u64, exclusive: u64 },
     /// Remove the n-th admitted pod (modulo the count).
     Remove(usize),
 }
@@ -33,6 +37,7 @@ fn op() -> impl Strategy<Value = Op> {
             Just(Policy::SingleNumaNode)
         ])
             .prop_map(|(memory, hugepages, policy)| Op::Admit { memory, hugepages, policy }),
+        1 => (1u64..10, 0u64..6).prop_map(|(budget, exclusive)| Op::AdmitPodLevel { budget, exclusive }),
         1 => any::<usize>().prop_map(Op::Remove),
     ]
 }
@@ -107,10 +112,56 @@ fn simulate(machine: &[NumaNodeInfo], ops: &[Op]) -> Result<MemoryState, TestCas
                     );
                 }
             }
+            Op::AdmitPodLevel { budget, exclusive } => {
+                let app_requests = if *exclusive > 0 {
+                    BTreeMap::from([("memory".to_string(), exclusive * GI)])
+                } else {
+                    BTreeMap::new()
+                };
+                let pod = PodResources {
+                    uid: format!("pod-{i:03}"),
+                    guaranteed: true,
+                    pod_level_resources: false,
+                    init_containers: vec![ContainerResources {
+                        name: "sidecar".to_string(),
+                        restartable: true,
+                        requests: BTreeMap::new(),
+                    }],
+                    containers: vec![ContainerResources {
+                        name: "app".to_string(),
+                        restartable: false,
+                        requests: app_requests,
+                    }],
+                };
+                let budget = BTreeMap::from([("memory".to_string(), budget * GI)]);
+                let hints = policy
+                    .get_pod_level_topology_hints(&state, &pod, &budget)
+                    .unwrap_or_default();
+                let (hint, admit) = merge(
+                    Policy::BestEffort,
+                    &PolicyOptions::default(),
+                    &numa,
+                    &[hints],
+                );
+                if admit
+                    && policy
+                        .allocate_pod(&mut state, &pod, &budget, &hint)
+                        .is_ok()
+                {
+                    admitted.push(pod.uid.clone());
+                } else {
+                    prop_assert!(
+                        state.blocks(&pod.uid, "app").is_none(),
+                        "failed allocation left blocks"
+                    );
+                    prop_assert!(!state.pod_entries.contains_key(&pod.uid));
+                }
+            }
             Op::Remove(n) => {
                 if !admitted.is_empty() {
                     let uid = admitted.remove(n % admitted.len());
                     policy.remove_container(&mut state, &uid, "app");
+                    policy.remove_container(&mut state, &uid, "sidecar");
                 }
             }
         }
@@ -132,7 +183,16 @@ fn check_invariants(policy: &StaticPolicy, state: &MemoryState) -> Result<(), Te
         }
     }
     let mut blocks_total: BTreeMap<&str, u128> = BTreeMap::new();
-    for containers in state.entries.values() {
+    for entry in state.pod_entries.values() {
+        for b in &entry.memory_blocks {
+            *blocks_total.entry(&b.resource).or_default() += u128::from(b.size);
+        }
+    }
+    for (pod, containers) in &state.entries {
+        if state.pod_entries.contains_key(pod) {
+            // Containers of a pod-level pod hold partitions of its budget, counted above.
+            continue;
+        }
         for blocks in containers.values() {
             for b in blocks {
                 *blocks_total.entry(&b.resource).or_default() += u128::from(b.size);
