@@ -718,27 +718,42 @@ impl StaticPolicy {
         request: usize,
     ) -> Vec<TopologyHint> {
         let nodes: Vec<u32> = self.topology.numa_nodes().iter().collect();
+        // Per NUMA node (in `nodes` order): all its CPUs, and the available ones. NUMA nodes do
+        // not share CPUs, so a combination's counts are sums.
+        let per_node: BTreeMap<u32, (usize, usize)> = nodes
+            .iter()
+            .map(|&n| {
+                let cpus = self.topology.cpus_in_numa_nodes(&[n]);
+                (n, (cpus.len(), cpus.intersection_len(available)))
+            })
+            .collect();
+        // Every reusable CPU must lie in the combination; a reusable CPU outside the machine
+        // rules out every combination, as upstream's lookup would.
+        let mut reusable_nodes: Vec<u32> = Vec::new();
+        let mut reusable_unknown = false;
+        for cpu in reusable {
+            match self.topology.cpu_info(cpu) {
+                Some(info) => reusable_nodes.push(info.numa),
+                None => reusable_unknown = true,
+            }
+        }
+        reusable_nodes.sort_unstable();
+        reusable_nodes.dedup();
+        let reusable_count = reusable.len();
         let mut min_affinity = nodes.len();
         let mut hints: Vec<TopologyHint> = Vec::new();
-        let numa_of = |cpu: u32| self.topology.cpu_info(cpu).map(|i| i.numa);
         for_each_combination(&nodes, |combo| {
-            let in_mask = self.topology.cpus_in_numa_nodes(combo).len();
+            let (in_mask, free) = combo.iter().fold((0, 0), |(t, f), n| {
+                let (nt, nf) = per_node.get(n).copied().unwrap_or_default();
+                (t + nt, f + nf)
+            });
             if in_mask >= request && combo.len() < min_affinity {
                 min_affinity = combo.len();
             }
-            let mut matching = 0usize;
-            for cpu in reusable {
-                match numa_of(cpu) {
-                    Some(n) if combo.contains(&n) => matching += 1,
-                    _ => return,
-                }
+            if reusable_unknown || !reusable_nodes.iter().all(|n| combo.contains(n)) {
+                return;
             }
-            for cpu in available {
-                if numa_of(cpu).is_some_and(|n| combo.contains(&n)) {
-                    matching += 1;
-                }
-            }
-            if matching < request {
+            if reusable_count + free < request {
                 return;
             }
             hints.push(TopologyHint::new(

@@ -267,3 +267,31 @@ fn metrics_count_pinning() {
         "{m}"
     );
 }
+
+#[test]
+fn pod_level_container_scope_mixes_exclusive_and_node_shared() {
+    let config = format!(
+        "{STATIC}\ntopologyManagerPolicy: best-effort\nfeatureGates: {{PodLevelResourceManagers: true}}"
+    );
+    let spec = "  resources: {requests: {cpu: \"4\", memory: 4Gi}, limits: {cpu: \"4\", memory: 4Gi}}\n  initContainers:\n".to_string()
+        + &guaranteed("infra", "2")
+        + "    restartPolicy: Always\n  containers:\n  - name: worker-1\n  - name: worker-2\n    resources: {requests: {cpu: \"1\"}}\n";
+    let r = admit(&scenario(&config, &pod("mixed", &spec)));
+    let p = &r.pods[0];
+    assert!(p.admitted, "{p:?}");
+    let infra = &p.containers[0];
+    assert!(infra.exclusive && !infra.cfs_quota);
+    assert_eq!(infra.cpus, "2,8");
+    for w in &p.containers[1..] {
+        // Workers run in the node's shared pool, bounded by the pod's CPU limit.
+        assert!(!w.exclusive && w.cfs_quota, "{w:?}");
+        assert_eq!(w.cpus, "0-1,3-7,9-11");
+    }
+    // Without the gate the pod-level Guaranteed pod's containers are judged as upstream does:
+    // worker-2's integer request makes it exclusive too.
+    let r = admit(&scenario(
+        &format!("{STATIC}\ntopologyManagerPolicy: best-effort"),
+        &pod("mixed", &spec),
+    ));
+    assert!(r.pods[0].containers[2].exclusive, "{:?}", r.pods[0]);
+}
