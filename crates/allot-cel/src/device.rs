@@ -224,7 +224,8 @@ impl Indexer for DeviceVal {
 /// whether the domain exists.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DomainMap {
-    domains: HashMap<String, CelMap<'static>>,
+    /// Domain → names. A device has few domains: a linear scan beats hashing.
+    domains: Vec<(String, CelMap<'static>)>,
     /// The domains as CEL strings, in insertion order, for comprehensions over the map.
     keys: Vec<CelString<'static>>,
     empty: CelMap<'static>,
@@ -232,15 +233,19 @@ pub(crate) struct DomainMap {
 
 impl DomainMap {
     fn insert(&mut self, domain: &str, name: &str, value: Box<dyn Val>) {
-        let mut inner = match self.domains.remove(domain) {
-            Some(m) => m.into_inner(),
+        match self.domains.iter_mut().find(|(d, _)| d == domain) {
+            Some((_, map)) => {
+                let mut inner = std::mem::take(map).into_inner();
+                inner.insert(CelMapKey::from(name.to_string()), value);
+                *map = CelMap::from(inner);
+            }
             None => {
                 self.keys.push(CelString::from(domain.to_string()));
-                HashMap::new()
+                let mut inner = HashMap::new();
+                inner.insert(CelMapKey::from(name.to_string()), value);
+                self.domains.push((domain.to_string(), CelMap::from(inner)));
             }
-        };
-        inner.insert(CelMapKey::from(name.to_string()), value);
-        self.domains.insert(domain.to_string(), CelMap::from(inner));
+        }
     }
 }
 
@@ -311,7 +316,10 @@ impl Indexer for DomainMap {
     {
         let key = string_key(idx)?;
         Ok(CowVal::Borrowed(
-            self.domains.get(key).unwrap_or(&self.empty),
+            self.domains
+                .iter()
+                .find(|(d, _)| d == key)
+                .map_or(&self.empty, |(_, m)| m),
         ))
     }
 
@@ -325,7 +333,7 @@ impl Indexer for DomainMap {
 
 impl Container for DomainMap {
     fn contains(&self, value: &dyn Val) -> Result<bool, ExecutionError> {
-        Ok(string_key(value).is_ok_and(|k| self.domains.contains_key(k)))
+        Ok(string_key(value).is_ok_and(|k| self.domains.iter().any(|(d, _)| d == k)))
     }
 }
 

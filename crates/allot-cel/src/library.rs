@@ -370,12 +370,16 @@ fn quantity_sub<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 }
 
 fn quantity_is_integer<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    ok_bool(quantity_arg(&args, 0, "isInteger")?.is_integer())
+    ok_bool(
+        quantity_arg(&args, 0, "isInteger")?
+            .upstream_as_int64()
+            .is_some(),
+    )
 }
 
 fn quantity_as_integer<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let q = quantity_arg(&args, 0, "asInteger")?;
-    match q.as_i64() {
+    match q.upstream_as_int64() {
         Some(i) => ok_int(i),
         None => Err(ExecutionError::function_error(
             "asInteger",

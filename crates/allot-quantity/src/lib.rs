@@ -113,6 +113,34 @@ pub struct Quantity {
     format: Format,
     /// The parsed text when upstream would keep it as the canonical string.
     text: Option<Arc<str>>,
+    /// Upstream's `int64Amount` (value, scale) when upstream would hold the value in that form
+    /// rather than as an `inf.Dec`; it decides upstream's representation-dependent `AsInt64`.
+    int_repr: Option<(i64, i32)>,
+}
+
+/// `base × 10^scale` if it fits in an `i64` (upstream `positiveScaleInt64`).
+fn positive_scale_i64(base: i64, scale: i32) -> Option<i64> {
+    let p = 10i64.checked_pow(u32::try_from(scale).ok()?)?;
+    base.checked_mul(p)
+}
+
+/// Upstream's `int64Amount.Add`: `None` when upstream falls back to `inf.Dec`.
+fn int_repr_add(a: (i64, i32), b: (i64, i32)) -> Option<(i64, i32)> {
+    if b.0 == 0 {
+        return Some(a);
+    }
+    if a.0 == 0 {
+        return Some(b);
+    }
+    if a.1 == b.1 {
+        Some((a.0.checked_add(b.0)?, a.1))
+    } else if a.1 > b.1 {
+        let c = positive_scale_i64(a.0, a.1 - b.1)?;
+        Some((c.checked_add(b.0)?, b.1))
+    } else {
+        let c = positive_scale_i64(b.0, b.1 - a.1)?;
+        Some((a.0.checked_add(c)?, a.1))
+    }
 }
 
 fn pow10(k: u32) -> Option<u128> {
@@ -150,6 +178,7 @@ impl Quantity {
                 scale: 0,
                 format,
                 text: None,
+                int_repr: None,
             });
         }
         while m.is_multiple_of(10) {
@@ -166,6 +195,7 @@ impl Quantity {
             scale,
             format,
             text: None,
+            int_repr: None,
         })
     }
 
@@ -176,6 +206,7 @@ impl Quantity {
             scale: 0,
             format: Format::DecimalSI,
             text: None,
+            int_repr: Some((0, 0)),
         }
     }
 
@@ -191,13 +222,15 @@ impl Quantity {
 
     /// `value × 10^scale` in the given format (upstream `NewScaledQuantity` with a format).
     pub fn from_scaled(value: i64, scale: i32, format: Format) -> Self {
-        Self::from_parts(
+        let mut q = Self::from_parts(
             value < 0,
             u128::from(value.unsigned_abs()),
             i64::from(scale),
             format,
         )
-        .unwrap_or_else(Self::zero)
+        .unwrap_or_else(Self::zero);
+        q.int_repr = Some((value, scale));
+        q
     }
 
     /// The format used when printing.
@@ -212,6 +245,7 @@ impl Quantity {
             scale: self.scale,
             format,
             text: None,
+            int_repr: self.int_repr,
         }
     }
 
@@ -280,9 +314,22 @@ impl Quantity {
         i64::try_from(v).ok()
     }
 
-    /// Whether the value is an integer that fits in an `i64` (the CEL library's `isInteger`).
+    /// Whether the value is an integer that fits in an `i64`.
     pub fn is_integer(&self) -> bool {
         self.as_i64().is_some()
+    }
+
+    /// Upstream's `AsInt64`, which depends on how upstream happens to hold the value: only a
+    /// value held as an `int64Amount` with a non-negative scale converts, so `"1000m"` and
+    /// `"1.5Gi"` do not although they are integers. The Kubernetes CEL library's `isInteger()`
+    /// and `asInteger()` use it.
+    pub fn upstream_as_int64(&self) -> Option<i64> {
+        let (value, scale) = self.int_repr?;
+        match scale {
+            0 => Some(value),
+            s if s < 0 => None,
+            s => positive_scale_i64(value, s),
+        }
     }
 
     /// The value as a float, possibly losing precision (upstream `AsApproximateFloat64`).
@@ -310,15 +357,18 @@ impl Quantity {
             .mantissa
             .checked_mul(i128::try_from(pow10((other.scale - s) as u32)?).ok()?)?;
         let sum = a.checked_add(b)?;
-        Self::from_parts(sum < 0, sum.unsigned_abs(), i64::from(s), format)
+        let mut q = Self::from_parts(sum < 0, sum.unsigned_abs(), i64::from(s), format)?;
+        q.int_repr = match (self.int_repr, other.int_repr) {
+            (Some(x), Some(y)) => int_repr_add(x, y),
+            _ => None,
+        };
+        Some(q)
     }
 
     /// The exact difference, or `None` when it needs more than 38 significant digits. The
     /// format is this quantity's, or `other`'s when this one is zero (as upstream `Sub`).
     pub fn checked_sub(&self, other: &Self) -> Option<Self> {
-        let mut neg = other.clone();
-        neg.mantissa = -neg.mantissa;
-        self.checked_add(&neg)
+        self.checked_add(&-other)
     }
 
     /// The sum, exact when possible; otherwise the least significant digits of the operands are
@@ -600,6 +650,7 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
     }
     if text == "0" {
         let mut q = Quantity::zero();
+        q.int_repr = Some((0, 0));
         q.text = Some(Arc::from("0"));
         return Ok(q);
     }
@@ -618,6 +669,7 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
     };
     let mut keep_text = false;
     let mut fast = false;
+    let mut int_repr = None;
     if precision >= 0 {
         let scale = if base == 10 { i64::from(exponent) } else { 0 } - len_denom;
         if scale >= NANO {
@@ -629,8 +681,10 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| ParseQuantityError::Numeric { input: err_input() })?;
             let mult: i64 = if base == 2 { 1i64 << exponent } else { 1 };
-            if value.checked_mul(mult).is_some() {
+            if let Some(result) = value.checked_mul(mult) {
                 fast = true;
+                let result = if parts.positive { result } else { -result };
+                int_repr = i32::try_from(scale).ok().map(|s| (result, s));
                 keep_text = match format {
                     Format::BinarySI => exponent % 10 == 0 && value & 0x07 != 0,
                     _ => scale % 3 == 0 && !shifted.ends_with(b"000") && shifted[0] != b'0',
@@ -701,6 +755,7 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
     if keep_text {
         q.text = Some(Arc::from(text));
     }
+    q.int_repr = int_repr;
     Ok(q)
 }
 
@@ -809,6 +864,10 @@ impl Neg for &Quantity {
             scale: self.scale,
             format: self.format,
             text: None,
+            // Negating i64::MIN moves upstream to inf.Dec.
+            int_repr: self
+                .int_repr
+                .and_then(|(v, s)| v.checked_neg().map(|n| (n, s))),
         }
     }
 }

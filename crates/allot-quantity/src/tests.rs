@@ -801,3 +801,44 @@ proptest! {
         let _ = s.parse::<Quantity>();
     }
 }
+
+#[test]
+fn upstream_as_int64_follows_the_representation() {
+    // (input, AsInt64 as upstream's int64Amount/inf.Dec representation decides).
+    let table = [
+        ("0", Some(0)),
+        ("1", Some(1)),
+        ("1k", Some(1000)),
+        ("1Gi", Some(1 << 30)),
+        ("-1Gi", Some(-(1 << 30))),
+        ("1000m", None),
+        ("1.5Gi", None),
+        ("1.5", None),
+        ("9223372036854775807", None),
+        ("9Ei", None),
+        ("1e3", Some(1000)),
+    ];
+    let mut failures = Vec::new();
+    for (input, want) in table {
+        let got = parse(input).unwrap().upstream_as_int64();
+        if got != want {
+            failures.push(format!("{input}: {got:?}, want {want:?}"));
+        }
+    }
+    let sum = &parse("1").unwrap() + &parse("1Gi").unwrap();
+    if sum.upstream_as_int64() != Some(1073741825) {
+        failures.push(format!("1 + 1Gi: {:?}", sum.upstream_as_int64()));
+    }
+    let mixed = &parse("1k").unwrap() + &parse("1m").unwrap();
+    if mixed.upstream_as_int64().is_some() {
+        failures.push("1k + 1m should have a negative scale".into());
+    }
+    let dec = &parse("1").unwrap() + &parse("1.5Gi").unwrap();
+    if dec.upstream_as_int64().is_some() {
+        failures.push("an inf.Dec operand makes the sum inf.Dec".into());
+    }
+    if Quantity::from_i64(5, SI).upstream_as_int64() != Some(5) {
+        failures.push("from_i64".into());
+    }
+    check("upstream AsInt64", table.len() + 4, failures);
+}
