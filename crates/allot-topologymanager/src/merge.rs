@@ -27,6 +27,12 @@ pub fn merge(
     numa: &NumaInfo,
     providers_hints: &[ProviderHints],
 ) -> (TopologyHint, bool) {
+    if policy == Policy::None {
+        return (TopologyHint::default(), true);
+    }
+    if let Some(decision) = merge_in_one_word(policy, options, numa, providers_hints) {
+        return decision;
+    }
     match policy {
         Policy::None => (TopologyHint::default(), true),
         Policy::BestEffort => {
@@ -130,6 +136,194 @@ impl Partial {
     }
 }
 
+/// A partial merge over machine words: preferred with no mask yet, preferred with the shared
+/// raw mask, or not preferred with the AND (restricted to the machine's nodes) so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WordPartial {
+    Any,
+    Shared(u64),
+    Anded(u64),
+}
+
+/// The resource-by-resource fold of [`HintMerger::candidates`] over machine words. Shared raw
+/// masks are indexed, ANDs are packed into `n` bits (`n` NUMA nodes, at most 16), and both
+/// sets are dense bitmaps, so each step is a constant-time insert without allocation. `None`
+/// when the machine has more than 16 NUMA nodes.
+fn fold_words(default: u64, factors: &mut [Vec<(Option<u64>, bool)>]) -> Option<Vec<WordPartial>> {
+    let positions: Vec<u32> = (0..64).filter(|b| default & (1u64 << b) != 0).collect();
+    let n = positions.len();
+    if n > 16 {
+        return None;
+    }
+    let pack = |mask: u64| -> u32 {
+        positions
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| mask & (1u64 << **b) != 0)
+            .fold(0u32, |acc, (i, _)| acc | (1 << i))
+    };
+    let unpack = |packed: u32| -> u64 {
+        positions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| packed & (1 << i) != 0)
+            .fold(0u64, |acc, (_, b)| acc | (1u64 << b))
+    };
+    let full: u32 = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
+    let mut raws: Vec<u64> = Vec::new();
+    let mut indexed: Vec<Vec<(Option<usize>, u32, bool)>> = Vec::with_capacity(factors.len());
+    for hints in factors.iter_mut() {
+        hints.sort_unstable();
+        hints.dedup();
+        let mut words = Vec::with_capacity(hints.len());
+        for &(mask, preferred) in hints.iter() {
+            words.push(match mask {
+                Some(raw) => {
+                    let index = match raws.iter().position(|&r| r == raw) {
+                        Some(i) => i,
+                        None => {
+                            raws.push(raw);
+                            raws.len() - 1
+                        }
+                    };
+                    (Some(index), pack(raw), preferred)
+                }
+                None => (None, full, preferred),
+            });
+        }
+        indexed.push(words);
+    }
+    let packed_raw: Vec<u32> = raws.iter().map(|&r| pack(r)).collect();
+    let mut any = true;
+    let mut shared: Vec<usize> = Vec::new();
+    let mut anded: Vec<u32> = Vec::new();
+    let mut shared_seen = vec![false; raws.len()];
+    let mut anded_seen = vec![false; 1usize << n];
+    for hints in &indexed {
+        let was_any = std::mem::replace(&mut any, false);
+        let was_shared = std::mem::take(&mut shared);
+        let was_anded = std::mem::take(&mut anded);
+        shared_seen.iter_mut().for_each(|s| *s = false);
+        anded_seen.iter_mut().for_each(|s| *s = false);
+        let mut add_shared = |i: usize, shared: &mut Vec<usize>| {
+            if !shared_seen[i] {
+                shared_seen[i] = true;
+                shared.push(i);
+            }
+        };
+        let mut add_anded = |c: u32, anded: &mut Vec<u32>| {
+            if !anded_seen[c as usize] {
+                anded_seen[c as usize] = true;
+                anded.push(c);
+            }
+        };
+        for &(raw, packed, preferred) in hints {
+            if was_any {
+                match (preferred, raw) {
+                    (true, None) => any = true,
+                    (true, Some(i)) => add_shared(i, &mut shared),
+                    (false, _) => add_anded(packed, &mut anded),
+                }
+            }
+            for &s in &was_shared {
+                match (preferred, raw) {
+                    (true, None) => add_shared(s, &mut shared),
+                    (true, Some(i)) if i == s => add_shared(s, &mut shared),
+                    _ => add_anded(packed_raw[s] & packed, &mut anded),
+                }
+            }
+            for &c in &was_anded {
+                add_anded(c & packed, &mut anded);
+            }
+        }
+        if !any && shared.is_empty() && anded.is_empty() {
+            break;
+        }
+    }
+    let mut out = Vec::with_capacity(usize::from(any) + shared.len() + anded.len());
+    if any {
+        out.push(WordPartial::Any);
+    }
+    out.extend(shared.into_iter().map(|i| WordPartial::Shared(raws[i])));
+    out.extend(anded.into_iter().map(|c| WordPartial::Anded(unpack(c))));
+    Some(out)
+}
+
+/// [`merge`] on machine words straight from the providers' answers, without copying hints:
+/// the path every machine with at most 16 NUMA nodes, all below id 64, takes. `None` sends the
+/// caller to the general path.
+fn merge_in_one_word(
+    policy: Policy,
+    options: &PolicyOptions,
+    numa: &NumaInfo,
+    providers_hints: &[ProviderHints],
+) -> Option<(TopologyHint, bool)> {
+    let default = numa.default_mask().as_u64()?;
+    let single = policy == Policy::SingleNumaNode;
+    let mut factors: Vec<Vec<(Option<u64>, bool)>> = Vec::new();
+    for hints in providers_hints {
+        if hints.is_empty() {
+            factors.push(vec![(None, true)]);
+            continue;
+        }
+        for resource_hints in hints.values() {
+            match resource_hints {
+                None => factors.push(vec![(None, true)]),
+                Some(list) if list.is_empty() => factors.push(vec![(None, false)]),
+                Some(list) => {
+                    let mut words = Vec::with_capacity(list.len());
+                    for h in list {
+                        let mask = match &h.affinity {
+                            Some(m) => Some(m.as_u64()?),
+                            None => None,
+                        };
+                        words.push((mask, h.preferred));
+                    }
+                    factors.push(words);
+                }
+            }
+        }
+    }
+    if single {
+        for words in &mut factors {
+            words
+                .retain(|&(mask, preferred)| preferred && mask.is_none_or(|m| m.count_ones() == 1));
+        }
+    }
+    let best_non_preferred_count = factors
+        .iter()
+        .filter_map(|words| {
+            words
+                .iter()
+                .filter_map(|(mask, _)| mask.map(|m| m.count_ones() as usize))
+                .min()
+        })
+        .max()
+        .unwrap_or(0);
+    let found = fold_words(default, &mut factors)?;
+    let merger = HintMerger {
+        numa,
+        factors: &[],
+        closest: !single && options.prefer_closest_numa,
+        best_non_preferred_count,
+    };
+    let mut best: Option<TopologyHint> = None;
+    for partial in found {
+        let candidate = match partial {
+            WordPartial::Any => TopologyHint::new(NumaMask::from_u64(default), true),
+            WordPartial::Shared(raw) => TopologyHint::new(NumaMask::from_u64(default & raw), true),
+            WordPartial::Anded(mask) => TopologyHint::new(NumaMask::from_u64(mask), false),
+        };
+        best = merger.compare(best, candidate);
+    }
+    let mut best = best.unwrap_or_else(|| TopologyHint::new(NumaMask::from_u64(default), false));
+    if single && best.affinity.as_ref() == Some(numa.default_mask()) {
+        best.affinity = None;
+    }
+    let admit = policy == Policy::BestEffort || best.preferred;
+    Some((best, admit))
+}
+
 /// Upstream's `HintMerger`: picks the best of all merged hint combinations.
 struct HintMerger<'a> {
     numa: &'a NumaInfo,
@@ -170,9 +364,6 @@ impl<'a> HintMerger<'a> {
 
     /// Every distinct merged hint over all combinations of one hint per factor.
     fn candidates(&self) -> BTreeSet<Partial> {
-        if let Some(found) = self.candidates_in_one_word() {
-            return found;
-        }
         let default = self.numa.default_mask();
         let mut partials = BTreeSet::from([Partial::Preferred(None)]);
         for hints in self.factors {
@@ -189,132 +380,6 @@ impl<'a> HintMerger<'a> {
             }
         }
         partials
-    }
-
-    /// [`HintMerger::candidates`] with masks as machine words, when every node id is below 64
-    /// (every machine upstream supports): the same fold without allocations. Partial merges are
-    /// "preferred, no mask yet", "preferred with shared raw mask `i`" (an index into the distinct
-    /// raw masks) or "not preferred with AND `c`", where `c` is the AND restricted to the
-    /// machine's nodes and packed into `n` bits; both sets are dense bitmaps, so each step is a
-    /// constant-time insert.
-    fn candidates_in_one_word(&self) -> Option<BTreeSet<Partial>> {
-        let default = self.numa.default_mask().as_u64()?;
-        let positions: Vec<u32> = (0..64).filter(|b| default & (1u64 << b) != 0).collect();
-        let n = positions.len();
-        if n > 16 {
-            return None;
-        }
-        let pack = |mask: u64| -> u32 {
-            positions
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| mask & (1u64 << **b) != 0)
-                .fold(0u32, |acc, (i, _)| acc | (1 << i))
-        };
-        let unpack = |packed: u32| -> u64 {
-            positions
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| packed & (1 << i) != 0)
-                .fold(0u64, |acc, (_, b)| acc | (1u64 << b))
-        };
-        let full: u32 = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
-        // Distinct raw masks, and each factor's distinct hints as (raw index, packed, preferred).
-        let mut raws: Vec<u64> = Vec::new();
-        let mut factors: Vec<Vec<(Option<usize>, u32, bool)>> =
-            Vec::with_capacity(self.factors.len());
-        for hints in self.factors {
-            let mut words = Vec::with_capacity(hints.len());
-            for h in hints {
-                let entry = match &h.affinity {
-                    Some(m) => {
-                        let raw = m.as_u64()?;
-                        let index = match raws.iter().position(|&r| r == raw) {
-                            Some(i) => i,
-                            None => {
-                                raws.push(raw);
-                                raws.len() - 1
-                            }
-                        };
-                        (Some(index), pack(raw), h.preferred)
-                    }
-                    None => (None, full, h.preferred),
-                };
-                words.push(entry);
-            }
-            words.sort_unstable();
-            words.dedup();
-            factors.push(words);
-        }
-        let packed_raw: Vec<u32> = raws.iter().map(|&r| pack(r)).collect();
-        let mut any = true;
-        let mut shared: Vec<usize> = Vec::new();
-        let mut anded: Vec<u32> = Vec::new();
-        let mut shared_seen = vec![false; raws.len()];
-        let mut anded_seen = vec![false; 1usize << n];
-        for hints in &factors {
-            let (was_any, was_shared, was_anded) = (
-                std::mem::replace(&mut any, false),
-                std::mem::take(&mut shared),
-                std::mem::take(&mut anded),
-            );
-            shared_seen.iter_mut().for_each(|s| *s = false);
-            anded_seen.iter_mut().for_each(|s| *s = false);
-            let mut add_anded = |c: u32, anded: &mut Vec<u32>| {
-                if !anded_seen[c as usize] {
-                    anded_seen[c as usize] = true;
-                    anded.push(c);
-                }
-            };
-            for &(raw, packed, preferred) in hints {
-                if was_any {
-                    match (preferred, raw) {
-                        (true, None) => any = true,
-                        (true, Some(i)) => {
-                            if !shared_seen[i] {
-                                shared_seen[i] = true;
-                                shared.push(i);
-                            }
-                        }
-                        (false, _) => add_anded(packed, &mut anded),
-                    }
-                }
-                for &s in &was_shared {
-                    match (preferred, raw) {
-                        (true, None) => {
-                            if !shared_seen[s] {
-                                shared_seen[s] = true;
-                                shared.push(s);
-                            }
-                        }
-                        (true, Some(i)) if i == s => {
-                            if !shared_seen[s] {
-                                shared_seen[s] = true;
-                                shared.push(s);
-                            }
-                        }
-                        _ => add_anded(packed_raw[s] & packed, &mut anded),
-                    }
-                }
-                for &c in &was_anded {
-                    add_anded(c & packed, &mut anded);
-                }
-            }
-            if !any && shared.is_empty() && anded.is_empty() {
-                break;
-            }
-        }
-        let mut out = BTreeSet::new();
-        if any {
-            out.insert(Partial::Preferred(None));
-        }
-        for i in shared {
-            out.insert(Partial::Preferred(Some(NumaMask::from_u64(raws[i]))));
-        }
-        for c in anded {
-            out.insert(Partial::NotPreferred(NumaMask::from_u64(unpack(c))));
-        }
-        Some(out)
     }
 
     fn merge(&self) -> TopologyHint {
