@@ -1,0 +1,13 @@
+//! The kube-controller-manager loops that DRA needs, as `allot_runtime::Controller`s.
+//!
+//! Key design decision: each controller keeps only indexes it can rebuild from store events
+//! (which claim a pod's template produced, which pods belong to a group), and writes every
+//! decision to the store, so the scheduler and node agents are woken by the same events a
+//! real cluster would produce. The cost: a controller's view can lag one event behind, so every
+//! reconcile re-reads what it needs and is idempotent.
+
+#![deny(missing_docs)]
+
+pub mod resourceclaim;
+
+pub use resourceclaim::{ResourceClaimController, ResourceClaimControllerConfig};

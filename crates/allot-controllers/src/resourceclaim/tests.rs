@@ -1,0 +1,259 @@
+use super::*;
+use allot_api::core::v1::PodSchedulingGroup;
+use allot_api::resource::v1::AllocationResult;
+use allot_api::scheduling::v1beta1::PodGroupResourceClaim;
+use allot_runtime::{Runtime, SimTime};
+
+fn template(ns: &str, name: &str) -> ResourceClaimTemplate {
+    let mut t = ResourceClaimTemplate::default();
+    t.metadata.namespace = ns.into();
+    t.metadata.name = name.into();
+    t.spec.metadata.labels.insert("team".into(), "ml".into());
+    t
+}
+
+fn pod(ns: &str, name: &str, claims: &[(&str, Option<&str>, Option<&str>)]) -> Pod {
+    let mut p = Pod::default();
+    p.metadata.namespace = ns.into();
+    p.metadata.name = name.into();
+    p.spec.resource_claims = claims
+        .iter()
+        .map(|(n, claim, template)| PodResourceClaim {
+            name: n.to_string(),
+            resource_claim_name: claim.map(String::from),
+            resource_claim_template_name: template.map(String::from),
+        })
+        .collect();
+    p
+}
+
+fn run(store: Store, workload: bool) -> Runtime {
+    let controller = ResourceClaimController::new(ResourceClaimControllerConfig {
+        workload_resource_claims: workload,
+    });
+    let mut rt = Runtime::new(store, vec![Box::new(controller)], SimTime::ZERO);
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 10_000)
+        .unwrap();
+    assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+    rt
+}
+
+#[test]
+fn generate_name_truncates_both_parts_in_proportion() {
+    assert_eq!(generate_name("pod", "gpu"), "pod-gpu-");
+    let long = generate_name(&"p".repeat(60), &"c".repeat(30));
+    assert!(long.len() <= MAX_GENERATE_NAME_BASE, "{long}");
+    assert_eq!(long, format!("{}-{}", "p".repeat(37), "c".repeat(18)));
+}
+
+#[test]
+fn a_template_claim_is_generated_owned_and_recorded() {
+    let mut store = Store::new();
+    store.create(template("ns", "gpu-template"), "t").unwrap();
+    store
+        .create(
+            pod("ns", "trainer", &[("gpu", None, Some("gpu-template"))]),
+            "t",
+        )
+        .unwrap();
+    let rt = run(store, false);
+    let pod = rt.store.get::<Pod>("ns", "trainer").unwrap();
+    let status = &pod.status.resource_claim_statuses;
+    assert_eq!(status.len(), 1);
+    let name = status[0].resource_claim_name.clone().unwrap();
+    assert!(
+        name.starts_with("trainer-gpu-") && name.len() == "trainer-gpu-".len() + 5,
+        "{name}"
+    );
+    let claim = rt.store.get::<ResourceClaim>("ns", &name).unwrap();
+    assert_eq!(claim.metadata.annotations[POD_CLAIM_NAME_ANNOTATION], "gpu");
+    assert_eq!(claim.metadata.labels["team"], "ml");
+    assert_eq!(claim.metadata.owner_references[0].kind, "Pod");
+    assert_eq!(claim.metadata.owner_references[0].uid, pod.metadata.uid);
+    // Idempotent: exactly one claim.
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 1);
+}
+
+#[test]
+fn a_missing_template_waits_until_it_is_created() {
+    let mut store = Store::new();
+    store
+        .create(pod("ns", "p", &[("gpu", None, Some("later"))]), "t")
+        .unwrap();
+    let mut rt = run(store, false);
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 0);
+    rt.store.create(template("ns", "later"), "t").unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 1);
+}
+
+#[test]
+fn a_finished_pod_releases_and_deletes_its_generated_claim() {
+    let mut store = Store::new();
+    store.create(template("ns", "t1"), "t").unwrap();
+    store
+        .create(pod("ns", "p", &[("gpu", None, Some("t1"))]), "t")
+        .unwrap();
+    let mut rt = run(store, false);
+    let name = rt
+        .store
+        .list::<ResourceClaim>()
+        .next()
+        .unwrap()
+        .metadata
+        .name
+        .clone();
+    // The scheduler allocates and reserves it.
+    let p = rt.store.get::<Pod>("ns", "p").unwrap().clone();
+    rt.store
+        .modify::<ResourceClaim, _>("ns", &name, |c| {
+            c.status.allocation = Some(AllocationResult::default());
+            c.status.reserved_for.push(pod_reference(&p));
+        })
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    assert!(
+        rt.store
+            .get::<ResourceClaim>("ns", &name)
+            .unwrap()
+            .status
+            .allocation
+            .is_some()
+    );
+    rt.store
+        .modify::<Pod, _>("ns", "p", |p| p.status.phase = Some("Succeeded".into()))
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    assert!(rt.store.get::<ResourceClaim>("ns", &name).is_none());
+}
+
+#[test]
+fn a_shared_claim_is_deallocated_when_its_last_consumer_goes() {
+    let mut store = Store::new();
+    let mut claim = ResourceClaim::default();
+    claim.metadata.namespace = "ns".into();
+    claim.metadata.name = "shared".into();
+    store.create(claim, "t").unwrap();
+    let a = store
+        .create(pod("ns", "a", &[("c", Some("shared"), None)]), "t")
+        .unwrap();
+    let b = store
+        .create(pod("ns", "b", &[("c", Some("shared"), None)]), "t")
+        .unwrap();
+    store
+        .modify::<ResourceClaim, _>("ns", "shared", |c| {
+            c.status.allocation = Some(AllocationResult::default());
+            c.status.reserved_for = vec![pod_reference(&a), pod_reference(&b)];
+        })
+        .unwrap();
+    let mut rt = run(store, false);
+    rt.store
+        .delete(&ObjectKey::new(Kind::Pod, "ns", "a"))
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    let c = rt.store.get::<ResourceClaim>("ns", "shared").unwrap();
+    assert_eq!(c.status.reserved_for.len(), 1);
+    assert!(c.status.allocation.is_some());
+    rt.store
+        .delete(&ObjectKey::new(Kind::Pod, "ns", "b"))
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    let c = rt.store.get::<ResourceClaim>("ns", "shared").unwrap();
+    assert!(c.status.reserved_for.is_empty());
+    assert!(
+        c.status.allocation.is_none(),
+        "unreserved claims are deallocated"
+    );
+}
+
+#[test]
+fn a_pre_scheduled_pod_gets_allocated_claims_reserved() {
+    let mut store = Store::new();
+    let mut claim = ResourceClaim::default();
+    claim.metadata.namespace = "ns".into();
+    claim.metadata.name = "mine".into();
+    claim.status.allocation = Some(AllocationResult::default());
+    let other = store
+        .create(pod("ns", "other", &[("c", Some("mine"), None)]), "t")
+        .unwrap();
+    claim.status.reserved_for = vec![pod_reference(&other)];
+    store.create(claim, "t").unwrap();
+    let mut p = pod("ns", "bound", &[("c", Some("mine"), None)]);
+    p.spec.node_name = Some("node-1".into());
+    store.create(p, "t").unwrap();
+    let rt = run(store, false);
+    let c = rt.store.get::<ResourceClaim>("ns", "mine").unwrap();
+    let names: Vec<_> = c
+        .status
+        .reserved_for
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["other", "bound"]);
+}
+
+fn group_setup(store: &mut Store) {
+    store.create(template("ns", "pg-template"), "t").unwrap();
+    let mut group = PodGroup::default();
+    group.metadata.namespace = "ns".into();
+    group.metadata.name = "training-group".into();
+    group.spec.resource_claims = vec![PodGroupResourceClaim {
+        name: "pg-claim-template".into(),
+        resource_claim_name: None,
+        resource_claim_template_name: Some("pg-template".into()),
+    }];
+    store.create(group, "t").unwrap();
+    for name in ["w1", "w2"] {
+        let mut p = pod(
+            "ns",
+            name,
+            &[("pg-claim-template", None, Some("pg-template"))],
+        );
+        p.spec.scheduling_group = Some(PodSchedulingGroup {
+            pod_group_name: "training-group".into(),
+        });
+        store.create(p, "t").unwrap();
+    }
+}
+
+#[test]
+fn pod_group_claims_are_generated_once_and_shared() {
+    let mut store = Store::new();
+    group_setup(&mut store);
+    let rt = run(store, true);
+    let claims: Vec<_> = rt.store.list::<ResourceClaim>().collect();
+    assert_eq!(claims.len(), 1);
+    let name = &claims[0].metadata.name;
+    assert!(name.starts_with("training-group-pg-claim-template-"));
+    assert_eq!(claims[0].metadata.owner_references[0].kind, "PodGroup");
+    for p in ["w1", "w2"] {
+        let pod = rt.store.get::<Pod>("ns", p).unwrap();
+        assert_eq!(
+            pod.status.resource_claim_statuses[0]
+                .resource_claim_name
+                .as_ref(),
+            Some(name)
+        );
+    }
+}
+
+#[test]
+fn pod_group_claims_are_not_generated_without_the_feature() {
+    let mut store = Store::new();
+    group_setup(&mut store);
+    let rt = run(store, false);
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 0);
+    assert!(
+        rt.store
+            .get::<Pod>("ns", "w1")
+            .unwrap()
+            .status
+            .resource_claim_statuses
+            .is_empty()
+    );
+}
