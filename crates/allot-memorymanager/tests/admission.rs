@@ -124,7 +124,8 @@ fn single_numa_node_rejects_a_pod_that_needs_two_nodes() {
             assert_eq!(err.reason(), "TopologyAffinityError");
             assert_eq!(err.container, None);
             assert!(
-                err.explain().contains("memory: preferred on [0,1]"),
+                err.explain()
+                    .contains("memory: needs more than one NUMA node (preferred on [0,1])"),
                 "{}",
                 err.explain()
             );

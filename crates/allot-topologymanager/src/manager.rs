@@ -88,21 +88,30 @@ impl TopologyAffinityError {
                         parts.push(format!("{resource}: no NUMA placement is possible"))
                     }
                     Some(list) => {
-                        let preferred: Vec<String> = list
+                        let show = |h: &&TopologyHint| match &h.affinity {
+                            Some(mask) => format!("[{mask}]"),
+                            None => "any".to_string(),
+                        };
+                        let preferred: Vec<&TopologyHint> =
+                            list.iter().filter(|h| h.preferred).collect();
+                        let usable: Vec<String> = preferred
                             .iter()
-                            .filter(|h| h.preferred)
-                            .map(|h| match &h.affinity {
-                                Some(mask) => format!("[{mask}]"),
-                                None => "any".to_string(),
+                            .filter(|h| {
+                                self.policy != Policy::SingleNumaNode
+                                    || h.affinity.as_ref().is_none_or(|m| m.count() == 1)
                             })
+                            .map(show)
                             .collect();
                         if preferred.is_empty() {
                             parts.push(format!("{resource}: no preferred NUMA placement"));
-                        } else {
+                        } else if usable.is_empty() {
+                            let wide: Vec<String> = preferred.iter().map(show).collect();
                             parts.push(format!(
-                                "{resource}: preferred on {}",
-                                preferred.join(" or ")
+                                "{resource}: needs more than one NUMA node (preferred on {})",
+                                wide.join(" or ")
                             ));
+                        } else {
+                            parts.push(format!("{resource}: preferred on {}", usable.join(" or ")));
                         }
                     }
                 }
