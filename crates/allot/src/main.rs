@@ -23,6 +23,10 @@ struct Cli {
 enum Command {
     /// Validate manifests as the Kubernetes API server would (parse, default, validate).
     Validate(cmd::validate::Args),
+    /// Simulate a cluster: place its pods as Kubernetes would, and say why not.
+    Simulate(cmd::simulate::Args),
+    /// Generate a cluster for scale tests.
+    Gen(cmd::generate::Args),
     /// The kubelet's resource managers on one node.
     Node {
         #[command(subcommand)]
@@ -34,6 +38,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Gen(args) => cmd::generate::run(args),
         Command::Node { command } => cmd::node::run(command),
     };
     match result {

@@ -1,9 +1,12 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
 
+#[path = "gen.rs"]
+pub mod generate;
 pub mod merge_hints;
 pub mod node;
 pub mod node_admit;
 pub mod node_discover;
 pub mod node_show;
+pub mod simulate;
 pub mod take_cpus;
 pub mod validate;

@@ -1,0 +1,254 @@
+//! What a run shows: the final state as one `v1 List`, and a table of pods.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use allot_api::core::v1::Pod;
+use allot_api::resource::v1::ResourceClaim;
+use allot_store::Store;
+use allot_topology::CpuSet;
+
+/// The pod annotation in which node agents report each container's CPUs, memory and devices,
+/// shaped like the kubelet's PodResources API.
+pub const RESOURCES_ANNOTATION: &str = "allot.dev/resources";
+
+/// Every object's final state as one `v1 List`, in kind order then namespace and name.
+pub fn list(store: &Store) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = store.iter().map(|(_, o)| o.to_json()).collect();
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": items,
+        "metadata": {"resourceVersion": ""},
+    })
+}
+
+/// The names of a pod's claims as `(pod claim name, ResourceClaim name)`; the second is empty
+/// while a claim from a template has not been created.
+pub fn pod_claims(pod: &Pod) -> Vec<(String, String)> {
+    pod.spec
+        .resource_claims
+        .iter()
+        .map(|claim| {
+            let name = match &claim.resource_claim_name {
+                Some(name) => name.clone(),
+                None => pod
+                    .status
+                    .resource_claim_statuses
+                    .iter()
+                    .find(|s| s.name == claim.name)
+                    .and_then(|s| s.resource_claim_name.clone())
+                    .unwrap_or_default(),
+            };
+            (claim.name.clone(), name)
+        })
+        .collect()
+}
+
+/// Why a pod is not running: the failure reason and message, or the `PodScheduled=False`
+/// message, or that it waits.
+pub fn pod_problem(pod: &Pod) -> String {
+    if pod.status.phase.as_deref() == Some("Failed") {
+        let reason = pod.status.reason.clone().unwrap_or_default();
+        let message = pod.status.message.clone().unwrap_or_default();
+        return match (reason.is_empty(), message.is_empty()) {
+            (false, false) => format!("{reason}: {message}"),
+            (false, true) => reason,
+            (true, false) => message,
+            (true, true) => "Failed".to_string(),
+        };
+    }
+    match pod
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+    {
+        Some(condition) => {
+            let reason = condition.reason.clone().unwrap_or_default();
+            let message = condition.message.clone().unwrap_or_default();
+            if reason.is_empty() {
+                message
+            } else {
+                format!("{reason}: {message}")
+            }
+        }
+        None if pod.spec.node_name.is_none() => "not scheduled yet".to_string(),
+        None => "waiting on its node".to_string(),
+    }
+}
+
+/// The CPUs and NUMA nodes a pod's containers were given, from [`RESOURCES_ANNOTATION`]:
+/// every `cpuIds` list and every `topology.nodes[].id` in it.
+pub fn pod_cpus_and_numa(pod: &Pod) -> (CpuSet, BTreeSet<u64>) {
+    let mut cpus = CpuSet::new();
+    let mut numa = BTreeSet::new();
+    if let Some(value) = pod
+        .metadata
+        .annotations
+        .get(RESOURCES_ANNOTATION)
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+    {
+        walk(&value, &mut cpus, &mut numa);
+    }
+    (cpus, numa)
+}
+
+fn walk(value: &serde_json::Value, cpus: &mut CpuSet, numa: &mut BTreeSet<u64>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                match (key.as_str(), inner) {
+                    ("cpuIds" | "cpu_ids", serde_json::Value::Array(ids)) => {
+                        for id in ids.iter().filter_map(serde_json::Value::as_u64) {
+                            if let Ok(id) = u32::try_from(id)
+                                && id <= allot_topology::MAX_CPU_ID
+                            {
+                                cpus.insert(id);
+                            }
+                        }
+                    }
+                    ("topology", serde_json::Value::Object(topology)) => {
+                        if let Some(serde_json::Value::Array(nodes)) = topology.get("nodes") {
+                            for node in nodes {
+                                if let Some(id) = node.get("id").and_then(serde_json::Value::as_u64)
+                                {
+                                    numa.insert(id);
+                                } else if node.get("id").is_none() && node.is_object() {
+                                    // protobuf JSON omits a zero id.
+                                    numa.insert(0);
+                                }
+                            }
+                        }
+                    }
+                    _ => walk(inner, cpus, numa),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                walk(item, cpus, numa);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn pod_status(pod: &Pod) -> String {
+    if let Some(phase) = &pod.status.phase {
+        return phase.clone();
+    }
+    if pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+        "Bound".to_string()
+    } else {
+        "Pending".to_string()
+    }
+}
+
+fn claim_devices(store: &Store, namespace: &str, claim: &str) -> Vec<String> {
+    let Some(claim) = store.get::<ResourceClaim>(namespace, claim) else {
+        return Vec::new();
+    };
+    let Some(allocation) = &claim.status.allocation else {
+        return Vec::new();
+    };
+    allocation
+        .devices
+        .results
+        .iter()
+        .map(|r| {
+            let mut text = format!("{}/{}/{}", r.driver, r.pool, r.device);
+            if let Some(share) = &r.share_id {
+                let _ = write!(text, " (share {share})");
+            }
+            text
+        })
+        .collect()
+}
+
+/// The default table: each pod's status, node, claims with their devices, CPUs and NUMA
+/// nodes; then every pod that is not running with why.
+pub fn table(store: &Store) -> String {
+    let mut rows: Vec<[String; 6]> = vec![[
+        "POD".into(),
+        "STATUS".into(),
+        "NODE".into(),
+        "CLAIMS (DEVICES)".into(),
+        "CPUS".into(),
+        "NUMA".into(),
+    ]];
+    let mut problems = Vec::new();
+    for pod in store.list::<Pod>() {
+        let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let claims: Vec<String> = pod_claims(pod)
+            .into_iter()
+            .map(|(pod_claim, claim)| {
+                if claim.is_empty() {
+                    return format!("{pod_claim}=(not created)");
+                }
+                let devices = claim_devices(store, &pod.metadata.namespace, &claim);
+                if devices.is_empty() {
+                    format!("{pod_claim}={claim} (unallocated)")
+                } else {
+                    format!("{pod_claim}={claim} ({})", devices.join(", "))
+                }
+            })
+            .collect();
+        let (cpus, numa) = pod_cpus_and_numa(pod);
+        let status = pod_status(pod);
+        let running = matches!(status.as_str(), "Running" | "Succeeded" | "Bound");
+        if !running {
+            problems.push(format!("{name} ({status}): {}", pod_problem(pod)));
+        }
+        rows.push([
+            name,
+            status,
+            pod.spec.node_name.clone().unwrap_or_else(|| "-".into()),
+            if claims.is_empty() {
+                "-".into()
+            } else {
+                claims.join("; ")
+            },
+            if cpus.is_empty() {
+                "-".into()
+            } else {
+                cpus.to_string()
+            },
+            if numa.is_empty() {
+                "-".into()
+            } else {
+                numa.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+        ]);
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<width$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if !problems.is_empty() {
+        out.push_str("\nNot running:\n");
+        for problem in problems {
+            let lines: Vec<&str> = problem.lines().collect();
+            let _ = writeln!(out, "  {}", lines.join("\n    "));
+        }
+    }
+    out
+}

@@ -1,0 +1,444 @@
+//! Running a simulation: the store from the input, the controllers in their fixed order, the
+//! timeline on the simulated clock, then the run until nothing is left to do.
+
+use std::path::PathBuf;
+
+use allot_api::core::v1::Pod;
+use allot_api::meta::v1::Condition;
+use allot_api::resource::v1::{AllocatedDeviceStatus, ResourceClaim, ResourceSlice};
+use allot_runtime::{Controller, Runtime, RuntimeError, SimTime};
+use allot_store::{Store, StoreError, Stored};
+
+use crate::SimError;
+use crate::input::{Action, Input, ScheduledEvent, stored_key};
+use crate::timeline::{ClaimDeviceCondition, DEVICE_HEALTH_ANNOTATION, DeviceHealth};
+
+/// How far a run has got, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Reconciles so far.
+    pub reconciles: u64,
+    /// Pods bound to a node.
+    pub bound_pods: usize,
+    /// Pods in total.
+    pub pods: usize,
+    /// The simulated time reached.
+    pub now: SimTime,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Every object's final state.
+    pub store: Store,
+    /// The simulated time the run stopped at.
+    pub end: SimTime,
+    /// How many reconciles ran.
+    pub reconciles: u64,
+    /// Reconcile failures (`time: controller: key: message`), in order.
+    pub reconcile_errors: Vec<String>,
+    /// Timeline events that could not be applied (`file:line: message`), in order.
+    pub event_errors: Vec<String>,
+    /// Device metadata files the node agents wrote, as paths relative to the output folder
+    /// and their final contents, in path order.
+    pub metadata_files: Vec<(PathBuf, Vec<u8>)>,
+    /// The names of the controllers that ran, in order.
+    pub controllers: Vec<String>,
+}
+
+/// Reconciles between two progress reports.
+const PROGRESS_CHUNK: u64 = 20_000;
+
+/// The controllers in their fixed order: ResourceClaimController, Scheduler, one NodeAgent per
+/// node, DeviceTaintEvictionController, PoolStatusController. Each is added here once its crate
+/// exists in the workspace.
+fn controllers(input: &Input, store: &Store) -> Vec<Box<dyn Controller>> {
+    let _ = (input, store);
+    Vec::new()
+}
+
+/// Creates the input's objects in input order at the start of time.
+fn initial_store(input: &Input) -> Result<Store, SimError> {
+    let mut store = Store::new();
+    let now = SimTime::ZERO.rfc3339();
+    for object in &input.objects {
+        store
+            .create_stored(object.clone(), &now)
+            .map_err(|err| SimError::Store {
+                key: stored_key(object).to_string(),
+                message: err.to_string(),
+            })?;
+    }
+    Ok(store)
+}
+
+/// How many reconciles may run without the clock moving before the run is declared stuck.
+fn reconcile_bound(store: &Store) -> u64 {
+    let objects = store.iter().count() as u64;
+    (objects.saturating_mul(200)).max(1_000_000)
+}
+
+fn pod_counts(store: &Store) -> (usize, usize) {
+    let mut bound = 0;
+    let mut total = 0;
+    for pod in store.list::<Pod>() {
+        total += 1;
+        if pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+            bound += 1;
+        }
+    }
+    (bound, total)
+}
+
+/// Runs everything due now in chunks, reporting progress between chunks.
+fn run_due_reporting(
+    runtime: &mut Runtime,
+    bound: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), SimError> {
+    let mut used = 0;
+    loop {
+        match runtime.run_due(PROGRESS_CHUNK) {
+            Ok(()) => return Ok(()),
+            Err(RuntimeError::NoProgress { at, .. }) => {
+                used += PROGRESS_CHUNK;
+                if used >= bound {
+                    return Err(SimError::Runtime(RuntimeError::NoProgress {
+                        at,
+                        reconciles: bound,
+                    }));
+                }
+                let (bound_pods, pods) = pod_counts(&runtime.store);
+                progress(Progress {
+                    reconciles: runtime.reconciles(),
+                    bound_pods,
+                    pods,
+                    now: runtime.now(),
+                });
+            }
+        }
+    }
+}
+
+/// Moves the clock to `to` without running anything: with a zero budget `advance_to` stops at
+/// the first due item, reporting `NoProgress`, which is expected here; the work then runs in
+/// chunks.
+fn move_clock(runtime: &mut Runtime, to: SimTime) {
+    let _expected_no_progress = runtime.advance_to(to, 0);
+}
+
+/// Moves the clock to `to` (or, with `idle`, until nothing is queued but not past `to`),
+/// running what falls due on the way.
+fn run_until(
+    runtime: &mut Runtime,
+    to: SimTime,
+    idle: bool,
+    bound: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), SimError> {
+    run_due_reporting(runtime, bound, progress)?;
+    while let Some(next) = runtime.next_due() {
+        if next > to {
+            break;
+        }
+        move_clock(runtime, next);
+        run_due_reporting(runtime, bound, progress)?;
+    }
+    if !idle {
+        move_clock(runtime, to);
+        run_due_reporting(runtime, bound, progress)?;
+    }
+    Ok(())
+}
+
+/// Runs a simulation of `input` with every controller. `progress` is called now and then
+/// during long runs.
+pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome, SimError> {
+    let store = initial_store(input)?;
+    let controllers = controllers(input, &store);
+    let names = controllers.iter().map(|c| c.name().to_string()).collect();
+    let bound = reconcile_bound(&store);
+    let mut runtime = Runtime::new(store, controllers, SimTime::ZERO);
+    let mut event_errors = Vec::new();
+    for event in &input.events {
+        run_until(&mut runtime, event.at, false, bound, progress)?;
+        let now = runtime.now();
+        if let Err(message) = apply(&mut runtime.store, event, now) {
+            event_errors.push(format!("{}: {message}", event.origin));
+        }
+    }
+    let last = input.events.last().map_or(SimTime::ZERO, |e| e.at);
+    let limit = last.plus_millis(input.horizon_millis);
+    run_until(&mut runtime, limit, true, bound, progress)?;
+    let (bound_pods, pods) = pod_counts(&runtime.store);
+    progress(Progress {
+        reconciles: runtime.reconciles(),
+        bound_pods,
+        pods,
+        now: runtime.now(),
+    });
+    let reconcile_errors = runtime
+        .errors()
+        .iter()
+        .map(|(at, err)| format!("{at}: {err}"))
+        .collect();
+    Ok(Outcome {
+        end: runtime.now(),
+        reconciles: runtime.reconciles(),
+        reconcile_errors,
+        event_errors,
+        metadata_files: Vec::new(),
+        controllers: names,
+        store: runtime.into_store(),
+    })
+}
+
+/// Applies one timeline event to the store at `now`.
+fn apply(store: &mut Store, event: &ScheduledEvent, now: SimTime) -> Result<(), String> {
+    match &event.action {
+        Action::Advance => Ok(()),
+        Action::Create(objects) => {
+            let stamp = now.rfc3339();
+            let mut problems = Vec::new();
+            for object in objects {
+                if let Err(err) = store.create_stored(object.clone(), &stamp) {
+                    problems.push(err.to_string());
+                }
+            }
+            join(problems)
+        }
+        Action::Delete(keys) => {
+            let mut problems = Vec::new();
+            for key in keys {
+                if let Err(err) = store.delete(key) {
+                    problems.push(err.to_string());
+                }
+            }
+            join(problems)
+        }
+        Action::DeviceHealth(health) => set_device_health(store, health),
+        Action::ClaimDeviceCondition(condition) => set_claim_condition(store, condition, now),
+    }
+}
+
+fn join(problems: Vec<String>) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Records a device's health in the [`DEVICE_HEALTH_ANNOTATION`] of every slice listing it.
+fn set_device_health(store: &mut Store, health: &DeviceHealth) -> Result<(), String> {
+    let slices: Vec<String> = store
+        .list::<ResourceSlice>()
+        .filter(|s| {
+            s.spec.driver == health.driver
+                && s.spec.pool.name == health.pool
+                && s.spec.devices.iter().any(|d| d.name == health.device)
+        })
+        .map(|s| s.metadata.name.clone())
+        .collect();
+    if slices.is_empty() {
+        return Err(format!(
+            "no ResourceSlice lists device {}/{}/{}",
+            health.driver, health.pool, health.device
+        ));
+    }
+    for name in slices {
+        store
+            .modify::<ResourceSlice, _>("", &name, |slice| {
+                let mut map: serde_json::Map<String, serde_json::Value> = slice
+                    .metadata
+                    .annotations
+                    .get(DEVICE_HEALTH_ANNOTATION)
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .unwrap_or_default();
+                if health.health == "Healthy" {
+                    map.remove(&health.device);
+                } else {
+                    map.insert(
+                        health.device.clone(),
+                        serde_json::Value::String(health.health.clone()),
+                    );
+                }
+                let mut sorted: Vec<(String, serde_json::Value)> = map.into_iter().collect();
+                sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                if sorted.is_empty() {
+                    slice.metadata.annotations.remove(DEVICE_HEALTH_ANNOTATION);
+                } else {
+                    let map: serde_json::Map<String, serde_json::Value> =
+                        sorted.into_iter().collect();
+                    slice.metadata.annotations.insert(
+                        DEVICE_HEALTH_ANNOTATION.to_string(),
+                        serde_json::Value::Object(map).to_string(),
+                    );
+                }
+            })
+            .map_err(|err: StoreError| err.to_string())?;
+    }
+    Ok(())
+}
+
+/// Sets (or replaces, by type) a condition in a claim's `status.devices` entry for a device,
+/// adding the entry when the device is allocated to the claim but has none yet.
+fn set_claim_condition(
+    store: &mut Store,
+    spec: &ClaimDeviceCondition,
+    now: SimTime,
+) -> Result<(), String> {
+    let Some(claim) = store.get::<ResourceClaim>(&spec.namespace, &spec.claim) else {
+        return Err(format!(
+            "ResourceClaim {}/{} not found",
+            spec.namespace, spec.claim
+        ));
+    };
+    let allocated = claim.status.allocation.as_ref().is_some_and(|a| {
+        a.devices
+            .results
+            .iter()
+            .any(|r| r.driver == spec.driver && r.pool == spec.pool && r.device == spec.device)
+    });
+    if !allocated {
+        return Err(format!(
+            "device {}/{}/{} is not allocated to ResourceClaim {}/{}",
+            spec.driver, spec.pool, spec.device, spec.namespace, spec.claim
+        ));
+    }
+    let stamp = now.rfc3339();
+    store
+        .modify::<ResourceClaim, _>(&spec.namespace, &spec.claim, |claim| {
+            let devices = &mut claim.status.devices;
+            let index = match devices.iter().position(|d| {
+                d.driver == spec.driver && d.pool == spec.pool && d.device == spec.device
+            }) {
+                Some(index) => index,
+                None => {
+                    devices.push(AllocatedDeviceStatus {
+                        driver: spec.driver.clone(),
+                        pool: spec.pool.clone(),
+                        device: spec.device.clone(),
+                        ..AllocatedDeviceStatus::default()
+                    });
+                    devices.len() - 1
+                }
+            };
+            let entry = &mut devices[index];
+            let reason = if spec.condition.reason.is_empty() {
+                spec.condition.type_.clone()
+            } else {
+                spec.condition.reason.clone()
+            };
+            let transition = match entry
+                .conditions
+                .iter()
+                .find(|c| c.type_ == spec.condition.type_)
+            {
+                Some(existing) if existing.status == spec.condition.status => {
+                    existing.last_transition_time.clone()
+                }
+                _ => stamp.clone(),
+            };
+            entry.conditions.retain(|c| c.type_ != spec.condition.type_);
+            entry.conditions.push(Condition {
+                type_: spec.condition.type_.clone(),
+                status: spec.condition.status.clone(),
+                observed_generation: None,
+                last_transition_time: transition,
+                reason,
+                message: spec.condition.message.clone(),
+            });
+            entry.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+        })
+        .map_err(|err| err.to_string())
+}
+
+/// The answer to "how many more copies of this pod fit, and where".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WhatIf {
+    /// How many copies were placed before one stayed pending (or failed on its node).
+    pub placed: usize,
+    /// Copies per node, in node name order.
+    pub per_node: Vec<(String, usize)>,
+    /// Why the first copy that did not fit stayed pending (the pod's `PodScheduled` message
+    /// or failure reason), when one did not fit within the limit.
+    pub stopped_because: Option<String>,
+}
+
+/// After running `input`, adds copies of `pod` one at a time (named `<name>-what-if-<n>`),
+/// running the controllers after each, until one does not end up running on a node or `limit`
+/// copies were placed.
+pub fn what_if(
+    input: &Input,
+    pod: &Pod,
+    limit: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<WhatIf, SimError> {
+    let store = initial_store(input)?;
+    let controllers = controllers(input, &store);
+    let bound = reconcile_bound(&store);
+    let mut runtime = Runtime::new(store, controllers, SimTime::ZERO);
+    for event in &input.events {
+        run_until(&mut runtime, event.at, false, bound, progress)?;
+        let now = runtime.now();
+        // Event failures are reported by the plain run; here they only shape the state.
+        let _ = apply(&mut runtime.store, event, now);
+    }
+    let last = input.events.last().map_or(SimTime::ZERO, |e| e.at);
+    run_until(
+        &mut runtime,
+        last.plus_millis(input.horizon_millis),
+        true,
+        bound,
+        progress,
+    )?;
+    let mut per_node: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut placed = 0;
+    let mut stopped_because = None;
+    let base = if pod.metadata.name.is_empty() {
+        pod.metadata.generate_name.trim_end_matches('-').to_string()
+    } else {
+        pod.metadata.name.clone()
+    };
+    while placed < limit {
+        let mut copy = pod.clone();
+        copy.metadata.name = format!("{base}-what-if-{}", placed + 1);
+        copy.metadata.generate_name.clear();
+        copy.metadata.uid.clear();
+        copy.metadata.resource_version.clear();
+        copy.status = Default::default();
+        let now = runtime.now();
+        let created = runtime
+            .store
+            .create_stored(Stored::Pod(copy), &now.rfc3339())
+            .map_err(|err| SimError::Store {
+                key: format!("Pod {base}-what-if-{}", placed + 1),
+                message: err.to_string(),
+            })?;
+        let key = stored_key(&created);
+        let limit_time = runtime.now().plus_millis(input.horizon_millis);
+        run_until(&mut runtime, limit_time, true, bound, progress)?;
+        let Some(Stored::Pod(after)) = runtime.store.get_stored(&key) else {
+            stopped_because = Some("the copy was deleted".to_string());
+            break;
+        };
+        let node = after.spec.node_name.clone().filter(|n| !n.is_empty());
+        let failed = after.status.phase.as_deref() == Some("Failed");
+        match node {
+            Some(node) if !failed => {
+                *per_node.entry(node).or_default() += 1;
+                placed += 1;
+            }
+            _ => {
+                stopped_because = Some(crate::output::pod_problem(after));
+                break;
+            }
+        }
+    }
+    Ok(WhatIf {
+        placed,
+        per_node: per_node.into_iter().collect(),
+        stopped_because,
+    })
+}
