@@ -725,6 +725,9 @@ pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> b
     }
 }
 
+/// Search steps after which failed states are remembered.
+const MEMO_AFTER_STEPS: u64 = 2_000;
+
 /// A position in the search: which device of which (sub)request of which claim.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Pos {
@@ -767,6 +770,8 @@ pub(crate) struct Search {
     selected_sub: Vec<Vec<usize>>,
     /// Number of `allocate_one` calls.
     pub steps: u64,
+    /// Claim-boundary states from which the remaining claims could not be allocated.
+    failed_states: HashSet<String>,
 }
 
 impl Search {
@@ -782,7 +787,38 @@ impl Search {
             picked: problem.claims.iter().map(|_| Vec::new()).collect(),
             selected_sub: problem.claims.iter().map(|c| vec![0; c.slots.len()]).collect(),
             steps: 0,
+            failed_states: HashSet::new(),
         }
+    }
+
+    /// The state that decides the outcome of allocating claims `claim..`: devices taken
+    /// exclusively, capacity shared out, counters consumed.
+    fn state_key(&self, claim: usize) -> String {
+        use std::fmt::Write;
+        let mut key = format!("{claim}|");
+        for (d, claims) in self.allocating.iter().enumerate() {
+            if !claims.is_empty() {
+                let _ = write!(key, "{d},");
+            }
+        }
+        key.push('|');
+        for (d, consumed) in self.allocating_capacity.iter().enumerate() {
+            if let Some(consumed) = consumed {
+                let _ = write!(key, "{d}:");
+                for (name, amount) in consumed {
+                    let _ = write!(key, "{name}={amount};");
+                }
+            }
+        }
+        key.push('|');
+        for (pool, consumed) in self.consumed_counters.iter().enumerate() {
+            for (i, amount) in consumed.iter().enumerate() {
+                if !amount.is_zero() {
+                    let _ = write!(key, "{pool}.{i}={amount};");
+                }
+            }
+        }
+        key
     }
 
     /// Upstream's `deviceInUse`: allocated exclusively, shared by a live share while the device
@@ -812,10 +848,24 @@ impl Search {
             return Ok(true);
         }
         if pos.request >= problem.claims[pos.claim].slots.len() {
-            return match self.allocate_one(problem, Pos { claim: pos.claim + 1, ..Pos::default() }, false) {
+            // What happens from the next claim on depends only on which devices, capacities
+            // and counters are taken, not on which earlier claim took them: remember states
+            // from which the rest failed, and do not explore them twice.
+            let key = (problem.prune && self.steps > MEMO_AFTER_STEPS && pos.claim + 1 < problem.claims.len())
+                .then(|| self.state_key(pos.claim + 1));
+            if let Some(key) = &key
+                && self.failed_states.contains(key)
+            {
+                return Ok(false);
+            }
+            let result = match self.allocate_one(problem, Pos { claim: pos.claim + 1, ..Pos::default() }, false) {
                 Err(Stop::MaxSize) => Ok(false),
                 other => other,
             };
+            if let (Some(key), Ok(false)) = (key, &result) {
+                self.failed_states.insert(key);
+            }
+            return result;
         }
         if !allocate_sub && let Slot::Subs(subs) = &problem.claims[pos.claim].slots[pos.request] {
             let n = subs.len();
@@ -842,11 +892,31 @@ impl Search {
             return Ok(false);
         }
         if pos.device >= num_devices {
-            return self.allocate_one(
+            // Upstream tries every order of the devices of a request; the rest of the claim
+            // only depends on which devices the claim holds, so failed states are remembered
+            // here too (only once the search got big, to keep small searches cheap).
+            let key = (problem.prune && self.steps > MEMO_AFTER_STEPS).then(|| {
+                use std::fmt::Write;
+                let mut key = self.state_key(pos.claim);
+                let mut picks: Vec<(usize, usize)> = self.picked[pos.claim].iter().map(|p| (p.dev, p.req)).collect();
+                picks.sort_unstable();
+                let _ = write!(key, "|{}|{picks:?}", pos.request + 1);
+                key
+            });
+            if let Some(key) = &key
+                && self.failed_states.contains(key)
+            {
+                return Ok(false);
+            }
+            let result = self.allocate_one(
                 problem,
                 Pos { claim: pos.claim, request: pos.request + 1, sub: 0, device: 0 },
                 false,
             );
+            if let (Some(key), Ok(false)) = (key, &result) {
+                self.failed_states.insert(key);
+            }
+            return result;
         }
         if self.picked[pos.claim].len() + num_devices - pos.device > ALLOCATION_RESULTS_MAX_SIZE {
             return Err(Stop::MaxSize);
