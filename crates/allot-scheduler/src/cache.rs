@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_api::resource::v1::{
-    AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimStatus, ResourceSlice,
+    AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimStatus,
+    ResourceSlice,
 };
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
@@ -128,7 +129,9 @@ impl Cache {
     }
 
     fn node_event(&mut self, event: &Event) {
-        let Stored::Node(node) = &event.object else { return };
+        let Stored::Node(node) = &event.object else {
+            return;
+        };
         let name = node.metadata.name.clone();
         if event.event_type == EventType::Deleted {
             self.nodes.remove(&name);
@@ -175,7 +178,9 @@ impl Cache {
             .map(|(n, _)| n.clone())
             .collect();
         for name in names {
-            if let (Some(slice), Some(state)) = (self.orphans.remove(&name), self.nodes.get_mut(node)) {
+            if let (Some(slice), Some(state)) =
+                (self.orphans.remove(&name), self.nodes.get_mut(node))
+            {
                 state.slices.insert(name, slice);
                 state.visible_slices = None;
             }
@@ -183,7 +188,9 @@ impl Cache {
     }
 
     fn slice_event(&mut self, event: &Event) {
-        let Stored::ResourceSlice(slice) = &event.object else { return };
+        let Stored::ResourceSlice(slice) = &event.object else {
+            return;
+        };
         let name = slice.metadata.name.clone();
         let pool: PoolKey = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
         let node_name = slice.spec.node_name.clone().filter(|n| !n.is_empty());
@@ -209,9 +216,18 @@ impl Cache {
         if event.event_type == EventType::Deleted {
             return;
         }
-        let multi = slice.spec.devices.iter().any(|d| d.allow_multiple_allocations == Some(true));
-        self.pools.entry(pool.clone()).or_default().slices.insert(name.clone(), (slice.spec.devices.len(), multi));
-        self.slice_home.insert(name.clone(), (pool, node_name.clone()));
+        let multi = slice
+            .spec
+            .devices
+            .iter()
+            .any(|d| d.allow_multiple_allocations == Some(true));
+        self.pools
+            .entry(pool.clone())
+            .or_default()
+            .slices
+            .insert(name.clone(), (slice.spec.devices.len(), multi));
+        self.slice_home
+            .insert(name.clone(), (pool, node_name.clone()));
         match node_name {
             Some(node) => {
                 if let Some(state) = self.nodes.get_mut(&node) {
@@ -240,7 +256,9 @@ impl Cache {
     }
 
     fn claim_event(&mut self, event: &Event) {
-        let Stored::ResourceClaim(claim) = &event.object else { return };
+        let Stored::ResourceClaim(claim) = &event.object else {
+            return;
+        };
         let key = event.key.clone();
         if let Some(old) = self.claim_pools.remove(&key) {
             for (pool, device, dedicated) in old {
@@ -258,7 +276,9 @@ impl Cache {
         if event.event_type == EventType::Deleted {
             return;
         }
-        let Some(allocation) = &claim.status.allocation else { return };
+        let Some(allocation) = &claim.status.allocation else {
+            return;
+        };
         let reduced = reduced_claim(claim, allocation);
         let mut entries = Vec::new();
         for result in &allocation.devices.results {
@@ -275,11 +295,15 @@ impl Cache {
     }
 
     fn pod_event(&mut self, event: &Event) {
-        let Stored::Pod(pod) = &event.object else { return };
+        let Stored::Pod(pod) = &event.object else {
+            return;
+        };
         let key = event.key.clone();
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
-        if let Some(old) = self.assigned.remove(&key) {
-            if let Some(state) = self.nodes.get_mut(&old.node) {
+        if let Some(old) = self.assigned.remove(&key)
+            && let Some(state) = self.nodes.get_mut(&old.node)
+        {
+            {
                 state.requested.sub(&old.requests);
                 state.non_zero.0 -= old.non_zero.0;
                 state.non_zero.1 -= old.non_zero.1;
@@ -288,8 +312,11 @@ impl Cache {
         }
         if now_assigned {
             let node = pod.spec.node_name.clone().unwrap_or_default();
-            let assigned =
-                Assigned { node: node.clone(), requests: pod_requests(pod), non_zero: pod_non_zero_requests(pod) };
+            let assigned = Assigned {
+                node: node.clone(),
+                requests: pod_requests(pod),
+                non_zero: pod_non_zero_requests(pod),
+            };
             if let Some(state) = self.nodes.get_mut(&node) {
                 state.requested.add(&assigned.requests);
                 state.non_zero.0 += assigned.non_zero.0;
@@ -337,7 +364,9 @@ impl Cache {
     /// The slices the allocator sees for a node (cached).
     pub fn visible_slices(&mut self, node: &str) -> &[ResourceSlice] {
         let globals = &self.global_slices;
-        let Some(state) = self.nodes.get_mut(node) else { return &[] };
+        let Some(state) = self.nodes.get_mut(node) else {
+            return &[];
+        };
         if state.visible_slices.is_none() {
             let mut all: Vec<ResourceSlice> = state.slices.values().cloned().collect();
             all.extend(globals.values().cloned());
@@ -347,12 +376,20 @@ impl Cache {
     }
 
     /// The allocated claims whose devices come from pools the node sees, except `exclude`.
-    pub fn allocated_claims_for(&self, node: &str, exclude: &BTreeSet<ObjectKey>) -> Vec<ResourceClaim> {
-        let Some(state) = self.nodes.get(node) else { return Vec::new() };
+    pub fn allocated_claims_for(
+        &self,
+        node: &str,
+        exclude: &BTreeSet<ObjectKey>,
+    ) -> Vec<ResourceClaim> {
+        let Some(state) = self.nodes.get(node) else {
+            return Vec::new();
+        };
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
         for pool in self.node_pools(state) {
-            let Some(pool_state) = self.pools.get(&pool) else { continue };
+            let Some(pool_state) = self.pools.get(&pool) else {
+                continue;
+            };
             for (key, claim) in &pool_state.claims {
                 if !exclude.contains(key) && keys.insert(key.clone()) {
                     out.push(claim.clone());
@@ -369,7 +406,10 @@ fn reduced_claim(claim: &ResourceClaim, allocation: &AllocationResult) -> Resour
     reduced.metadata.name = claim.metadata.name.clone();
     reduced.metadata.namespace = claim.metadata.namespace.clone();
     reduced.metadata.uid = claim.metadata.uid.clone();
-    reduced.status = ResourceClaimStatus { allocation: Some(allocation.clone()), ..Default::default() };
+    reduced.status = ResourceClaimStatus {
+        allocation: Some(allocation.clone()),
+        ..Default::default()
+    };
     reduced
 }
 
@@ -380,5 +420,8 @@ pub fn is_assigned(pod: &Pod) -> bool {
 
 /// Whether a pod has finished (`Succeeded` or `Failed`).
 pub fn is_terminal(pod: &Pod) -> bool {
-    matches!(pod.status.phase.as_deref(), Some("Succeeded") | Some("Failed"))
+    matches!(
+        pod.status.phase.as_deref(),
+        Some("Succeeded") | Some("Failed")
+    )
 }

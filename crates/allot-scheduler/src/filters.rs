@@ -1,8 +1,8 @@
 //! The cheap filter plugins, with the reasons upstream reports (`Status.Reasons()`).
 
 use allot_api::core::v1::{
-    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint,
-    TaintEffect, Toleration, TolerationOperator,
+    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    Taint, TaintEffect, Toleration, TolerationOperator,
 };
 
 use crate::resources::Resources;
@@ -25,7 +25,9 @@ pub const REASON_CLAIM_NOT_AVAILABLE: &str = "resourceclaim not available on the
 /// when a caller passes such a pod.)
 pub fn node_name(pod: &Pod, node: &Node) -> Option<String> {
     match pod.spec.node_name.as_deref() {
-        Some(name) if !name.is_empty() && name != node.metadata.name => Some(REASON_NODE_NAME.into()),
+        Some(name) if !name.is_empty() && name != node.metadata.name => {
+            Some(REASON_NODE_NAME.into())
+        }
         _ => None,
     }
 }
@@ -59,14 +61,24 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     if !toleration.key.is_empty() && toleration.key != taint.key {
         return false;
     }
-    match toleration.operator.as_ref().unwrap_or(&TolerationOperator::Equal) {
+    match toleration
+        .operator
+        .as_ref()
+        .unwrap_or(&TolerationOperator::Equal)
+    {
         TolerationOperator::Exists => true,
         TolerationOperator::Equal => toleration.value == taint.value,
         TolerationOperator::Lt | TolerationOperator::Gt => {
-            let (Ok(tv), Ok(nv)) = (toleration.value.parse::<i64>(), taint.value.parse::<i64>()) else {
+            let (Ok(tv), Ok(nv)) = (toleration.value.parse::<i64>(), taint.value.parse::<i64>())
+            else {
                 return false;
             };
-            if *toleration.operator.as_ref().unwrap_or(&TolerationOperator::Equal) == TolerationOperator::Lt {
+            if *toleration
+                .operator
+                .as_ref()
+                .unwrap_or(&TolerationOperator::Equal)
+                == TolerationOperator::Lt
+            {
                 nv < tv
             } else {
                 nv > tv
@@ -83,7 +95,12 @@ pub fn taint_toleration(pod: &Pod, node: &Node) -> Option<String> {
         .iter()
         .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
         .find(|taint| !pod.spec.tolerations.iter().any(|t| tolerates(t, taint)))
-        .map(|taint| format!("node(s) had untolerated taint {{{}: {}}}", taint.key, taint.value))
+        .map(|taint| {
+            format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                taint.key, taint.value
+            )
+        })
 }
 
 /// How many PreferNoSchedule taints the pod does not tolerate (TaintToleration score input).
@@ -114,7 +131,10 @@ pub fn node_affinity(pod: &Pod, node: &Node) -> Option<String> {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
     if let Some(selector) = required
         && !selector_matches(node, selector)
     {
@@ -126,7 +146,10 @@ pub fn node_affinity(pod: &Pod, node: &Node) -> Option<String> {
 /// Whether a node selector matches a node: any term matches (an empty term matches nothing);
 /// invalid requirements do not match.
 pub fn selector_matches(node: &Node, selector: &NodeSelector) -> bool {
-    selector.node_selector_terms.iter().any(|term| term_matches(node, term))
+    selector
+        .node_selector_terms
+        .iter()
+        .any(|term| term_matches(node, term))
 }
 
 /// Whether one node selector term matches.
@@ -156,7 +179,11 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
             ) else {
                 return false;
             };
-            if requirement.operator == NodeSelectorOperator::Gt { v > bound } else { v < bound }
+            if requirement.operator == NodeSelectorOperator::Gt {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         NodeSelectorOperator::Other(_) => false,
     }
@@ -221,7 +248,10 @@ mod tests {
         let mut pod = Pod::default();
         assert_eq!(node_name(&pod, &node("a")), None);
         pod.spec.node_name = Some("b".into());
-        assert_eq!(node_name(&pod, &node("a")).as_deref(), Some(REASON_NODE_NAME));
+        assert_eq!(
+            node_name(&pod, &node("a")).as_deref(),
+            Some(REASON_NODE_NAME)
+        );
         assert_eq!(node_name(&pod, &node("b")), None);
     }
 
@@ -230,7 +260,10 @@ mod tests {
         let mut n = node("a");
         n.spec.unschedulable = Some(true);
         let mut pod = Pod::default();
-        assert_eq!(node_unschedulable(&pod, &n).as_deref(), Some(REASON_UNSCHEDULABLE));
+        assert_eq!(
+            node_unschedulable(&pod, &n).as_deref(),
+            Some(REASON_UNSCHEDULABLE)
+        );
         pod.spec.tolerations.push(Toleration {
             key: "node.kubernetes.io/unschedulable".into(),
             operator: Some(TolerationOperator::Exists),
@@ -306,16 +339,38 @@ mod tests {
 
     #[test]
     fn resources_fit_reports_every_shortage() {
-        let mut alloc = Resources { milli_cpu: 4000, memory: 1000, pods: 2, ..Default::default() };
+        let mut alloc = Resources {
+            milli_cpu: 4000,
+            memory: 1000,
+            pods: 2,
+            ..Default::default()
+        };
         alloc.scalar.insert("example.com/gpu".into(), 1);
-        let requested = Resources { milli_cpu: 3500, memory: 0, ..Default::default() };
-        let mut want = Resources { milli_cpu: 1000, memory: 2000, ..Default::default() };
+        let requested = Resources {
+            milli_cpu: 3500,
+            memory: 0,
+            ..Default::default()
+        };
+        let mut want = Resources {
+            milli_cpu: 1000,
+            memory: 2000,
+            ..Default::default()
+        };
         want.scalar.insert("example.com/gpu".into(), 2);
         assert_eq!(
             resources_fit(&want, &alloc, &requested, 2),
-            vec!["Too many pods", "Insufficient cpu", "Insufficient memory", "Insufficient example.com/gpu"]
+            vec![
+                "Too many pods",
+                "Insufficient cpu",
+                "Insufficient memory",
+                "Insufficient example.com/gpu"
+            ]
         );
-        let small = Resources { milli_cpu: 500, memory: 1000, ..Default::default() };
+        let small = Resources {
+            milli_cpu: 500,
+            memory: 1000,
+            ..Default::default()
+        };
         assert!(resources_fit(&small, &alloc, &requested, 1).is_empty());
     }
 }

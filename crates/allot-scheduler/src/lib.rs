@@ -87,7 +87,7 @@ pub enum SchedulerError {
         /// The object.
         key: String,
         /// The store's answer.
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }
 
@@ -188,7 +188,11 @@ impl Scheduler {
 
     /// Resolves a pod's claims (upstream `foreachPodResourceClaim`), or says why the pod has to
     /// wait (the PreFilter message).
-    fn resolve_claims(&self, store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, (String, Vec<String>)> {
+    fn resolve_claims(
+        &self,
+        store: &Store,
+        pod: &Pod,
+    ) -> Result<Vec<PodClaim>, (String, Vec<String>)> {
         let ns = pod.metadata.namespace.as_str();
         let group_name = pod
             .spec
@@ -197,13 +201,23 @@ impl Scheduler {
             .map(|g| g.pod_group_name.clone())
             .or_else(|| pod.spec.workload_ref.as_ref().map(|w| w.pod_group.clone()))
             .filter(|n| !n.is_empty());
-        let group = group_name.as_deref().and_then(|name| store.get::<PodGroup>(ns, name));
+        let group = group_name
+            .as_deref()
+            .and_then(|name| store.get::<PodGroup>(ns, name));
         let mut out = Vec::new();
         for pod_claim in &pod.spec.resource_claims {
-            let (name, from_template) = match (&pod_claim.resource_claim_name, &pod_claim.resource_claim_template_name) {
+            let (name, from_template) = match (
+                &pod_claim.resource_claim_name,
+                &pod_claim.resource_claim_template_name,
+            ) {
                 (Some(name), _) => (name.clone(), false),
                 (None, Some(template)) => {
-                    match pod.status.resource_claim_statuses.iter().find(|s| s.name == pod_claim.name) {
+                    match pod
+                        .status
+                        .resource_claim_statuses
+                        .iter()
+                        .find(|s| s.name == pod_claim.name)
+                    {
                         Some(status) => match &status.resource_claim_name {
                             Some(name) => (name.clone(), true),
                             // No claim is needed for this entry.
@@ -231,10 +245,16 @@ impl Scheduler {
                 }
             };
             let Some(claim) = store.get::<ResourceClaim>(ns, &name) else {
-                return Err((format!("resourceclaim.resource.k8s.io {name:?} not found"), vec![name]));
+                return Err((
+                    format!("resourceclaim.resource.k8s.io {name:?} not found"),
+                    vec![name],
+                ));
             };
             if claim.metadata.deletion_timestamp.is_some() {
-                return Err((format!("resourceclaim {name:?} is being deleted"), vec![name]));
+                return Err((
+                    format!("resourceclaim {name:?} is being deleted"),
+                    vec![name],
+                ));
             }
             // A claim matching one of the PodGroup's claims is reserved for the group.
             let for_group = group.and_then(|g| {
@@ -244,7 +264,8 @@ impl Scheduler {
                     .any(|c| {
                         c.name == pod_claim.name
                             && c.resource_claim_name == pod_claim.resource_claim_name
-                            && c.resource_claim_template_name == pod_claim.resource_claim_template_name
+                            && c.resource_claim_template_name
+                                == pod_claim.resource_claim_template_name
                     })
                     .then(|| (g.metadata.name.clone(), g.metadata.uid.clone()))
             });
@@ -264,42 +285,66 @@ impl Scheduler {
                     ));
                 }
             }
-            out.push(PodClaim { claim: claim.clone(), group: for_group });
+            out.push(PodClaim {
+                claim: claim.clone(),
+                group: for_group,
+            });
         }
         Ok(out)
     }
 
     fn reserved_for_consumer(pod: &Pod, pc: &PodClaim) -> bool {
-        pc.claim.status.reserved_for.iter().any(|r| match &pc.group {
-            Some((_, uid)) => r.resource == "podgroups" && &r.uid == uid,
-            None => r.resource == "pods" && r.uid == pod.metadata.uid,
-        })
+        pc.claim
+            .status
+            .reserved_for
+            .iter()
+            .any(|r| match &pc.group {
+                Some((_, uid)) => r.resource == "podgroups" && &r.uid == uid,
+                None => r.resource == "pods" && r.uid == pod.metadata.uid,
+            })
     }
 
     /// Whether an allocated claim is ready for binding: `Ok(true)` when every binding condition
     /// is True, `Err` naming the failure condition that is True (upstream
     /// `isClaimReadyForBinding`).
     fn claim_ready(claim: &ResourceClaim) -> Result<bool, String> {
-        let Some(allocation) = &claim.status.allocation else { return Ok(false) };
+        let Some(allocation) = &claim.status.allocation else {
+            return Ok(false);
+        };
         for result in &allocation.devices.results {
             if result.binding_conditions.is_empty() {
                 continue;
             }
             let Some(status) = claim.status.devices.iter().find(|d| {
-                d.driver == result.driver && d.pool == result.pool && d.device == result.device && d.share_id == result.share_id
+                d.driver == result.driver
+                    && d.pool == result.pool
+                    && d.device == result.device
+                    && d.share_id == result.share_id
             }) else {
                 return Ok(false);
             };
             for failure in &result.binding_failure_conditions {
-                if status.conditions.iter().any(|c| &c.type_ == failure && c.status == "True") {
+                if status
+                    .conditions
+                    .iter()
+                    .any(|c| &c.type_ == failure && c.status == "True")
+                {
                     return Err(format!(
                         "claim {}/{} binding failed: device {}/{}/{} has condition {failure}=True",
-                        claim.metadata.namespace, claim.metadata.name, result.driver, result.pool, result.device
+                        claim.metadata.namespace,
+                        claim.metadata.name,
+                        result.driver,
+                        result.pool,
+                        result.device
                     ));
                 }
             }
             for condition in &result.binding_conditions {
-                if !status.conditions.iter().any(|c| &c.type_ == condition && c.status == "True") {
+                if !status
+                    .conditions
+                    .iter()
+                    .any(|c| &c.type_ == condition && c.status == "True")
+                {
                     return Ok(false);
                 }
             }
@@ -308,11 +353,12 @@ impl Scheduler {
     }
 
     fn has_binding_conditions(claim: &ResourceClaim) -> bool {
-        claim
-            .status
-            .allocation
-            .as_ref()
-            .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
+        claim.status.allocation.as_ref().is_some_and(|a| {
+            a.devices
+                .results
+                .iter()
+                .any(|r| !r.binding_conditions.is_empty())
+        })
     }
 
     fn timed_out(&self, claim: &ResourceClaim, now: SimTime) -> bool {
@@ -327,14 +373,22 @@ impl Scheduler {
 
     /// Removes the pod from its claims' `reservedFor` and deallocates claims nobody else
     /// reserves (upstream Unreserve followed by PostFilter's deallocation).
-    fn unreserve(&mut self, store: &mut Store, pod: &Pod, claims: &[PodClaim]) -> Result<(), SchedulerError> {
+    fn unreserve(
+        &mut self,
+        store: &mut Store,
+        pod: &Pod,
+        claims: &[PodClaim],
+    ) -> Result<(), SchedulerError> {
         for pc in claims {
             let ns = pc.claim.metadata.namespace.clone();
             let name = pc.claim.metadata.name.clone();
             let uid = pod.metadata.uid.clone();
             let group_uid = pc.group.as_ref().map(|g| g.1.clone());
             let result = store.modify::<ResourceClaim, _>(&ns, &name, |claim| {
-                claim.status.reserved_for.retain(|r| r.uid != uid && Some(&r.uid) != group_uid.as_ref());
+                claim
+                    .status
+                    .reserved_for
+                    .retain(|r| r.uid != uid && Some(&r.uid) != group_uid.as_ref());
                 if claim.status.reserved_for.is_empty() {
                     claim.status.allocation = None;
                     claim.status.devices.clear();
@@ -343,24 +397,30 @@ impl Scheduler {
             match result {
                 Ok(()) | Err(StoreError::NotFound { .. }) => {}
                 Err(source) => {
-                    return Err(SchedulerError::Store { action: "unreserve", key: format!("{ns}/{name}"), source });
+                    return Err(SchedulerError::Store {
+                        action: "unreserve",
+                        key: format!("{ns}/{name}"),
+                        source: Box::new(source),
+                    });
                 }
             }
         }
         Ok(())
     }
 
+    /// Writes `PodScheduled`: bound to `Ok(node)`, or unschedulable with `Err(message)`.
     fn write_pod_condition(
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
-        status: &str,
-        reason: Option<&str>,
-        message: Option<String>,
-        node: Option<&str>,
+        verdict: Result<&str, String>,
         now: SimTime,
     ) -> Result<(), SchedulerError> {
         let stamp = now.rfc3339();
+        let (status, reason, message, node) = match verdict {
+            Ok(node) => ("True", None, None, Some(node)),
+            Err(message) => ("False", Some("Unschedulable"), Some(message), None),
+        };
         let result = store.modify::<Pod, _>(&key.namespace, &key.name, |pod| {
             if let Some(node) = node {
                 pod.spec.node_name = Some(node.to_string());
@@ -374,7 +434,12 @@ impl Scheduler {
                 reason: reason.map(str::to_string),
                 message: message.clone(),
             };
-            match pod.status.conditions.iter_mut().find(|c| c.type_ == "PodScheduled") {
+            match pod
+                .status
+                .conditions
+                .iter_mut()
+                .find(|c| c.type_ == "PodScheduled")
+            {
                 Some(existing) => {
                     if existing.status == condition.status {
                         let since = existing.last_transition_time.clone();
@@ -393,12 +458,17 @@ impl Scheduler {
         match result {
             Ok(()) => {
                 if let Some(pod) = store.get::<Pod>(&key.namespace, &key.name) {
-                    self.own_writes.insert(key.clone(), pod.metadata.resource_version.clone());
+                    self.own_writes
+                        .insert(key.clone(), pod.metadata.resource_version.clone());
                 }
                 Ok(())
             }
             Err(StoreError::NotFound { .. }) => Ok(()),
-            Err(source) => Err(SchedulerError::Store { action: "update pod", key: key.to_string(), source }),
+            Err(source) => Err(SchedulerError::Store {
+                action: "update pod",
+                key: key.to_string(),
+                source: Box::new(source),
+            }),
         }
     }
 
@@ -412,22 +482,36 @@ impl Scheduler {
     ) -> Result<Action, SchedulerError> {
         self.unschedulable.insert(key.clone());
         for claim in claims {
-            self.claim_waiters.entry((key.namespace.clone(), claim.clone())).or_default().insert(key.clone());
+            self.claim_waiters
+                .entry((key.namespace.clone(), claim.clone()))
+                .or_default()
+                .insert(key.clone());
         }
-        self.write_pod_condition(store, key, "False", Some("Unschedulable"), Some(message), None, now)?;
+        self.write_pod_condition(store, key, Err(message), now)?;
         Ok(Action::Done)
     }
 
-    fn bind(&mut self, store: &mut Store, key: &ObjectKey, node: &str, now: SimTime) -> Result<Action, SchedulerError> {
+    fn bind(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        node: &str,
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
         self.forget(key);
         self.avoid.remove(key);
-        self.write_pod_condition(store, key, "True", None, None, Some(node), now)?;
+        self.write_pod_condition(store, key, Ok(node), now)?;
         self.own_writes.remove(key);
         Ok(Action::Done)
     }
 
     /// One scheduling attempt (or PreBind check) for a pod.
-    fn schedule(&mut self, store: &mut Store, key: &ObjectKey, now: SimTime) -> Result<Action, SchedulerError> {
+    fn schedule(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
         let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
             self.forget(key);
             self.waiting.remove(key);
@@ -448,7 +532,13 @@ impl Scheduler {
             Ok(claims) => claims,
             Err((message, names)) => {
                 let n = self.cache.node_names.len();
-                return self.mark_unschedulable(store, key, format!("0/{n} nodes are available: {message}."), &names, now);
+                return self.mark_unschedulable(
+                    store,
+                    key,
+                    format!("0/{n} nodes are available: {message}."),
+                    &names,
+                    now,
+                );
             }
         };
 
@@ -472,21 +562,32 @@ impl Scheduler {
             }
             // Binding failed or timed out: undo and try again, elsewhere if possible.
             self.waiting.remove(key);
-            self.avoid.entry(key.clone()).or_default().insert(waiting.node.clone());
+            self.avoid
+                .entry(key.clone())
+                .or_default()
+                .insert(waiting.node.clone());
             self.unreserve(store, &pod, &claims)?;
             return self.schedule(store, key, now);
         }
 
         // Claims whose binding failed or timed out earlier are deallocated first (PostFilter).
         let mut claims = claims;
-        if self.config.features.device_binding_conditions && self.config.features.resource_claim_device_status {
+        if self.config.features.device_binding_conditions
+            && self.config.features.resource_claim_device_status
+        {
             let stale: Vec<PodClaim> = claims
                 .iter()
                 .filter(|pc| {
                     Self::has_binding_conditions(&pc.claim)
                         && (Self::claim_ready(&pc.claim).is_err()
-                            || (!matches!(Self::claim_ready(&pc.claim), Ok(true)) && self.timed_out(&pc.claim, now)))
-                        && pc.claim.status.reserved_for.iter().all(|r| r.uid == pod.metadata.uid)
+                            || (!matches!(Self::claim_ready(&pc.claim), Ok(true))
+                                && self.timed_out(&pc.claim, now)))
+                        && pc
+                            .claim
+                            .status
+                            .reserved_for
+                            .iter()
+                            .all(|r| r.uid == pod.metadata.uid)
                 })
                 .cloned()
                 .collect();
@@ -496,12 +597,21 @@ impl Scheduler {
                     Ok(claims) => claims,
                     Err((message, names)) => {
                         let n = self.cache.node_names.len();
-                        return self.mark_unschedulable(store, key, format!("0/{n} nodes are available: {message}."), &names, now);
+                        return self.mark_unschedulable(
+                            store,
+                            key,
+                            format!("0/{n} nodes are available: {message}."),
+                            &names,
+                            now,
+                        );
                     }
                 };
             }
         }
-        let claim_names: Vec<String> = claims.iter().map(|pc| pc.claim.metadata.name.clone()).collect();
+        let claim_names: Vec<String> = claims
+            .iter()
+            .map(|pc| pc.claim.metadata.name.clone())
+            .collect();
 
         // PreFilter: claims in use by others, unknown device classes.
         for pc in &claims {
@@ -529,7 +639,10 @@ impl Scheduler {
                         classes.push((request.name.clone(), exactly.device_class_name.as_str()));
                     }
                     for sub in &request.first_available {
-                        classes.push((format!("{}/{}", request.name, sub.name), sub.device_class_name.as_str()));
+                        classes.push((
+                            format!("{}/{}", request.name, sub.name),
+                            sub.device_class_name.as_str(),
+                        ));
                     }
                     for (request_name, class) in classes {
                         if !self.cache.classes.iter().any(|c| c.metadata.name == class) {
@@ -547,22 +660,43 @@ impl Scheduler {
             }
         }
 
-        let to_allocate: Vec<ResourceClaim> =
-            claims.iter().filter(|pc| pc.claim.status.allocation.is_none()).map(|pc| pc.claim.clone()).collect();
+        let to_allocate: Vec<ResourceClaim> = claims
+            .iter()
+            .filter(|pc| pc.claim.status.allocation.is_none())
+            .map(|pc| pc.claim.clone())
+            .collect();
         let own_keys: BTreeSet<ObjectKey> = claims
             .iter()
-            .map(|pc| ObjectKey::new(Kind::ResourceClaim, pc.claim.metadata.namespace.clone(), pc.claim.metadata.name.clone()))
+            .map(|pc| {
+                ObjectKey::new(
+                    Kind::ResourceClaim,
+                    pc.claim.metadata.namespace.clone(),
+                    pc.claim.metadata.name.clone(),
+                )
+            })
             .collect();
         let needed_devices = min_devices(&to_allocate);
         let prioritized = self.config.features.prioritized_list
-            && to_allocate.iter().any(|c| c.spec.devices.requests.iter().any(|r| !r.first_available.is_empty()));
+            && to_allocate.iter().any(|c| {
+                c.spec
+                    .devices
+                    .requests
+                    .iter()
+                    .any(|r| !r.first_available.is_empty())
+            });
         let request = pod_requests(&pod);
         let non_zero = pod_non_zero_requests(&pod);
         let avoid = self.avoid.get(key).cloned().unwrap_or_default();
 
         let n = self.cache.node_names.len();
         if n == 0 {
-            return self.mark_unschedulable(store, key, "0/0 nodes are available.".into(), &claim_names, now);
+            return self.mark_unschedulable(
+                store,
+                key,
+                "0/0 nodes are available.".into(),
+                &claim_names,
+                now,
+            );
         }
         let to_find = self.nodes_to_find(n);
         let start = self.next_start % n;
@@ -578,7 +712,9 @@ impl Scheduler {
             while processed < n && candidates.len() < to_find {
                 let name = self.cache.node_names[(start + processed) % n].clone();
                 processed += 1;
-                let Some(state) = self.cache.nodes.get(&name) else { continue };
+                let Some(state) = self.cache.nodes.get(&name) else {
+                    continue;
+                };
                 let node = &state.node;
                 let single = filters::node_unschedulable(&pod, node)
                     .or_else(|| filters::node_name(&pod, node))
@@ -588,7 +724,12 @@ impl Scheduler {
                     *reasons.entry(reason).or_insert(0) += 1;
                     continue;
                 }
-                let fit = filters::resources_fit(&request, &state.allocatable, &state.requested, state.pods);
+                let fit = filters::resources_fit(
+                    &request,
+                    &state.allocatable,
+                    &state.requested,
+                    state.pods,
+                );
                 if !fit.is_empty() {
                     for reason in fit {
                         *reasons.entry(reason).or_insert(0) += 1;
@@ -604,7 +745,9 @@ impl Scheduler {
                         .is_some_and(|sel| !filters::selector_matches(node, sel))
                 });
                 if claim_elsewhere {
-                    *reasons.entry(REASON_CLAIM_NOT_AVAILABLE.into()).or_insert(0) += 1;
+                    *reasons
+                        .entry(REASON_CLAIM_NOT_AVAILABLE.into())
+                        .or_insert(0) += 1;
                     continue;
                 }
                 if !to_allocate.is_empty()
@@ -625,7 +768,12 @@ impl Scheduler {
                 first_batch = false;
             }
             // Score.
-            let mut scored: Vec<(i64, i64, String, Option<Vec<allot_api::resource::v1::AllocationResult>>)> = Vec::new();
+            let mut scored: Vec<(
+                i64,
+                i64,
+                String,
+                Option<Vec<allot_api::resource::v1::AllocationResult>>,
+            )> = Vec::new();
             let prefer: Vec<(String, usize, i64)> = candidates
                 .iter()
                 .filter_map(|name| {
@@ -640,8 +788,15 @@ impl Scheduler {
             let max_taints = prefer.iter().map(|p| p.1).max().unwrap_or(0);
             let max_affinity = prefer.iter().map(|p| p.2).max().unwrap_or(0);
             for (name, taints, affinity) in prefer {
-                let Some(state) = self.cache.nodes.get(&name) else { continue };
-                let mut score = fit_score(state.allocatable.milli_cpu, state.non_zero.0 + non_zero.0, state.allocatable.memory, state.non_zero.1 + non_zero.1);
+                let Some(state) = self.cache.nodes.get(&name) else {
+                    continue;
+                };
+                let mut score = fit_score(
+                    state.allocatable.milli_cpu,
+                    state.non_zero.0 + non_zero.0,
+                    state.allocatable.memory,
+                    state.non_zero.1 + non_zero.1,
+                );
                 // TaintToleration (weight 3) and NodeAffinity (weight 2), normalised as upstream.
                 if max_taints > 0 {
                     score += 3 * (100 - 100 * taints as i64 / max_taints as i64);
@@ -716,11 +871,13 @@ impl Scheduler {
         let Some((node, results)) = chosen else {
             if explanation.is_none()
                 && let Some(name) = pruned_dra.clone()
-                && let Ok(Some(Outcome::Unschedulable(e))) = self.explain_on(&name, &to_allocate, &own_keys)
+                && let Ok(Some(Outcome::Unschedulable(e))) =
+                    self.explain_on(&name, &to_allocate, &own_keys)
             {
                 explanation = Some((name, e));
             }
-            let mut histogram: Vec<String> = reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            let mut histogram: Vec<String> =
+                reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
             histogram.sort();
             let mut message = format!("0/{n} nodes are available: {}.", histogram.join(", "));
             if let Some((_, e)) = &explanation {
@@ -732,11 +889,16 @@ impl Scheduler {
 
         // Reserve + PreBind: write allocations and reservations.
         let stamp = now.rfc3339();
-        let with_timestamp = self.config.features.device_binding_conditions && self.config.features.resource_claim_device_status;
+        let with_timestamp = self.config.features.device_binding_conditions
+            && self.config.features.resource_claim_device_status;
         let mut result_iter = results.into_iter();
         let mut needs_wait = false;
         for pc in &claims {
-            let allocation = if pc.claim.status.allocation.is_none() { result_iter.next() } else { None };
+            let allocation = if pc.claim.status.allocation.is_none() {
+                result_iter.next()
+            } else {
+                None
+            };
             if Self::reserved_for_consumer(&pod, pc) && allocation.is_none() {
                 needs_wait |= Self::has_binding_conditions(&pc.claim);
                 continue;
@@ -763,12 +925,22 @@ impl Scheduler {
                     if with_timestamp && allocation.allocation_timestamp.is_none() {
                         allocation.allocation_timestamp = Some(stamp);
                     }
-                    if !claim.metadata.finalizers.iter().any(|f| f == CLAIM_FINALIZER) {
+                    if !claim
+                        .metadata
+                        .finalizers
+                        .iter()
+                        .any(|f| f == CLAIM_FINALIZER)
+                    {
                         claim.metadata.finalizers.push(CLAIM_FINALIZER.into());
                     }
                     claim.status.allocation = Some(allocation);
                 }
-                if !claim.status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
+                if !claim
+                    .status
+                    .reserved_for
+                    .iter()
+                    .any(|r| r.uid == consumer.uid)
+                {
                     claim.status.reserved_for.push(consumer);
                 }
                 Self::has_binding_conditions(claim)
@@ -776,7 +948,11 @@ impl Scheduler {
             match written {
                 Ok(wait) => needs_wait |= wait,
                 Err(source) => {
-                    return Err(SchedulerError::Store { action: "reserve claim", key: format!("{ns}/{name}"), source });
+                    return Err(SchedulerError::Store {
+                        action: "reserve claim",
+                        key: format!("{ns}/{name}"),
+                        source: Box::new(source),
+                    });
                 }
             }
         }
@@ -785,7 +961,10 @@ impl Scheduler {
             self.waiting.insert(key.clone(), Waiting { node, deadline });
             self.unschedulable.remove(key);
             for claim in &claim_names {
-                self.claim_waiters.entry((key.namespace.clone(), claim.clone())).or_default().insert(key.clone());
+                self.claim_waiters
+                    .entry((key.namespace.clone(), claim.clone()))
+                    .or_default()
+                    .insert(key.clone());
             }
             // The claims' device conditions may already be set.
             return self.schedule(store, key, now);
@@ -793,7 +972,12 @@ impl Scheduler {
         self.bind(store, key, &node, now)
     }
 
-    fn note_explanation(&self, slot: &mut Option<(String, Explanation)>, node: &str, explanation: Explanation) {
+    fn note_explanation(
+        &self,
+        slot: &mut Option<(String, Explanation)>,
+        node: &str,
+        explanation: Explanation,
+    ) {
         if slot.as_ref().is_none_or(|(n, _)| node < n.as_str()) {
             *slot = Some((node.to_string(), explanation));
         }
@@ -806,7 +990,9 @@ impl Scheduler {
         own: &BTreeSet<ObjectKey>,
     ) -> Result<Option<Outcome>, allot_dra::Error> {
         let allocated = self.cache.allocated_claims_for(node, own);
-        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else { return Ok(None) };
+        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else {
+            return Ok(None);
+        };
         let features = self.config.features;
         let slices = self.cache.visible_slices(node).to_vec();
         let input = AllocationInput {
@@ -830,11 +1016,18 @@ impl Scheduler {
         own: &BTreeSet<ObjectKey>,
     ) -> Result<Option<Vec<allot_api::resource::v1::AllocationResult>>, Explanation> {
         let allocated = self.cache.allocated_claims_for(node, own);
-        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else { return Ok(None) };
+        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else {
+            return Ok(None);
+        };
         let features = self.config.features;
         // Borrow the cached slices without cloning them.
         self.cache.visible_slices(node);
-        let slices = self.cache.nodes.get(node).and_then(|s| s.visible_slices.as_deref()).unwrap_or(&[]);
+        let slices = self
+            .cache
+            .nodes
+            .get(node)
+            .and_then(|s| s.visible_slices.as_deref())
+            .unwrap_or(&[]);
         let input = AllocationInput {
             node: &node_obj,
             classes: &self.cache.classes,
@@ -856,11 +1049,19 @@ impl Scheduler {
 /// over CPU and memory with equal weights.
 fn fit_score(cpu_alloc: i64, cpu_req: i64, mem_alloc: i64, mem_req: i64) -> i64 {
     let least = |alloc: i64, req: i64| -> i64 {
-        if alloc <= 0 || req > alloc { 0 } else { (alloc - req) * 100 / alloc }
+        if alloc <= 0 || req > alloc {
+            0
+        } else {
+            (alloc - req) * 100 / alloc
+        }
     };
     let least_allocated = (least(cpu_alloc, cpu_req) + least(mem_alloc, mem_req)) / 2;
     let fraction = |alloc: i64, req: i64| -> f64 {
-        if alloc <= 0 { 1.0 } else { (req as f64 / alloc as f64).min(1.0) }
+        if alloc <= 0 {
+            1.0
+        } else {
+            (req as f64 / alloc as f64).min(1.0)
+        }
     };
     let (a, b) = (fraction(cpu_alloc, cpu_req), fraction(mem_alloc, mem_req));
     let std = (a - b).abs() / 2.0;
@@ -870,10 +1071,18 @@ fn fit_score(cpu_alloc: i64, cpu_req: i64, mem_alloc: i64, mem_req: i64) -> i64 
 
 /// The prioritized-list score of an allocation (upstream `computeScore`): for each chosen
 /// subrequest at index i, 8 − i.
-fn dra_score(claims: &[ResourceClaim], results: &[allot_api::resource::v1::AllocationResult]) -> i64 {
+fn dra_score(
+    claims: &[ResourceClaim],
+    results: &[allot_api::resource::v1::AllocationResult],
+) -> i64 {
     let mut score = 0;
     for (claim, result) in claims.iter().zip(results) {
-        let chosen: BTreeSet<&str> = result.devices.results.iter().map(|r| r.request.as_str()).collect();
+        let chosen: BTreeSet<&str> = result
+            .devices
+            .results
+            .iter()
+            .map(|r| r.request.as_str())
+            .collect();
         for request in &claim.spec.devices.requests {
             for (i, sub) in request.first_available.iter().enumerate() {
                 if chosen.contains(format!("{}/{}", request.name, sub.name).as_str()) {
@@ -892,7 +1101,10 @@ fn min_devices(claims: &[ResourceClaim]) -> usize {
     for claim in claims {
         for request in &claim.spec.devices.requests {
             if let Some(exactly) = &request.exactly {
-                let exact = exactly.allocation_mode.as_ref().is_none_or(|m| m.as_str() == "ExactCount");
+                let exact = exactly
+                    .allocation_mode
+                    .as_ref()
+                    .is_none_or(|m| m.as_str() == "ExactCount");
                 if exact && exactly.admin_access != Some(true) {
                     total += usize::try_from(exactly.count.unwrap_or(1)).unwrap_or(0);
                 }
@@ -901,8 +1113,15 @@ fn min_devices(claims: &[ResourceClaim]) -> usize {
                     .first_available
                     .iter()
                     .map(|s| {
-                        let exact = s.allocation_mode.as_ref().is_none_or(|m| m.as_str() == "ExactCount");
-                        if exact { usize::try_from(s.count.unwrap_or(1)).unwrap_or(0) } else { 0 }
+                        let exact = s
+                            .allocation_mode
+                            .as_ref()
+                            .is_none_or(|m| m.as_str() == "ExactCount");
+                        if exact {
+                            usize::try_from(s.count.unwrap_or(1)).unwrap_or(0)
+                        } else {
+                            0
+                        }
                     })
                     .min()
                     .unwrap_or(0);
@@ -922,7 +1141,8 @@ impl Controller for Scheduler {
         match (&event.object, event.event_type) {
             (Stored::Pod(pod), EventType::Deleted) => {
                 let mut keys = Vec::new();
-                if self.unschedulable.contains(&event.key) || self.waiting.contains_key(&event.key) {
+                if self.unschedulable.contains(&event.key) || self.waiting.contains_key(&event.key)
+                {
                     keys.push(event.key.clone());
                 }
                 if is_assigned(pod) {
@@ -931,7 +1151,11 @@ impl Controller for Scheduler {
                 keys
             }
             (Stored::Pod(pod), _) => {
-                if self.own_writes.get(&event.key).is_some_and(|rv| *rv == event.resource_version.to_string()) {
+                if self
+                    .own_writes
+                    .get(&event.key)
+                    .is_some_and(|rv| *rv == event.resource_version.to_string())
+                {
                     return Vec::new();
                 }
                 if self.wants(pod) || self.waiting.contains_key(&event.key) {
@@ -946,18 +1170,24 @@ impl Controller for Scheduler {
                 let _ = node;
                 self.all_unschedulable()
             }
-            (Stored::Node(node), EventType::Modified) => match self.cache.nodes.get(&node.metadata.name) {
-                Some(state)
-                    if state.node.metadata.labels == node.metadata.labels
-                        && state.node.spec == node.spec
-                        && state.node.status.allocatable == node.status.allocatable =>
-                {
-                    Vec::new()
+            (Stored::Node(node), EventType::Modified) => {
+                match self.cache.nodes.get(&node.metadata.name) {
+                    Some(state)
+                        if state.node.metadata.labels == node.metadata.labels
+                            && state.node.spec == node.spec
+                            && state.node.status.allocatable == node.status.allocatable =>
+                    {
+                        Vec::new()
+                    }
+                    _ => self.all_unschedulable(),
                 }
-                _ => self.all_unschedulable(),
-            },
-            (Stored::ResourceSlice(_), EventType::Added | EventType::Modified) => self.all_unschedulable(),
-            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_) | Stored::PodGroup(_), _) => self.all_unschedulable(),
+            }
+            (Stored::ResourceSlice(_), EventType::Added | EventType::Modified) => {
+                self.all_unschedulable()
+            }
+            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_) | Stored::PodGroup(_), _) => {
+                self.all_unschedulable()
+            }
             (Stored::ResourceClaim(claim), event_type) => {
                 let mut keys: BTreeSet<ObjectKey> = BTreeSet::new();
                 let ns = claim.metadata.namespace.clone();
@@ -966,13 +1196,26 @@ impl Controller for Scheduler {
                 if freed {
                     keys.extend(self.all_unschedulable());
                 }
-                if let Some(pods) = self.claim_waiters.get(&(ns.clone(), claim.metadata.name.clone())) {
+                if let Some(pods) = self
+                    .claim_waiters
+                    .get(&(ns.clone(), claim.metadata.name.clone()))
+                {
                     keys.extend(pods.iter().cloned());
                 }
-                for owner in claim.metadata.owner_references.iter().filter(|o| o.kind == "Pod") {
+                for owner in claim
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .filter(|o| o.kind == "Pod")
+                {
                     keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), owner.name.clone()));
                 }
-                for consumer in claim.status.reserved_for.iter().filter(|r| r.resource == "pods") {
+                for consumer in claim
+                    .status
+                    .reserved_for
+                    .iter()
+                    .filter(|r| r.resource == "pods")
+                {
                     keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), consumer.name.clone()));
                 }
                 keys.into_iter()
@@ -983,12 +1226,18 @@ impl Controller for Scheduler {
         }
     }
 
-    fn reconcile(&mut self, store: &mut Store, key: &ObjectKey, ctx: &Context) -> Result<Action, String> {
+    fn reconcile(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        ctx: &Context,
+    ) -> Result<Action, String> {
         self.cache.sync(store);
         if key.kind != Kind::Pod {
             return Ok(Action::Done);
         }
-        self.schedule(store, key, ctx.now).map_err(|e| e.to_string())
+        self.schedule(store, key, ctx.now)
+            .map_err(|e| e.to_string())
     }
 }
 

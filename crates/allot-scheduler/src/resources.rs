@@ -66,7 +66,9 @@ impl Resources {
     pub fn add(&mut self, other: &Resources) {
         self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
         self.memory = self.memory.saturating_add(other.memory);
-        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
         self.pods = self.pods.saturating_add(other.pods);
         for (name, value) in &other.scalar {
             let slot = self.scalar.entry(name.clone()).or_insert(0);
@@ -78,7 +80,9 @@ impl Resources {
     pub fn sub(&mut self, other: &Resources) {
         self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
         self.memory = self.memory.saturating_sub(other.memory);
-        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(other.ephemeral_storage);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_sub(other.ephemeral_storage);
         self.pods = self.pods.saturating_sub(other.pods);
         for (name, value) in &other.scalar {
             let slot = self.scalar.entry(name.clone()).or_insert(0);
@@ -166,8 +170,16 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
     let mut memory = 0i64;
     for container in &pod.spec.containers {
         let r = container_requests(container);
-        cpu += if r.milli_cpu == 0 { DEFAULT_MILLI_CPU_REQUEST } else { r.milli_cpu };
-        memory += if r.memory == 0 { DEFAULT_MEMORY_REQUEST } else { r.memory };
+        cpu += if r.milli_cpu == 0 {
+            DEFAULT_MILLI_CPU_REQUEST
+        } else {
+            r.milli_cpu
+        };
+        memory += if r.memory == 0 {
+            DEFAULT_MEMORY_REQUEST
+        } else {
+            r.memory
+        };
     }
     let total = pod_requests(pod);
     (cpu.max(total.milli_cpu), memory.max(total.memory))
@@ -193,7 +205,10 @@ mod tests {
         requests.insert("memory".into(), allot_api::Quantity::parse(memory).unwrap());
         Container {
             name: name.into(),
-            resources: Some(ResourceRequirements { requests, ..Default::default() }),
+            resources: Some(ResourceRequirements {
+                requests,
+                ..Default::default()
+            }),
             restart_policy: sidecar.then(|| "Always".to_string()),
             ..Default::default()
         }
@@ -203,8 +218,10 @@ mod tests {
     fn init_containers_and_sidecars_follow_upstream() {
         let mut pod = Pod::default();
         pod.spec.containers = vec![container("a", "1", "1Gi", false)];
-        pod.spec.init_containers =
-            vec![container("side", "500m", "100Mi", true), container("init", "3", "10Mi", false)];
+        pod.spec.init_containers = vec![
+            container("side", "500m", "100Mi", true),
+            container("init", "3", "10Mi", false),
+        ];
         let r = pod_requests(&pod);
         // The init phase needs 3 + 0.5 CPUs; the running phase 1 + 0.5.
         assert_eq!(r.milli_cpu, 3500);
@@ -217,8 +234,13 @@ mod tests {
         pod.spec.containers = vec![container("a", "1", "1Gi", false)];
         let mut requests = ResourceList::new();
         requests.insert("cpu".into(), allot_api::Quantity::parse("2").unwrap());
-        pod.spec.resources = Some(ResourceRequirements { requests, ..Default::default() });
-        pod.spec.overhead.insert("cpu".into(), allot_api::Quantity::parse("250m").unwrap());
+        pod.spec.resources = Some(ResourceRequirements {
+            requests,
+            ..Default::default()
+        });
+        pod.spec
+            .overhead
+            .insert("cpu".into(), allot_api::Quantity::parse("250m").unwrap());
         let r = pod_requests(&pod);
         assert_eq!(r.milli_cpu, 2250);
         assert_eq!(r.memory, 1024 * 1024 * 1024);
@@ -228,10 +250,16 @@ mod tests {
     fn limits_stand_in_for_missing_requests() {
         let mut pod = Pod::default();
         let mut limits = ResourceList::new();
-        limits.insert("example.com/foo".into(), allot_api::Quantity::parse("2").unwrap());
+        limits.insert(
+            "example.com/foo".into(),
+            allot_api::Quantity::parse("2").unwrap(),
+        );
         pod.spec.containers = vec![Container {
             name: "a".into(),
-            resources: Some(ResourceRequirements { limits, ..Default::default() }),
+            resources: Some(ResourceRequirements {
+                limits,
+                ..Default::default()
+            }),
             ..Default::default()
         }];
         assert_eq!(pod_requests(&pod).get("example.com/foo"), 2);
