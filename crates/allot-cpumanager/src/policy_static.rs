@@ -521,9 +521,12 @@ impl StaticPolicy {
             let picked = self.take_by_topology(&aligned, n)?;
             result.union_with(&picked);
         }
-        let rest = allocatable.difference(&result);
-        let picked = self.take_by_topology(&rest, num_cpus - result.len())?;
-        result.union_with(&picked);
+        // Upstream asks for the remainder even when it is zero, which always yields nothing.
+        if result.len() < num_cpus {
+            let rest = allocatable.difference(&result);
+            let picked = self.take_by_topology(&rest, num_cpus - result.len())?;
+            result.union_with(&picked);
+        }
         state.default_cpu_set.difference_with(&result);
         Ok(result)
     }
