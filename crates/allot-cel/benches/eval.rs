@@ -35,6 +35,8 @@ fn bench(c: &mut Criterion) {
             "semver_greater",
             r#"device.attributes["x"].driverVersion.isGreaterThan(semver("1.1.0"))"#,
         ),
+        ("constant_true", "true"),
+        ("driver_only", r#"device.driver == "x""#),
     ];
     for (name, expr) in cases {
         let Ok(program) = compile(expr) else {
@@ -45,6 +47,13 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 1) % devices.len();
                 black_box(program.evaluate(black_box(&devices[i])).ok())
+            })
+        });
+        c.bench_function(&format!("interpreted/{name}"), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % devices.len();
+                black_box(program.evaluate_interpreted(black_box(&devices[i])).ok())
             })
         });
     }

@@ -42,6 +42,32 @@ pub struct CelDevice {
     /// The first attribute whose value cannot be represented (an unparsable version): every
     /// evaluation on this device fails with it, as upstream's conversion does.
     pub(crate) invalid: Option<(String, String)>,
+    /// Attributes as plain values for the fast path: (domain, name, value).
+    pub(crate) native_attributes: Vec<(String, String, Native)>,
+    /// Capacities as plain values for the fast path: (domain, name, value).
+    pub(crate) native_capacity: Vec<(String, String, Quantity)>,
+}
+
+/// A scalar attribute value as the fast path reads it.
+#[derive(Debug, Clone)]
+pub(crate) enum Native {
+    Int(i64),
+    Bool(bool),
+    Str(String),
+    Version(SemverVal),
+    /// A list: the fast path leaves it to the interpreter.
+    List,
+}
+
+/// Inserts or replaces `(domain, name) → value`.
+fn set_native<T>(entries: &mut Vec<(String, String, T)>, domain: &str, name: &str, value: T) {
+    match entries
+        .iter_mut()
+        .find(|(d, n, _)| d == domain && n == name)
+    {
+        Some(entry) => entry.2 = value,
+        None => entries.push((domain.to_string(), name.to_string(), value)),
+    }
 }
 
 impl CelDevice {
@@ -56,6 +82,8 @@ impl CelDevice {
                 allow_multiple_allocations: CelBool::from(allow_multiple_allocations),
             },
             invalid: None,
+            native_attributes: Vec::new(),
+            native_capacity: Vec::new(),
         }
     }
 
@@ -64,6 +92,17 @@ impl CelDevice {
         match attribute_val(&value) {
             Ok(v) => {
                 let (domain, id) = split_qualified_name(qualified_name, &self.val.driver_name);
+                let native = match &value {
+                    AttributeValue::Int(i) => Native::Int(*i),
+                    AttributeValue::Bool(b) => Native::Bool(*b),
+                    AttributeValue::String(s) => Native::Str(s.clone()),
+                    AttributeValue::Version(_) => match v.downcast_ref::<SemverVal>() {
+                        Some(sv) => Native::Version(sv.clone()),
+                        None => Native::List,
+                    },
+                    _ => Native::List,
+                };
+                set_native(&mut self.native_attributes, domain, id, native);
                 self.val.attributes.insert(domain, id, v);
             }
             Err(message) => {
@@ -78,6 +117,7 @@ impl CelDevice {
     /// Adds a capacity by qualified name (`"domain/name"` or `"name"`).
     pub fn capacity(mut self, qualified_name: &str, value: Quantity) -> Self {
         let (domain, id) = split_qualified_name(qualified_name, &self.val.driver_name);
+        set_native(&mut self.native_capacity, domain, id, value.clone());
         self.val
             .capacity
             .insert(domain, id, Box::new(QuantityVal(value)));
@@ -87,6 +127,11 @@ impl CelDevice {
     /// The driver name.
     pub fn driver(&self) -> &str {
         &self.val.driver_name
+    }
+
+    /// Whether the device allows multiple allocations.
+    pub fn allow_multiple_allocations(&self) -> bool {
+        *self.val.allow_multiple_allocations.inner()
     }
 }
 

@@ -13,6 +13,7 @@
 
 mod cost;
 mod device;
+mod fast;
 mod library;
 mod values;
 
@@ -197,6 +198,8 @@ pub struct CompiledExpression {
     program: cel::Program,
     max_cost: u64,
     env: Arc<cel::Env>,
+    /// The fast path for common selector shapes, when the expression has one.
+    fast: Option<fast::Fast>,
 }
 
 /// Compiles a selector expression: length limit, parse, static checks, a bool (or dynamic)
@@ -232,11 +235,17 @@ pub fn compile_with(
             limit: options.cost_limit,
         });
     }
+    let fast = if options.require_bool {
+        fast::build(program.expression())
+    } else {
+        None
+    };
     Ok(CompiledExpression {
         expression: expr.to_string(),
         program,
         max_cost: info.cost,
         env,
+        fast,
     })
 }
 
@@ -311,6 +320,17 @@ impl CompiledExpression {
     /// Evaluates a selector on a device: `Ok(true)` when it matches. A result that is not a bool
     /// is an error, as are runtime errors such as a missing attribute.
     pub fn evaluate(&self, device: &CelDevice) -> Result<bool, EvalError> {
+        if device.invalid.is_none()
+            && let Some(result) = self.fast.as_ref().and_then(|f| f.eval(device))
+        {
+            return Ok(result);
+        }
+        self.evaluate_interpreted(device)
+    }
+
+    /// Evaluates a selector with the cel-rust interpreter only, bypassing the fast path for
+    /// common shapes; the reference the fast path is tested against.
+    pub fn evaluate_interpreted(&self, device: &CelDevice) -> Result<bool, EvalError> {
         self.with_result(device, |v| {
             v.downcast_ref::<CelBool>()
                 .map(|b| *b.inner())

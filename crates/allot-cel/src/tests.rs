@@ -944,3 +944,119 @@ fn derived_attribute_values() {
         Err(CelError::NotAttributeValue { .. })
     ));
 }
+
+#[test]
+fn logical_operators_absorb_errors_like_cel_go() {
+    let dev = CelDevice::new("x", false);
+    let eval = |e: &str| compile(e).expect("compiles").evaluate(&dev);
+    // cel-go's && and || are commutative: a decisive operand wins over an error on either side.
+    assert_eq!(
+        eval(r#"device.attributes["x"].missing == 1 && false"#),
+        Ok(false)
+    );
+    assert_eq!(
+        eval(r#"false && device.attributes["x"].missing == 1"#),
+        Ok(false)
+    );
+    assert_eq!(
+        eval(r#"device.attributes["x"].missing == 1 || true"#),
+        Ok(true)
+    );
+    assert_eq!(
+        eval(r#"true || device.attributes["x"].missing == 1"#),
+        Ok(true)
+    );
+    assert!(eval(r#"device.attributes["x"].missing == 1 && true"#).is_err());
+    assert!(eval(r#"device.attributes["x"].missing == 1 || false"#).is_err());
+}
+
+mod fast_path {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_device() -> impl Strategy<Value = CelDevice> {
+        (
+            prop_oneof![Just("x"), Just("y")],
+            any::<bool>(),
+            prop::option::of(prop_oneof![Just("a"), Just("b"), Just("")]),
+            prop::option::of(-3i64..5),
+            prop::option::of(any::<bool>()),
+            prop::option::of(prop_oneof![
+                Just("1.0.0"),
+                Just("1.2.3"),
+                Just("2.0.0-rc.1")
+            ]),
+            prop::option::of(0i64..100),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(driver, multi, model, numa, healthy, version, mem_gi, wrong_types)| {
+                    let mut d = CelDevice::new(driver, multi);
+                    if let Some(m) = model {
+                        d = d.attribute("model", AttributeValue::String(m.into()));
+                    }
+                    if let Some(n) = numa {
+                        d = if wrong_types {
+                            d.attribute("numa", AttributeValue::String(n.to_string()))
+                        } else {
+                            d.attribute("numa", AttributeValue::Int(n))
+                        };
+                    }
+                    if let Some(h) = healthy {
+                        d = d.attribute("healthy", AttributeValue::Bool(h));
+                    }
+                    if let Some(v) = version {
+                        d = d.attribute("version", AttributeValue::Version(v.into()));
+                    }
+                    if let Some(g) = mem_gi {
+                        d = d.capacity(
+                            "memory",
+                            Quantity::from_i64(g << 30, allot_quantity::Format::BinarySI),
+                        );
+                    }
+                    d
+                },
+            )
+    }
+
+    const EXPRESSIONS: &[&str] = &[
+        r#"device.driver == "x""#,
+        r#"device.driver != "x" || device.allowMultipleAllocations"#,
+        r#"device.allowMultipleAllocations == true && device.attributes["x"].healthy"#,
+        r#"device.attributes["x"].model == "a""#,
+        r#"device.attributes["x"]["model"] < "b""#,
+        r#"device.attributes["x"].numa >= 1 && device.attributes["x"].model != "a""#,
+        r#"1 < device.attributes["x"].numa"#,
+        r#"device.attributes["x"].numa % 2 == 0"#,
+        r#"!device.attributes["x"].healthy || device.attributes["x"].numa == 0"#,
+        r#"device.attributes["x"].healthy == false"#,
+        r#"device.capacity["x"].memory.compareTo(quantity("40Gi")) >= 0"#,
+        r#"device.capacity["x"].memory.isGreaterThan(quantity("16Gi")) && device.driver == "x""#,
+        r#"device.capacity["x"].memory.isLessThan(quantity("1.5Gi"))"#,
+        r#"device.attributes["x"].version.isGreaterThan(semver("1.1.0"))"#,
+        r#"device.attributes["x"].version.isLessThan(semver("2.0.0"))"#,
+        r#"device.attributes["x"].model.startsWith("a") && device.driver == "y""#,
+        r#"device.attributes["y"].model == "a" || device.driver == "x""#,
+    ];
+
+    proptest! {
+        #[test]
+        fn fast_path_agrees_with_the_interpreter(d in arb_device(), i in 0..EXPRESSIONS.len()) {
+            let p = compile(EXPRESSIONS[i]).expect("compiles");
+            prop_assert_eq!(p.evaluate(&d), p.evaluate_interpreted(&d), "{}", EXPRESSIONS[i]);
+        }
+    }
+
+    #[test]
+    fn common_shapes_take_the_fast_path() {
+        for e in EXPRESSIONS {
+            assert!(compile(e).expect("compiles").fast.is_some(), "{e}");
+        }
+        assert!(
+            compile("[1, 2].all(x, x > 0)")
+                .expect("compiles")
+                .fast
+                .is_none()
+        );
+    }
+}

@@ -140,7 +140,14 @@ fn conformance_expressions_compile_and_evaluate() {
                     compiled += 1;
                     for (dev_name, device) in &devices {
                         evaluations += 1;
-                        match program.evaluate(device) {
+                        let reference = program.evaluate_interpreted(device);
+                        if program.evaluate(device) != reference {
+                            failures.push(format!(
+                                "{name}: {expr:?} on {dev_name}: fast path {:?}, interpreter {reference:?}",
+                                program.evaluate(device)
+                            ));
+                        }
+                        match reference {
                             Ok(true) => matches += 1,
                             Ok(false) | Err(CelError::NoSuchKey { .. }) => {}
                             Err(e) => failures.push(format!("{name}: {expr:?} on {dev_name}: {e}")),
