@@ -379,9 +379,10 @@ fn line_of_location(location: &serde_saphyr::Location) -> u32 {
 }
 
 /// Converts a YAML tree to JSON, recording each path's line; reports the first duplicate key.
+/// `path` is the canonical path of `node` (see [`join_path`]), extended and truncated in place.
 fn to_json(
     node: YNode,
-    path: &mut Vec<Segment>,
+    path: &mut String,
     map: &mut SourceMap,
     duplicate: &mut Option<(String, u32)>,
 ) -> serde_json::Value {
@@ -396,28 +397,35 @@ fn to_json(
         YNode::Str(v) => serde_json::Value::String(v),
         YNode::Seq(items) => {
             let mut out = Vec::with_capacity(items.len());
+            let base = path.len();
             for (index, item) in items.into_iter().enumerate() {
-                path.push(Segment::Index(index));
-                map.insert(join_path(path), line_of_location(&item.referenced));
+                path.push('[');
+                path.push_str(&index.to_string());
+                path.push(']');
+                map.insert(path.clone(), line_of_location(&item.referenced));
                 out.push(to_json(item.value, path, map, duplicate));
-                path.pop();
+                path.truncate(base);
             }
             serde_json::Value::Array(out)
         }
         YNode::Map(entries) => {
-            let mut out = serde_json::Map::new();
+            let mut out = serde_json::Map::with_capacity(entries.len());
+            let base = path.len();
             for (key, value) in entries {
-                path.push(Segment::Key(key.value.clone()));
+                if base > 0 {
+                    path.push('.');
+                }
+                path.push_str(&key.value);
                 let line = line_of_location(&key.referenced);
                 if out.contains_key(&key.value) {
                     if duplicate.is_none() {
-                        *duplicate = Some((join_path(path), line));
+                        *duplicate = Some((path.clone(), line));
                     }
                 } else {
-                    map.insert(join_path(path), line);
+                    map.insert(path.clone(), line);
                 }
                 let converted = to_json(value.value, path, map, duplicate);
-                path.pop();
+                path.truncate(base);
                 out.insert(key.value, converted);
             }
             serde_json::Value::Object(out)
@@ -452,7 +460,12 @@ pub fn parse_str(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> 
         }
         let mut source_map = SourceMap::default();
         let mut duplicate = None;
-        let value = to_json(node.value, &mut Vec::new(), &mut source_map, &mut duplicate);
+        let value = to_json(
+            node.value,
+            &mut String::new(),
+            &mut source_map,
+            &mut duplicate,
+        );
         let document = new_document(file, line, value, source_map)?;
         if let Some((path, line)) = duplicate {
             return Err(LoadError::DuplicateField {

@@ -348,13 +348,12 @@ pub struct NodeAllocatableOverhead {
     pub per_container: Option<Quantity>,
 }
 
-/// The spec's alternative shape of `nodeAllocatableResources`, grouped by kind first.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// One entry of `nodeAllocatableResources`: the spec's shape (grouped by kind first) or the API
+/// shape (one resource).
 enum NodeAllocatableEntry {
     Mapping(BTreeMap<String, NodeAllocatableMapping>),
     Overhead(BTreeMap<String, NodeAllocatableOverhead>),
-    Resource(NodeAllocatableResource),
+    Resource(Box<NodeAllocatableResource>),
 }
 
 fn deserialize_node_allocatable_resources<'de, D: Deserializer<'de>>(
@@ -372,7 +371,7 @@ fn deserialize_node_allocatable_resources<'de, D: Deserializer<'de>>(
                 .map(NodeAllocatableEntry::Overhead)
                 .map_err(|err| D::Error::custom(format!("overhead: {err}")))?,
             _ => serde_json::from_value(value)
-                .map(NodeAllocatableEntry::Resource)
+                .map(|resource| NodeAllocatableEntry::Resource(Box::new(resource)))
                 .map_err(|err| D::Error::custom(format!("{key}: {err}")))?,
         };
         match entry {
