@@ -1,0 +1,1052 @@
+//! The node agent: a kubelet over the shared store.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use allot_api::core::v1::{Pod, PodCondition};
+use allot_api::meta::v1::Condition;
+use allot_api::resource::v1::{
+    AllocatedDeviceStatus, Device, ResourceClaim, ResourceSlice, SkipNodeOperation,
+};
+use allot_kubelet::{Checkpoints, CpuPolicy, Node, PodAdmission, compute_pod_qos};
+use allot_kubelet_config::ValidateOptions;
+use allot_runtime::{Action, Context, Controller, SimTime};
+use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
+
+use crate::claims::{self, PodClaim};
+use crate::health::{self, DeviceId, HealthCache};
+use crate::metadata::{self, Generations, MetadataDevice};
+use crate::podresources::{self, RESOURCES_ANNOTATION};
+use crate::{
+    DEFAULT_HEALTH_TIMEOUT_SECONDS, DRA_OPTIONAL_NODE_OPERATIONS, NodeAgentConfig, NodeSimError,
+};
+
+/// The condition type drivers set on a prepared device.
+const READY: &str = "Ready";
+/// The reason of the Ready condition the simulated drivers set.
+const PREPARED_REASON: &str = "DevicePrepared";
+
+/// Metadata files written so far, shared between an agent and whoever writes them to disk
+/// (the runtime owns the agent once it runs).
+#[derive(Debug, Clone, Default)]
+pub struct MetadataLog {
+    inner: Arc<Mutex<MetadataState>>,
+}
+
+#[derive(Debug, Default)]
+struct MetadataState {
+    versions: Vec<(PathBuf, Vec<u8>)>,
+    current: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+impl MetadataLog {
+    fn with<T>(&self, f: impl FnOnce(&mut MetadataState) -> T) -> T {
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    fn write(&self, path: PathBuf, bytes: Vec<u8>) {
+        self.with(|s| {
+            if s.current.get(&path) != Some(&bytes) {
+                s.versions.push((path.clone(), bytes.clone()));
+                s.current.insert(path, bytes);
+            }
+        });
+    }
+
+    fn remove(&self, path: &PathBuf) {
+        self.with(|s| {
+            s.current.remove(path);
+        });
+    }
+
+    /// Every version of every file in the order written (a file's later versions carry
+    /// higher generations).
+    pub fn versions(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        self.with(|s| s.versions.clone())
+    }
+
+    /// The files that exist now (pods still running), with their latest contents, in path
+    /// order.
+    pub fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        self.with(|s| {
+            s.current
+                .iter()
+                .map(|(p, b)| (p.clone(), b.clone()))
+                .collect()
+        })
+    }
+}
+
+/// A pod the kubelet admitted.
+#[derive(Debug, Clone)]
+struct AdmittedPod {
+    uid: String,
+    /// Containers in admission order (init containers first).
+    containers: Vec<String>,
+    /// Claim uids the pod holds a reference to.
+    claims: Vec<String>,
+    /// Devices of its claims.
+    devices: Vec<DeviceId>,
+    /// Its metadata files.
+    files: BTreeSet<PathBuf>,
+}
+
+/// A claim prepared on this node.
+#[derive(Debug, Clone)]
+struct PreparedClaim {
+    namespace: String,
+    name: String,
+    /// Pods using it, by uid.
+    pods: BTreeSet<String>,
+    /// Drivers that were called (not skipped), with whether they skip unprepare.
+    drivers: BTreeMap<String, bool>,
+}
+
+/// The kubelet of one node, as a reconcile loop over pods bound to it.
+pub struct NodeAgent {
+    name: &'static str,
+    config: NodeAgentConfig,
+    kubelet: Node,
+    pods: BTreeMap<ObjectKey, AdmittedPod>,
+    rejected: BTreeSet<String>,
+    waiting: RefCell<BTreeSet<ObjectKey>>,
+    prepared: BTreeMap<String, PreparedClaim>,
+    generations: Generations,
+    health: HealthCache,
+    device_pods: BTreeMap<DeviceId, BTreeSet<ObjectKey>>,
+    /// ResourceSlice names per (driver, pool), for the pools this agent looked at.
+    slices: RefCell<BTreeMap<(String, String), BTreeSet<String>>>,
+    device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
+    log: MetadataLog,
+}
+
+impl std::fmt::Debug for NodeAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeAgent")
+            .field("name", &self.name)
+            .field("pods", &self.pods.len())
+            .finish()
+    }
+}
+
+fn kubelet_owned(t: &str) -> bool {
+    matches!(
+        t,
+        "PodReadyToStartContainers" | "Initialized" | "Ready" | "ContainersReady"
+    )
+}
+
+impl NodeAgent {
+    /// Starts the kubelet's managers for the node. The controller's name is
+    /// `node-agent/<node>` (leaked once, as the runtime wants a `&'static str`).
+    pub fn new(config: NodeAgentConfig) -> Result<NodeAgent, NodeSimError> {
+        for version in &config.metadata_versions {
+            if version != crate::METADATA_API_V1BETA1 && version != crate::METADATA_API_V1ALPHA1 {
+                return Err(NodeSimError::MetadataVersion {
+                    node: config.node_name.clone(),
+                    version: version.clone(),
+                });
+            }
+        }
+        let kubelet = Node::start(
+            config.topology.clone(),
+            &config.kubelet_config,
+            ValidateOptions::default(),
+            &Checkpoints::default(),
+        )
+        .map_err(|e| NodeSimError::Start {
+            node: config.node_name.clone(),
+            message: e.to_string(),
+        })?;
+        let device_plugin_numa = config
+            .topology
+            .devices
+            .iter()
+            .map(|d| ((d.resource_name.clone(), d.id.clone()), d.numa))
+            .collect();
+        let name: &'static str =
+            Box::leak(format!("node-agent/{}", config.node_name).into_boxed_str());
+        Ok(NodeAgent {
+            name,
+            config,
+            kubelet,
+            pods: BTreeMap::new(),
+            rejected: BTreeSet::new(),
+            waiting: RefCell::new(BTreeSet::new()),
+            prepared: BTreeMap::new(),
+            generations: Generations::default(),
+            health: HealthCache::default(),
+            device_pods: BTreeMap::new(),
+            slices: RefCell::new(BTreeMap::new()),
+            device_plugin_numa,
+            log: MetadataLog::default(),
+        })
+    }
+
+    /// The node's name.
+    pub fn node_name(&self) -> &str {
+        &self.config.node_name
+    }
+
+    /// The kubelet's managers and their state.
+    pub fn kubelet(&self) -> &Node {
+        &self.kubelet
+    }
+
+    /// The device metadata files that exist now, as paths relative to an output folder
+    /// (`<node>/<namespace>/<pod>/resourceclaims/...` or `.../resourceclaimtemplates/...`)
+    /// with their latest contents, in path order.
+    pub fn metadata_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        self.log.files()
+    }
+
+    /// Every version of every metadata file, in the order written.
+    pub fn metadata_versions(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        self.log.versions()
+    }
+
+    /// A handle on the metadata files that stays usable after the agent moved into a
+    /// `Runtime`.
+    pub fn metadata_log(&self) -> MetadataLog {
+        self.log.clone()
+    }
+
+    fn on_this_node(&self, pod: &Pod) -> bool {
+        pod.spec.node_name.as_deref() == Some(self.config.node_name.as_str())
+    }
+
+    /// Whether the kubelet skips node operations the allocation says to skip: the gate is on
+    /// and the node declares the feature (from its configuration or the Node object).
+    fn honours_skip(&self, store: &Store) -> bool {
+        self.config.features.optional_node_operations
+            || self
+                .config
+                .declared_features
+                .iter()
+                .any(|f| f == DRA_OPTIONAL_NODE_OPERATIONS)
+            || store
+                .get::<allot_api::core::v1::Node>("", &self.config.node_name)
+                .is_some_and(|n| {
+                    n.status
+                        .declared_features
+                        .iter()
+                        .any(|f| f == DRA_OPTIONAL_NODE_OPERATIONS)
+                })
+    }
+
+    fn timeout_ms(&self, driver: &str) -> u64 {
+        self.config
+            .driver_health_timeout
+            .get(driver)
+            .copied()
+            .unwrap_or(DEFAULT_HEALTH_TIMEOUT_SECONDS)
+            .saturating_mul(1000)
+    }
+
+    /// The slice listing a device and the device, preferring the pool's newest generation.
+    fn find_device<'s>(
+        &self,
+        store: &'s Store,
+        driver: &str,
+        pool: &str,
+        device: &str,
+    ) -> Option<(&'s ResourceSlice, &'s Device)> {
+        let key = (driver.to_string(), pool.to_string());
+        if !self.slices.borrow().contains_key(&key) {
+            let names: BTreeSet<String> = store
+                .list::<ResourceSlice>()
+                .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
+                .map(|s| s.metadata.name.clone())
+                .collect();
+            self.slices.borrow_mut().insert(key.clone(), names);
+        }
+        let slices = self.slices.borrow();
+        let names = slices.get(&key)?;
+        names
+            .iter()
+            .filter_map(|n| store.get::<ResourceSlice>("", n))
+            .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
+            .filter_map(|s| {
+                s.spec
+                    .devices
+                    .iter()
+                    .find(|d| d.name == device)
+                    .map(|d| (s, d))
+            })
+            .max_by(|a, b| {
+                a.0.spec
+                    .pool
+                    .generation
+                    .cmp(&b.0.spec.pool.generation)
+                    .then_with(|| b.0.metadata.name.cmp(&a.0.metadata.name))
+            })
+    }
+
+    /// Frees what a pod held: manager state, claim references (unpreparing claims no pod
+    /// uses any more) and its metadata files.
+    fn forget_pod(&mut self, store: &mut Store, key: &ObjectKey) -> Result<(), String> {
+        self.waiting.borrow_mut().remove(key);
+        let Some(pod) = self.pods.remove(key) else {
+            return Ok(());
+        };
+        let node = &mut self.kubelet;
+        let uid = pod.uid.as_str();
+        if let CpuPolicy::Static(policy) = &mut node.cpu {
+            if node.cpu_state.pod_pools.contains_key(uid) {
+                policy.release_pod_pool(&mut node.cpu_state, uid);
+            } else {
+                for c in &pod.containers {
+                    policy.remove_container(&mut node.cpu_state, uid, c);
+                }
+            }
+        }
+        for c in &pod.containers {
+            node.memory.remove_container(&mut node.memory_state, uid, c);
+            node.devices.remove_container(uid, c);
+        }
+        node.topology_manager.remove_pod(uid);
+        node.admitted.retain(|(u, _)| u != uid);
+        for device in &pod.devices {
+            if let Some(set) = self.device_pods.get_mut(device) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.device_pods.remove(device);
+                }
+            }
+        }
+        for path in &pod.files {
+            self.log.remove(path);
+        }
+        for claim_uid in &pod.claims {
+            let done = match self.prepared.get_mut(claim_uid) {
+                Some(p) => {
+                    p.pods.remove(uid);
+                    p.pods.is_empty()
+                }
+                None => false,
+            };
+            if done && let Some(p) = self.prepared.remove(claim_uid) {
+                self.generations.forget(claim_uid);
+                self.unprepare(store, &p, claim_uid)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// NodeUnprepareResources: the simulated drivers withdraw the Ready condition they set.
+    fn unprepare(
+        &self,
+        store: &mut Store,
+        p: &PreparedClaim,
+        claim_uid: &str,
+    ) -> Result<(), String> {
+        if !self.config.features.resource_claim_device_status {
+            return Ok(());
+        }
+        let Some(claim) = store.get::<ResourceClaim>(&p.namespace, &p.name) else {
+            return Ok(());
+        };
+        if claim.metadata.uid != claim_uid {
+            return Ok(());
+        }
+        let drivers: BTreeSet<&String> = p
+            .drivers
+            .iter()
+            .filter(|(_, skip_unprepare)| !**skip_unprepare)
+            .map(|(d, _)| d)
+            .collect();
+        store
+            .modify::<ResourceClaim, _>(&p.namespace, &p.name, |c| {
+                for entry in &mut c.status.devices {
+                    if drivers.contains(&entry.driver) {
+                        entry
+                            .conditions
+                            .retain(|k| !(k.type_ == READY && k.reason == PREPARED_REASON));
+                    }
+                }
+                c.status.devices.retain(|e| {
+                    !e.conditions.is_empty() || e.data.is_some() || e.network_data.is_some()
+                });
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    /// NodePrepareResources for the drivers of a claim that are not skipped: the simulated
+    /// drivers report each allocated device in `status.devices` with a Ready condition.
+    fn prepare(
+        &mut self,
+        store: &mut Store,
+        pc: &PodClaim,
+        pod_uid: &str,
+        honours_skip: bool,
+        now: SimTime,
+    ) -> Result<(), String> {
+        let uid = pc.claim.metadata.uid.clone();
+        if let Some(p) = self.prepared.get_mut(&uid) {
+            p.pods.insert(pod_uid.to_string());
+            return Ok(());
+        }
+        let Some(allocation) = &pc.claim.status.allocation else {
+            return Ok(());
+        };
+        let mut drivers = BTreeMap::new();
+        for (driver, skip_prepare) in claims::drivers(&pc.claim) {
+            if skip_prepare && honours_skip {
+                continue;
+            }
+            let skip_unprepare = honours_skip
+                && allocation
+                    .devices
+                    .results
+                    .iter()
+                    .filter(|r| r.driver == driver)
+                    .all(|r| claims::skips(r, SkipNodeOperation::NodeUnprepareResources));
+            drivers.insert(driver, skip_unprepare);
+        }
+        self.prepared.insert(
+            uid,
+            PreparedClaim {
+                namespace: pc.claim.metadata.namespace.clone(),
+                name: pc.claim.metadata.name.clone(),
+                pods: BTreeSet::from([pod_uid.to_string()]),
+                drivers: drivers.clone(),
+            },
+        );
+        if !self.config.features.resource_claim_device_status || drivers.is_empty() {
+            return Ok(());
+        }
+        let stamp = now.rfc3339();
+        let node = self.config.node_name.clone();
+        let results = allocation.devices.results.clone();
+        let generation = pc.claim.metadata.generation;
+        store
+            .modify::<ResourceClaim, _>(
+                &pc.claim.metadata.namespace,
+                &pc.claim.metadata.name,
+                |c| {
+                    // Entries for devices no longer allocated go, as the API server drops them.
+                    c.status.devices.retain(|e| {
+                        results.iter().any(|r| {
+                            r.driver == e.driver
+                                && r.pool == e.pool
+                                && r.device == e.device
+                                && r.share_id == e.share_id
+                        })
+                    });
+                    for r in results.iter().filter(|r| drivers.contains_key(&r.driver)) {
+                        let index = match c.status.devices.iter().position(|e| {
+                            e.driver == r.driver
+                                && e.pool == r.pool
+                                && e.device == r.device
+                                && e.share_id == r.share_id
+                        }) {
+                            Some(i) => i,
+                            None => {
+                                c.status.devices.push(AllocatedDeviceStatus {
+                                    driver: r.driver.clone(),
+                                    pool: r.pool.clone(),
+                                    device: r.device.clone(),
+                                    share_id: r.share_id.clone(),
+                                    ..AllocatedDeviceStatus::default()
+                                });
+                                c.status.devices.len() - 1
+                            }
+                        };
+                        let entry = &mut c.status.devices[index];
+                        if !entry.conditions.iter().any(|k| k.type_ == READY) {
+                            entry.conditions.push(Condition {
+                                type_: READY.into(),
+                                status: "True".into(),
+                                observed_generation: generation,
+                                last_transition_time: stamp.clone(),
+                                reason: PREPARED_REASON.into(),
+                                message: format!(
+                                    "prepared by the {} kubelet plugin on node {node}",
+                                    r.driver
+                                ),
+                            });
+                            entry.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+                        }
+                    }
+                },
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    /// Writes the metadata files of the pod's prepared claims (new generations where the
+    /// content changed) and returns their paths.
+    fn write_metadata(
+        &mut self,
+        store: &Store,
+        pod: &Pod,
+        claims: &[PodClaim],
+    ) -> BTreeSet<PathBuf> {
+        let mut paths = BTreeSet::new();
+        let prefix = PathBuf::from(&self.config.node_name)
+            .join(&pod.metadata.namespace)
+            .join(&pod.metadata.name);
+        for pc in claims {
+            let uid = &pc.claim.metadata.uid;
+            let Some(prepared) = self.prepared.get(uid) else {
+                continue;
+            };
+            let drivers: Vec<String> = prepared.drivers.keys().cloned().collect();
+            // The claim as it is now: drivers may have added network data since.
+            let claim = store
+                .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                .filter(|c| c.metadata.uid == *uid)
+                .unwrap_or(&pc.claim);
+            let Some(allocation) = &claim.status.allocation else {
+                continue;
+            };
+            let pod_claim = pc.from_template.then_some(pc.pod_claim_name.as_str());
+            for driver in &drivers {
+                // Top-level requests in allocation order.
+                let mut requests: Vec<&str> = Vec::new();
+                for r in allocation.devices.results.iter().filter(|r| &r.driver == driver) {
+                    let top = r.request.split('/').next().unwrap_or_default();
+                    if !requests.contains(&top) {
+                        requests.push(top);
+                    }
+                }
+                for top in requests {
+                    let devices: Vec<MetadataDevice<'_>> = allocation
+                        .devices
+                        .results
+                        .iter()
+                        .filter(|r| {
+                            &r.driver == driver
+                                && r.request.split('/').next().unwrap_or_default() == top
+                        })
+                        .map(|r| MetadataDevice {
+                            request: &r.request,
+                            pool: &r.pool,
+                            name: &r.device,
+                            device: self
+                                .find_device(store, &r.driver, &r.pool, &r.device)
+                                .map(|(_, d)| d),
+                            network_data: claim
+                                .status
+                                .devices
+                                .iter()
+                                .find(|e| {
+                                    e.driver == r.driver
+                                        && e.pool == r.pool
+                                        && e.device == r.device
+                                        && e.share_id == r.share_id
+                                })
+                                .and_then(|e| e.network_data.as_ref())
+                                .and_then(|n| serde_json::to_value(n).ok()),
+                        })
+                        .collect();
+                    let content = metadata::content(claim, pod_claim, driver, &devices);
+                    let relative =
+                        metadata::relative_path(&claim.metadata.name, pod_claim, top, driver);
+                    let (generation, _) = self.generations.next(uid, &relative, &content);
+                    let bytes =
+                        metadata::render(&content, generation, &self.config.metadata_versions);
+                    let path = prefix.join(&relative);
+                    self.log.write(path.clone(), bytes);
+                    paths.insert(path);
+                }
+            }
+        }
+        paths
+    }
+
+    /// Updates the health cache from the slices and returns, per container, its
+    /// `allocatedResourcesStatus`, plus when a health answer next changes by itself.
+    fn health_statuses(
+        &mut self,
+        store: &Store,
+        pod: &Pod,
+        claims: &[PodClaim],
+        now: SimTime,
+    ) -> (BTreeMap<String, Vec<serde_json::Value>>, Option<SimTime>) {
+        let mut out = BTreeMap::new();
+        let mut next: Option<SimTime> = None;
+        if !self.config.features.resource_health_status {
+            return (out, None);
+        }
+        for c in pod.spec.init_containers.iter().chain(&pod.spec.containers) {
+            let Some(res) = &c.resources else { continue };
+            let mut list = Vec::new();
+            for reference in &res.claims {
+                let Some(pc) = claims.iter().find(|pc| pc.pod_claim_name == reference.name) else {
+                    continue;
+                };
+                let Some(allocation) = &pc.claim.status.allocation else {
+                    continue;
+                };
+                let called: BTreeSet<String> = self
+                    .prepared
+                    .get(&pc.claim.metadata.uid)
+                    .map(|p| p.drivers.keys().cloned().collect())
+                    .unwrap_or_default();
+                let mut resources = Vec::new();
+                for r in &allocation.devices.results {
+                    let top = r.request.split('/').next().unwrap_or_default();
+                    if reference.request.as_deref().is_some_and(|want| want != top) {
+                        continue;
+                    }
+                    let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    let health = if called.contains(&r.driver) {
+                        let report = self
+                            .find_device(store, &r.driver, &r.pool, &r.device)
+                            .map(|(slice, _)| health::reported(slice, &r.device))
+                            .unwrap_or_else(|| "Unknown".into());
+                        self.health.observe(&id, &report, now);
+                        let (health, change) =
+                            self.health.health(&id, now, self.timeout_ms(&r.driver));
+                        if let Some(t) = change {
+                            next = Some(next.map_or(t, |n| n.min(t)));
+                        }
+                        health
+                    } else {
+                        // No kubelet plugin was involved, so nobody reports health.
+                        "Unknown".to_string()
+                    };
+                    resources.push(serde_json::json!({
+                        "resourceID": format!("{}/{}/{}", r.driver, r.pool, r.device),
+                        "health": health,
+                    }));
+                }
+                let name = match &reference.request {
+                    Some(request) => format!("claim:{}/{request}", reference.name),
+                    None => format!("claim:{}", reference.name),
+                };
+                list.push(serde_json::json!({"name": name, "resources": resources}));
+            }
+            if !list.is_empty() {
+                out.insert(c.name.clone(), list);
+            }
+        }
+        (out, next)
+    }
+
+    fn admit(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        pod: &Pod,
+        ctx: &Context,
+    ) -> Result<Action, String> {
+        let claims = match claims::ready_claims(store, pod) {
+            Ok(claims) => claims,
+            Err(_waiting) => {
+                self.waiting.borrow_mut().insert(key.clone());
+                return Ok(Action::Done);
+            }
+        };
+        let honours_skip = self.honours_skip(store);
+        if !honours_skip
+            && claims
+                .iter()
+                .any(|pc| claims::drivers(&pc.claim).values().any(|skip| *skip))
+        {
+            // The allocation skips preparation because the driver has no kubelet plugin; a
+            // kubelet that does not honour skipNodeOperations waits for that plugin forever.
+            self.waiting.borrow_mut().insert(key.clone());
+            return Ok(Action::Done);
+        }
+        self.waiting.borrow_mut().remove(key);
+        let now = ctx.now.rfc3339();
+        let admission = self.kubelet.admit(pod);
+        if !admission.admitted {
+            self.rejected.insert(pod.metadata.uid.clone());
+            let qos = compute_pod_qos(pod, true).name();
+            let reason = admission.reason.clone().unwrap_or_default();
+            let message = format!(
+                "Pod was rejected: {}",
+                admission.message.clone().unwrap_or_default()
+            );
+            store
+                .modify::<Pod, _>(&key.namespace, &key.name, |p| {
+                    p.status.phase = Some("Failed".into());
+                    p.status.reason = Some(reason);
+                    p.status.message = Some(message);
+                    p.status.qos_class = Some(qos.into());
+                    p.status.conditions.retain(|c| !kubelet_owned(&c.type_));
+                })
+                .map_err(|e| e.to_string())?;
+            return Ok(Action::Done);
+        }
+        let uid = pod.metadata.uid.clone();
+        for pc in &claims {
+            self.prepare(store, pc, &uid, honours_skip, ctx.now)?;
+        }
+        let mut devices = Vec::new();
+        for pc in &claims {
+            if let Some(a) = &pc.claim.status.allocation {
+                for r in &a.devices.results {
+                    let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    self.device_pods
+                        .entry(id.clone())
+                        .or_default()
+                        .insert(key.clone());
+                    devices.push(id);
+                }
+            }
+        }
+        let files = self.write_metadata(store, pod, &claims);
+        self.pods.insert(
+            key.clone(),
+            AdmittedPod {
+                uid,
+                containers: admission.containers.iter().map(|c| c.name.clone()).collect(),
+                claims: claims.iter().map(|pc| pc.claim.metadata.uid.clone()).collect(),
+                devices,
+                files,
+            },
+        );
+        let annotation = self.annotation(store, pod, &admission, &claims);
+        let node_allocatable = if self.config.features.node_allocatable_resources {
+            let find = |d: &str, p: &str, n: &str| {
+                self.find_device(store, d, p, n)
+                    .map(|(s, dev)| (s.clone(), dev.clone()))
+            };
+            claims::node_allocatable_statuses(pod, &claims, &find)
+        } else {
+            Vec::new()
+        };
+        let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
+        write_running(store, key, pod, &now, annotation, node_allocatable, &health)?;
+        Ok(requeue(next, ctx.now))
+    }
+
+    fn annotation(
+        &self,
+        store: &Store,
+        pod: &Pod,
+        admission: &PodAdmission,
+        claims: &[PodClaim],
+    ) -> String {
+        let node = &self.kubelet;
+        let uid = pod.metadata.uid.as_str();
+        let memory = |container: &str| {
+            node.memory_state
+                .blocks(uid, container)
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .map(|b| (b.resource.clone(), b.size, b.numa_affinity.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let device_of = |d: &str, p: &str, n: &str| {
+            self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
+        };
+        podresources::annotation(
+            pod,
+            admission,
+            &memory,
+            &self.device_plugin_numa,
+            claims,
+            &device_of,
+        )
+    }
+
+    /// A pod already running: metadata files and device health follow the store.
+    fn refresh(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        pod: &Pod,
+        ctx: &Context,
+    ) -> Result<Action, String> {
+        // Claims of a running pod stay; if one went away the kubelet keeps what it prepared.
+        let claims = claims::ready_claims(store, pod).unwrap_or_default();
+        let files = self.write_metadata(store, pod, &claims);
+        if let Some(admitted) = self.pods.get_mut(key) {
+            admitted.files.extend(files);
+        }
+        let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
+        if !health.is_empty() {
+            store
+                .modify::<Pod, _>(&key.namespace, &key.name, |p| {
+                    set_allocated_status(p, &health);
+                })
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(requeue(next, ctx.now))
+    }
+}
+
+fn requeue(next: Option<SimTime>, now: SimTime) -> Action {
+    match next {
+        Some(t) if t > now => Action::RequeueAfterMillis(t.0 - now.0),
+        Some(_) => Action::RequeueAfterMillis(1),
+        None => Action::Done,
+    }
+}
+
+fn condition(type_: &str, time: &str, old: &[PodCondition]) -> PodCondition {
+    let transition = old
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| time.to_string());
+    PodCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        observed_generation: None,
+        last_probe_time: None,
+        last_transition_time: Some(transition),
+        reason: None,
+        message: None,
+    }
+}
+
+/// Sets `allocatedResourcesStatus` in the container statuses (init and app).
+fn set_allocated_status(pod: &mut Pod, health: &BTreeMap<String, Vec<serde_json::Value>>) {
+    for statuses in [
+        &mut pod.status.container_statuses,
+        &mut pod.status.init_container_statuses,
+    ] {
+        let Some(serde_json::Value::Array(list)) = statuses else {
+            continue;
+        };
+        for status in list.iter_mut() {
+            let Some(name) = status.get("name").and_then(|n| n.as_str()).map(str::to_string)
+            else {
+                continue;
+            };
+            if let (Some(h), serde_json::Value::Object(map)) = (health.get(&name), status) {
+                map.insert("allocatedResourcesStatus".into(), h.clone().into());
+            }
+        }
+    }
+}
+
+/// The status the kubelet writes for a pod whose containers all started.
+fn write_running(
+    store: &mut Store,
+    key: &ObjectKey,
+    pod: &Pod,
+    now: &str,
+    annotation: String,
+    node_allocatable: Vec<serde_json::Value>,
+    health: &BTreeMap<String, Vec<serde_json::Value>>,
+) -> Result<(), String> {
+    let qos = compute_pod_qos(pod, true).name();
+    let started = pod.status.start_time.clone().unwrap_or_else(|| now.into());
+    let started_text = started.as_str().unwrap_or(now).to_string();
+    let image = |c: &allot_api::core::v1::Container| {
+        c.image
+            .as_ref()
+            .and_then(|i| i.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut app: Vec<serde_json::Value> = pod
+        .spec
+        .containers
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.name,
+                "image": image(c),
+                "imageID": "",
+                "ready": true,
+                "restartCount": 0,
+                "started": true,
+                "state": {"running": {"startedAt": started_text}},
+            })
+        })
+        .collect();
+    app.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let init: Vec<serde_json::Value> = pod
+        .spec
+        .init_containers
+        .iter()
+        .map(|c| {
+            if c.restart_policy.as_deref() == Some("Always") {
+                serde_json::json!({
+                    "name": c.name,
+                    "image": image(c),
+                    "imageID": "",
+                    "ready": true,
+                    "restartCount": 0,
+                    "started": true,
+                    "state": {"running": {"startedAt": started_text}},
+                })
+            } else {
+                serde_json::json!({
+                    "name": c.name,
+                    "image": image(c),
+                    "imageID": "",
+                    "ready": true,
+                    "restartCount": 0,
+                    "started": false,
+                    "state": {"terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": started_text,
+                        "finishedAt": started_text,
+                    }},
+                })
+            }
+        })
+        .collect();
+    store
+        .modify::<Pod, _>(&key.namespace, &key.name, |p| {
+            let old = p.status.conditions.clone();
+            let mut conditions: Vec<PodCondition> = [
+                "PodReadyToStartContainers",
+                "Initialized",
+                "Ready",
+                "ContainersReady",
+                "PodScheduled",
+            ]
+            .iter()
+            .map(|t| condition(t, now, &old))
+            .collect();
+            conditions.extend(
+                old.iter()
+                    .filter(|c| !kubelet_owned(&c.type_) && c.type_ != "PodScheduled")
+                    .cloned(),
+            );
+            p.status.conditions = conditions;
+            p.status.phase = Some("Running".into());
+            p.status.qos_class = Some(qos.into());
+            p.status.start_time = Some(started.clone());
+            p.status.container_statuses = Some(app.clone().into());
+            p.status.init_container_statuses = if init.is_empty() {
+                None
+            } else {
+                Some(init.clone().into())
+            };
+            if !node_allocatable.is_empty() && p.status.node_allocatable_resource_claim_statuses.is_none() {
+                p.status.node_allocatable_resource_claim_statuses =
+                    Some(node_allocatable.clone().into());
+            }
+            set_allocated_status(p, health);
+            p.metadata
+                .annotations
+                .insert(RESOURCES_ANNOTATION.into(), annotation.clone());
+        })
+        .map_err(|e| e.to_string())
+}
+
+impl Controller for NodeAgent {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+        let mine = |pod: &Pod| self.on_this_node(pod);
+        match &event.object {
+            Stored::Pod(pod) => {
+                if mine(pod) || self.pods.contains_key(&event.key) {
+                    vec![event.key.clone()]
+                } else {
+                    Vec::new()
+                }
+            }
+            Stored::ResourceClaim(claim) => {
+                let ns = &claim.metadata.namespace;
+                let mut keys = BTreeSet::new();
+                for r in &claim.status.reserved_for {
+                    match r.resource.as_str() {
+                        "pods" => {
+                            if store.get::<Pod>(ns, &r.name).is_some_and(mine) {
+                                keys.insert(ObjectKey::new(Kind::Pod, ns.as_str(), r.name.as_str()));
+                            }
+                        }
+                        "podgroups" => {
+                            for pod in store.list_in::<Pod>(ns).filter(|p| {
+                                mine(p)
+                                    && p.spec
+                                        .scheduling_group
+                                        .as_ref()
+                                        .is_some_and(|g| g.pod_group_name == r.name)
+                            }) {
+                                keys.insert(Store::key_of(pod));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(p) = self.prepared.get(&claim.metadata.uid) {
+                    for (key, admitted) in &self.pods {
+                        if key.namespace == p.namespace && p.pods.contains(&admitted.uid) {
+                            keys.insert(key.clone());
+                        }
+                    }
+                }
+                keys.into_iter().collect()
+            }
+            Stored::ResourceSlice(slice) => {
+                let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+                if let Some(names) = self.slices.borrow_mut().get_mut(&pool) {
+                    if event.event_type == EventType::Deleted {
+                        names.remove(&slice.metadata.name);
+                    } else {
+                        names.insert(slice.metadata.name.clone());
+                    }
+                }
+                let mut keys = BTreeSet::new();
+                for d in &slice.spec.devices {
+                    let id = (pool.0.clone(), pool.1.clone(), d.name.clone());
+                    if let Some(pods) = self.device_pods.get(&id) {
+                        keys.extend(pods.iter().cloned());
+                    }
+                }
+                keys.into_iter().collect()
+            }
+            Stored::PodGroup(group) => store
+                .list_in::<Pod>(&group.metadata.namespace)
+                .filter(|p| {
+                    mine(p)
+                        && p.spec
+                            .scheduling_group
+                            .as_ref()
+                            .is_some_and(|g| g.pod_group_name == group.metadata.name)
+                })
+                .map(Store::key_of)
+                .collect(),
+            Stored::Node(node) if node.metadata.name == self.config.node_name => {
+                self.waiting.borrow().iter().cloned().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn reconcile(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        ctx: &Context,
+    ) -> Result<Action, String> {
+        if key.kind != Kind::Pod {
+            return Ok(Action::Done);
+        }
+        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+            self.forget_pod(store, key)?;
+            return Ok(Action::Done);
+        };
+        let tracked_uid = self.pods.get(key).map(|p| p.uid.clone());
+        if tracked_uid.as_deref().is_some_and(|u| u != pod.metadata.uid) {
+            // A new pod with the old one's name: the old one is gone.
+            self.forget_pod(store, key)?;
+        }
+        let finished = pod.metadata.deletion_timestamp.is_some()
+            || matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed"));
+        if !self.on_this_node(&pod) || finished {
+            self.forget_pod(store, key)?;
+            return Ok(Action::Done);
+        }
+        if self.rejected.contains(&pod.metadata.uid) {
+            return Ok(Action::Done);
+        }
+        if self.pods.contains_key(key) {
+            self.refresh(store, key, &pod, ctx)
+        } else {
+            self.admit(store, key, &pod, ctx)
+        }
+    }
+}

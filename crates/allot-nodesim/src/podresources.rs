@@ -1,0 +1,149 @@
+//! The `allot.dev/resources` pod annotation: what each container was given, in the shape of
+//! the kubelet's PodResources API (`v1.PodResources` in proto3 JSON field names).
+//!
+//! As upstream's PodResources `List`, `cpuIds` are the container's exclusive CPUs (none for
+//! containers in the shared pool), `memory` the Memory Manager's blocks, `devices` the Device
+//! Manager's devices with their NUMA nodes, and `dynamicResources` the DRA devices of the
+//! claims the container references. As an extension, a DRA device carries a `topology` when
+//! its ResourceSlice publishes a NUMA node attribute (`numaNode`, or any `<domain>/numaNode`).
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::Pod;
+use allot_api::resource::v1::Device;
+use allot_kubelet::PodAdmission;
+
+use crate::claims::PodClaim;
+
+/// The pod annotation holding the per-container assignment.
+pub const RESOURCES_ANNOTATION: &str = "allot.dev/resources";
+
+/// The memory blocks of one container: `(memoryType, size, NUMA nodes)` per block.
+pub(crate) type Blocks = Vec<(String, u64, Vec<usize>)>;
+
+/// The NUMA node of a DRA device, from its attributes.
+pub(crate) fn device_numa(device: &Device) -> Option<i64> {
+    device
+        .attributes
+        .iter()
+        .filter(|(name, _)| *name == "numaNode" || name.ends_with("/numaNode"))
+        .find_map(|(_, v)| v.int_value)
+}
+
+fn topology(nodes: impl IntoIterator<Item = i64>) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = nodes
+        .into_iter()
+        .map(|id| serde_json::json!({"ID": id}))
+        .collect();
+    serde_json::json!({ "nodes": nodes })
+}
+
+/// Builds the annotation value.
+pub(crate) fn annotation(
+    pod: &Pod,
+    admission: &PodAdmission,
+    memory: &dyn Fn(&str) -> Blocks,
+    device_plugin_numa: &BTreeMap<(String, String), Option<u32>>,
+    claims: &[PodClaim],
+    device_of: &dyn Fn(&str, &str, &str) -> Option<Device>,
+) -> String {
+    let mut containers = Vec::new();
+    for result in &admission.containers {
+        let mut c = serde_json::Map::new();
+        c.insert("name".into(), result.name.clone().into());
+        let mut devices = Vec::new();
+        for (resource, ids) in &result.devices {
+            let mut numa: Vec<i64> = ids
+                .iter()
+                .filter_map(|id| device_plugin_numa.get(&(resource.clone(), id.clone())).copied().flatten())
+                .map(i64::from)
+                .collect();
+            numa.sort_unstable();
+            numa.dedup();
+            let mut d = serde_json::Map::new();
+            d.insert("resourceName".into(), resource.clone().into());
+            d.insert("deviceIds".into(), ids.clone().into());
+            if !numa.is_empty() {
+                d.insert("topology".into(), topology(numa));
+            }
+            devices.push(serde_json::Value::Object(d));
+        }
+        if !devices.is_empty() {
+            c.insert("devices".into(), devices.into());
+        }
+        if result.exclusive {
+            let ids: Vec<u64> = allot_topology::CpuSet::parse(&result.cpus)
+                .map(|set| set.iter().map(u64::from).collect())
+                .unwrap_or_default();
+            if !ids.is_empty() {
+                c.insert("cpuIds".into(), ids.into());
+            }
+        }
+        let blocks = memory(&result.name);
+        if !blocks.is_empty() {
+            c.insert(
+                "memory".into(),
+                blocks
+                    .into_iter()
+                    .map(|(kind, size, nodes)| {
+                        serde_json::json!({
+                            "memoryType": kind,
+                            "size": size,
+                            "topology": topology(nodes.into_iter().map(|n| n as i64)),
+                        })
+                    })
+                    .collect(),
+            );
+        }
+        let mut dynamic = Vec::new();
+        let spec_container = pod
+            .spec
+            .init_containers
+            .iter()
+            .chain(&pod.spec.containers)
+            .find(|sc| sc.name == result.name);
+        if let Some(res) = spec_container.and_then(|sc| sc.resources.as_ref()) {
+            for reference in &res.claims {
+                let Some(pc) = claims.iter().find(|pc| pc.pod_claim_name == reference.name) else {
+                    continue;
+                };
+                let Some(allocation) = &pc.claim.status.allocation else {
+                    continue;
+                };
+                let mut resources = Vec::new();
+                for r in &allocation.devices.results {
+                    let top = r.request.split('/').next().unwrap_or_default();
+                    if reference.request.as_deref().is_some_and(|want| want != top) {
+                        continue;
+                    }
+                    let mut d = serde_json::Map::new();
+                    d.insert("driverName".into(), r.driver.clone().into());
+                    d.insert("poolName".into(), r.pool.clone().into());
+                    d.insert("deviceName".into(), r.device.clone().into());
+                    if let Some(numa) = device_of(&r.driver, &r.pool, &r.device)
+                        .as_ref()
+                        .and_then(device_numa)
+                    {
+                        d.insert("topology".into(), topology([numa]));
+                    }
+                    resources.push(serde_json::Value::Object(d));
+                }
+                dynamic.push(serde_json::json!({
+                    "claimName": pc.claim.metadata.name,
+                    "claimNamespace": pc.claim.metadata.namespace,
+                    "claimResources": resources,
+                }));
+            }
+        }
+        if !dynamic.is_empty() {
+            c.insert("dynamicResources".into(), dynamic.into());
+        }
+        containers.push(serde_json::Value::Object(c));
+    }
+    serde_json::json!({
+        "name": pod.metadata.name,
+        "namespace": pod.metadata.namespace,
+        "containers": containers,
+    })
+    .to_string()
+}
