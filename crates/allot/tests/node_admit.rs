@@ -97,6 +97,28 @@ fn rejection_exits_1_with_the_kubelet_reason() {
         v["pods"][0]["message"],
         "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
     );
+    // The metrics count the failed pinning.
+    let metrics = dir.path().join("metrics.txt");
+    let out = allot(&[
+        "node",
+        "admit",
+        "-f",
+        &file,
+        "--metrics",
+        &metrics.display().to_string(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains("cpu_manager_pinning_errors_total 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("resource_manager_allocation_errors_total{source=\"node\"} 1"),
+        "{text}"
+    );
     // The table says the same.
     let out = allot(&["node", "admit", "-f", &file]);
     let text = String::from_utf8_lossy(&out.stdout);

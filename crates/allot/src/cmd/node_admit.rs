@@ -25,6 +25,9 @@ pub struct Args {
     /// upstream's policy tests do it).
     #[arg(long = "allow-zero-cpu-reservation")]
     pub allow_zero_cpu_reservation: bool,
+    /// Write the resource managers' metrics (Prometheus text format) to this file.
+    #[arg(long = "metrics")]
+    pub metrics: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -62,11 +65,15 @@ pub fn admit(
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (_, report) = admit(
+    let (node, report) = admit(
         &args.file,
         args.state_dir.as_ref(),
         args.allow_zero_cpu_reservation,
     )?;
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, node.metrics.encode())
+            .with_context(|| format!("writing metrics to {}", path.display()))?;
+    }
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Output::Yaml => print!(
