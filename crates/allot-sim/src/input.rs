@@ -84,6 +84,8 @@ pub struct Input {
     pub options: SimulationOptions,
     /// The DRA feature gates in force.
     pub features: Features,
+    /// Other gates ([`OTHER_GATES`]) as set in the options, over their defaults.
+    pub other_gates: BTreeMap<String, bool>,
     /// How long to keep running after the last event, in milliseconds.
     pub horizon_millis: u64,
     /// The DynamicResources binding timeout, in seconds.
@@ -92,7 +94,24 @@ pub struct Input {
     pub driver_health_timeout_millis: u64,
 }
 
+/// Feature gates besides the allocator's that the simulator passes on, with their defaults.
+pub const OTHER_GATES: &[(&str, bool)] = &[
+    ("DRAWorkloadResourceClaims", true),
+    ("ResourceHealthStatus", true),
+    ("DRANodeAllocatableResources", true),
+];
+
 impl Input {
+    /// Whether one of [`OTHER_GATES`] is on.
+    pub fn gate(&self, name: &str) -> bool {
+        self.other_gates.get(name).copied().unwrap_or_else(|| {
+            OTHER_GATES
+                .iter()
+                .find(|(gate, _)| *gate == name)
+                .is_some_and(|(_, default)| *default)
+        })
+    }
+
     /// The topology and kubelet configuration of one node: the NodeTopology named like the
     /// node, else the first whose selector matches the node's labels, else one made from the
     /// node's CPU and memory capacity (one socket, one NUMA node, no SMT).
@@ -462,13 +481,16 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         .unwrap_or_default();
 
     let mut features = Features::all();
+    let mut other_gates = BTreeMap::new();
     let mut horizon_millis = 3_600_000;
     let mut binding_timeout_seconds = 600;
     let mut driver_health_timeout_millis = 30_000;
     let options = match options {
         Some((raw, parsed)) => {
             for (gate, enabled) in &parsed.feature_gates {
-                if features.set(gate, *enabled).is_err() {
+                if OTHER_GATES.iter().any(|(name, _)| name == gate) {
+                    other_gates.insert(gate.clone(), *enabled);
+                } else if features.set(gate, *enabled).is_err() {
                     errors.push(raw_error(
                         &raw,
                         &format!("featureGates[{gate}]"),
@@ -617,6 +639,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         events,
         options,
         features,
+        other_gates,
         horizon_millis,
         binding_timeout_seconds,
         driver_health_timeout_millis,

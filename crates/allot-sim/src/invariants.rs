@@ -94,6 +94,25 @@ pub fn check_invariants(store: &Store) -> Vec<Violation> {
     violations
 }
 
+/// Checks every invariant over the objects of a printed `v1 List` (JSON or YAML), as
+/// `allot simulate -o json` writes it. Errors when the text does not load.
+pub fn check_list(text: &str) -> Result<Vec<Violation>, String> {
+    let loaded = allot_api::load::load_str("list", text, &allot_api::load::LoadOptions::default());
+    if let Some(err) = loaded.errors.first() {
+        return Err(err.to_string());
+    }
+    let mut store = Store::new();
+    for document in loaded.documents {
+        if let Some(stored) = allot_store::Stored::from_object(document.object) {
+            let now = stored.meta().creation_timestamp.clone().unwrap_or_default();
+            store
+                .create_stored(stored, &now)
+                .map_err(|err| err.to_string())?;
+        }
+    }
+    Ok(check_invariants(&store))
+}
+
 #[derive(Default)]
 struct Usage {
     claims: Vec<String>,

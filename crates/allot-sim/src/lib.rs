@@ -73,6 +73,14 @@ pub enum SimError {
         /// The store's message.
         message: String,
     },
+    /// A node agent could not start (its kubelet configuration does not fit its machine).
+    #[error("node {node}: {message}")]
+    Node {
+        /// The node.
+        node: String,
+        /// Why.
+        message: String,
+    },
     /// The controllers kept waking each other without the clock moving.
     #[error(transparent)]
     Runtime(#[from] allot_runtime::RuntimeError),

@@ -167,8 +167,20 @@ fn claim_devices(store: &Store, namespace: &str, claim: &str) -> Vec<String> {
 }
 
 /// The default table: each pod's status, node, claims with their devices, CPUs and NUMA
-/// nodes; then every pod that is not running with why.
-pub fn table(store: &Store) -> String {
+/// nodes; then every pod that is not running with why. With the input, NUMA nodes also come
+/// from the CPUs' places in each node's topology.
+pub fn table(store: &Store, input: Option<&crate::Input>) -> String {
+    let mut cpu_numa: std::collections::BTreeMap<String, std::collections::BTreeMap<u32, u32>> =
+        Default::default();
+    if let Some(input) = input {
+        for node in store.list::<allot_api::core::v1::Node>() {
+            let (topology, _) = input.node_setup(node);
+            cpu_numa.insert(
+                node.metadata.name.clone(),
+                topology.cpus.iter().map(|c| (c.id, c.numa)).collect(),
+            );
+        }
+    }
     let mut rows: Vec<[String; 6]> = vec![[
         "POD".into(),
         "STATUS".into(),
@@ -194,7 +206,14 @@ pub fn table(store: &Store) -> String {
                 }
             })
             .collect();
-        let (cpus, numa) = pod_cpus_and_numa(pod);
+        let (cpus, mut numa) = pod_cpus_and_numa(pod);
+        if let Some(map) = pod.spec.node_name.as_ref().and_then(|n| cpu_numa.get(n)) {
+            numa.extend(
+                cpus.iter()
+                    .filter_map(|cpu| map.get(&cpu))
+                    .map(|&n| u64::from(n)),
+            );
+        }
         let status = pod_status(pod);
         let running = matches!(status.as_str(), "Running" | "Succeeded" | "Bound");
         if !running {

@@ -49,12 +49,59 @@ pub struct Outcome {
 /// Reconciles between two progress reports.
 const PROGRESS_CHUNK: u64 = 20_000;
 
+/// The controllers of a run, and the metadata logs of its node agents.
+struct Controllers {
+    list: Vec<Box<dyn Controller>>,
+    metadata: Vec<allot_nodesim::MetadataLog>,
+}
+
 /// The controllers in their fixed order: ResourceClaimController, Scheduler, one NodeAgent per
-/// node, DeviceTaintEvictionController, PoolStatusController. Each is added here once its crate
-/// exists in the workspace.
-fn controllers(input: &Input, store: &Store) -> Vec<Box<dyn Controller>> {
-    let _ = (input, store);
-    Vec::new()
+/// node (in node name order), DeviceTaintEvictionController, PoolStatusController.
+fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
+    let mut list: Vec<Box<dyn Controller>> = Vec::new();
+    list.push(Box::new(allot_controllers::ResourceClaimController::new(
+        allot_controllers::ResourceClaimControllerConfig {
+            workload_resource_claims: input.gate("DRAWorkloadResourceClaims"),
+        },
+    )));
+    list.push(Box::new(allot_scheduler::Scheduler::new(
+        allot_scheduler::SchedulerConfig {
+            features: input.features,
+            binding_timeout_seconds: input.binding_timeout_seconds,
+            ..allot_scheduler::SchedulerConfig::default()
+        },
+    )));
+    let drivers: std::collections::BTreeSet<String> = store
+        .list::<ResourceSlice>()
+        .map(|s| s.spec.driver.clone())
+        .collect();
+    let timeout_seconds = input.driver_health_timeout_millis.div_ceil(1000);
+    let mut metadata = Vec::new();
+    for node in store.list::<allot_api::core::v1::Node>() {
+        let (topology, kubelet_config) = input.node_setup(node);
+        let mut config = allot_nodesim::NodeAgentConfig::new(
+            node.metadata.name.clone(),
+            topology,
+            kubelet_config,
+        );
+        config.features = allot_nodesim::NodeFeatures {
+            resource_health_status: input.gate("ResourceHealthStatus"),
+            resource_claim_device_status: input.features.resource_claim_device_status,
+            node_allocatable_resources: input.gate("DRANodeAllocatableResources"),
+            optional_node_operations: input.features.optional_node_operations,
+        };
+        config.driver_health_timeout = drivers
+            .iter()
+            .map(|d| (d.clone(), timeout_seconds))
+            .collect();
+        let agent = allot_nodesim::NodeAgent::new(config).map_err(|err| SimError::Node {
+            node: node.metadata.name.clone(),
+            message: err.to_string(),
+        })?;
+        metadata.push(agent.metadata_log());
+        list.push(Box::new(agent));
+    }
+    Ok(Controllers { list, metadata })
 }
 
 /// Creates the input's objects in input order at the start of time.
@@ -155,10 +202,10 @@ fn run_until(
 /// during long runs.
 pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome, SimError> {
     let store = initial_store(input)?;
-    let controllers = controllers(input, &store);
-    let names = controllers.iter().map(|c| c.name().to_string()).collect();
+    let Controllers { list, metadata } = controllers(input, &store)?;
+    let names = list.iter().map(|c| c.name().to_string()).collect();
     let bound = reconcile_bound(&store);
-    let mut runtime = Runtime::new(store, controllers, SimTime::ZERO);
+    let mut runtime = Runtime::new(store, list, SimTime::ZERO);
     let mut event_errors = Vec::new();
     for event in &input.events {
         run_until(&mut runtime, event.at, false, bound, progress)?;
@@ -187,7 +234,12 @@ pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome,
         reconciles: runtime.reconciles(),
         reconcile_errors,
         event_errors,
-        metadata_files: Vec::new(),
+        metadata_files: {
+            let mut files: Vec<(PathBuf, Vec<u8>)> =
+                metadata.iter().flat_map(|log| log.files()).collect();
+            files.sort();
+            files
+        },
         controllers: names,
         store: runtime.into_store(),
     })
@@ -376,9 +428,9 @@ pub fn what_if(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WhatIf, SimError> {
     let store = initial_store(input)?;
-    let controllers = controllers(input, &store);
+    let controllers = controllers(input, &store)?;
     let bound = reconcile_bound(&store);
-    let mut runtime = Runtime::new(store, controllers, SimTime::ZERO);
+    let mut runtime = Runtime::new(store, controllers.list, SimTime::ZERO);
     for event in &input.events {
         run_until(&mut runtime, event.at, false, bound, progress)?;
         let now = runtime.now();

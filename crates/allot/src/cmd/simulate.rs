@@ -187,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let outcome = outcome?;
     let elapsed = started.elapsed();
     let text = match args.output {
-        Output::Table => allot_sim::output::table(&outcome.store),
+        Output::Table => allot_sim::output::table(&outcome.store, Some(&input)),
         Output::Json => {
             let mut text = serde_json::to_string_pretty(&allot_sim::output::list(&outcome.store))?;
             text.push('\n');

@@ -1,0 +1,366 @@
+//! `allot simulate` end to end: the binary on scenario folders under `tests/simulate/`, the
+//! bundled example and every YAML example of the spec. Every run is checked for the invariants
+//! (the binary exits 3 when one breaks, and the tests check the printed List again).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn allot(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(args)
+        .output()
+        .expect("run allot");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn scenario(name: &str) -> String {
+    format!("{}/tests/simulate/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn repo(path: &str) -> String {
+    format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `allot simulate -o json` on the paths, checks exit 0 and the invariants, and returns
+/// the List's items.
+fn simulate_json(paths: &[&str]) -> Vec<Value> {
+    let mut args = vec!["simulate", "-o", "json"];
+    args.extend_from_slice(paths);
+    let run = allot(&args);
+    assert_eq!(run.code, 0, "{paths:?}: {}", run.stderr);
+    let violations = allot_sim::invariants::check_list(&run.stdout).expect("the List loads");
+    assert!(violations.is_empty(), "{paths:?}: {violations:?}");
+    let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(list["apiVersion"], "v1");
+    assert_eq!(list["kind"], "List");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn find<'a>(items: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    items
+        .iter()
+        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+fn condition<'a>(pod: &'a Value, type_: &str) -> Option<&'a Value> {
+    pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+#[test]
+fn bundled_example_runs_without_files() {
+    let run = allot(&["simulate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with("POD "), "{}", run.stdout);
+    // The pod that cannot fit is listed with the allocator's explanation.
+    assert!(
+        run.stdout.contains("ml/too-big (Pending): Unschedulable"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("cannot allocate all claims"),
+        "{}",
+        run.stdout
+    );
+    let example = allot(&["simulate", "--example"]);
+    assert_eq!(example.stdout, run.stdout);
+}
+
+#[test]
+fn bundled_example_places_its_pods() {
+    let items = simulate_json(&["--example"]);
+    for pod in [
+        "inference-0",
+        "inference-1",
+        "notebook",
+        "trainer-0",
+        "trainer-1",
+        "batch-0",
+    ] {
+        let pod = find(&items, "Pod", pod);
+        assert_eq!(pod["status"]["phase"], "Running", "{pod}");
+    }
+    let too_big = find(&items, "Pod", "too-big");
+    let scheduled = condition(too_big, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled["status"], "False");
+    assert_eq!(scheduled["reason"], "Unschedulable");
+    // The PodGroup's two pods share one claim, reserved for the group.
+    let t0 = find(&items, "Pod", "trainer-0");
+    let t1 = find(&items, "Pod", "trainer-1");
+    let claim = &t0["status"]["resourceClaimStatuses"][0]["resourceClaimName"];
+    assert_eq!(
+        claim,
+        &t1["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    );
+    // Exclusive CPUs are reported in the allot.dev/resources annotation.
+    let inference = find(&items, "Pod", "inference-0");
+    let resources = inference["metadata"]["annotations"]["allot.dev/resources"]
+        .as_str()
+        .expect("annotation");
+    assert!(resources.contains("cpuIds"), "{resources}");
+}
+
+#[test]
+fn output_is_byte_for_byte_deterministic() {
+    for format in ["json", "yaml", "table"] {
+        let a = allot(&["simulate", "-o", format, "--example"]);
+        let b = allot(&["simulate", "-o", format, &repo("examples/simulate")]);
+        assert_eq!(a.code, 0);
+        assert_eq!(a.stdout, b.stdout, "{format}");
+    }
+}
+
+#[test]
+fn every_spec_example_simulates() {
+    let dir = repo("examples/spec");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/spec")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 20, "{}", files.len());
+    let mut failures = Vec::new();
+    for file in &files {
+        let path = file.display().to_string();
+        let run = allot(&["simulate", "-o", "json", &path]);
+        let violations = allot_sim::invariants::check_list(&run.stdout);
+        if run.code != 0 || !run.stderr.is_empty() || !matches!(&violations, Ok(v) if v.is_empty())
+        {
+            failures.push(format!(
+                "{path}: exit {}: {} {violations:?}",
+                run.code, run.stderr
+            ));
+        }
+    }
+    println!(
+        "{} of {} spec examples simulate",
+        files.len() - failures.len(),
+        files.len()
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn bad_input_names_file_line_and_field_and_writes_nothing() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let target = out.path().join("metadata");
+    let run = allot(&[
+        "simulate",
+        "--out",
+        &target.display().to_string(),
+        &scenario("bad-input"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(!target.exists());
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(
+        lines[0].ends_with(
+            "cluster.yaml:17: ResourceClaim default/claim: spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Sometimes\": supported values: \"All\", \"ExactCount\""
+        ),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].ends_with("cluster.yaml:23: Timeline broken: events[0].at: Invalid value: \"soon\": must be a duration such as 90s, 10m or 1h"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].ends_with(
+            "cluster.yaml:32: Pod p: events[1].create[0].spec.containers[0].colour: unknown field"
+        ),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn binding_conditions_wait_for_the_timeline() {
+    let items = simulate_json(&[&scenario("binding-conditions")]);
+    let pod = find(&items, "Pod", "worker");
+    assert_eq!(pod["spec"]["nodeName"], "node-1");
+    assert_eq!(pod["status"]["phase"], "Running");
+    let claim = find(&items, "ResourceClaim", "gpu");
+    let devices = &claim["status"]["devices"];
+    let prepared = devices[0]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "dra.example.com/is-prepared")
+        .expect("the timeline's condition");
+    assert_eq!(prepared["lastTransitionTime"], "2026-01-01T00:00:30Z");
+    // Bound only after the condition came true at 30s.
+    let scheduled = condition(pod, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled["status"], "True");
+    assert_eq!(scheduled["lastTransitionTime"], "2026-01-01T00:00:30Z");
+}
+
+#[test]
+fn timeline_deletes_creates_and_marks_devices_unhealthy() {
+    let items = simulate_json(&[&scenario("timeline-delete")]);
+    assert!(
+        !items
+            .iter()
+            .any(|i| i["kind"] == "Pod" && i["metadata"]["name"] == "first")
+    );
+    let second = find(&items, "Pod", "second");
+    assert_eq!(second["status"]["phase"], "Running");
+    let health =
+        &second["status"]["containerStatuses"][0]["allocatedResourcesStatus"][0]["resources"][0];
+    assert_eq!(health["resourceID"], "gpu.example.com/node-1/gpu-0");
+    assert_eq!(health["health"], "Unhealthy");
+    let third = find(&items, "Pod", "third");
+    assert_eq!(
+        third["metadata"]["creationTimestamp"],
+        "2026-01-01T00:05:00Z"
+    );
+    assert_eq!(
+        condition(third, "PodScheduled").expect("condition")["status"],
+        "False"
+    );
+    // The first pod's generated claim went with it.
+    let claims: Vec<&str> = items
+        .iter()
+        .filter(|i| i["kind"] == "ResourceClaim")
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        claims.iter().all(|c| !c.starts_with("first-")),
+        "{claims:?}"
+    );
+}
+
+#[test]
+fn kubelet_rejections_fail_the_pod_with_the_kubelet_reason() {
+    let items = simulate_json(&[&scenario("smt-rejected")]);
+    let odd = find(&items, "Pod", "odd");
+    assert_eq!(odd["status"]["phase"], "Failed");
+    assert_eq!(odd["status"]["reason"], "SMTAlignmentError");
+    let even = find(&items, "Pod", "even");
+    assert_eq!(even["status"]["phase"], "Running");
+    let table = allot(&["simulate", &scenario("smt-rejected")]);
+    assert!(
+        table
+            .stdout
+            .contains("default/odd (Failed): SMTAlignmentError"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn pre_scheduled_pods_skip_the_scheduler() {
+    let items = simulate_json(&[&scenario("pre-scheduled")]);
+    let pinned = find(&items, "Pod", "pinned");
+    assert_eq!(pinned["status"]["phase"], "Running");
+    let scheduled = find(&items, "Pod", "scheduled");
+    let message = condition(scheduled, "PodScheduled").expect("condition")["message"]
+        .as_str()
+        .expect("message")
+        .to_string();
+    assert!(message.contains("untolerated taint"), "{message}");
+}
+
+#[test]
+fn what_if_counts_copies_per_node() {
+    let run = allot(&[
+        "simulate",
+        "--what-if",
+        &scenario("what-if-pod.yaml"),
+        &scenario("what-if"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "5 more copies of extra fit:", "{}", run.stdout);
+    assert_eq!(
+        lines[1..3],
+        ["  node-a: 1", "  node-b: 4"],
+        "{}",
+        run.stdout
+    );
+    assert!(lines[3].starts_with("the next copy does not fit: Unschedulable"));
+}
+
+#[test]
+fn out_writes_the_metadata_files() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = allot(&[
+        "simulate",
+        "--out",
+        &out.path().display().to_string(),
+        &scenario("timeline-delete"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut found = Vec::new();
+    let mut stack = vec![out.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("dir").filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path.strip_prefix(out.path()).expect("inside").to_path_buf());
+            }
+        }
+    }
+    found.sort();
+    assert!(
+        found
+            .iter()
+            .any(|p| p.starts_with(Path::new("node-1/default/second"))
+                && p.to_string_lossy()
+                    .ends_with("gpu.example.com-metadata.json")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|p| p.to_string_lossy().ends_with(".tmp")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn generated_clusters_simulate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().display().to_string();
+    let run = allot(&[
+        "gen",
+        "--nodes",
+        "4",
+        "--devices-per-node",
+        "2",
+        "--pods",
+        "10",
+        "-o",
+        &path,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let items = simulate_json(&[&path]);
+    let pods: Vec<&Value> = items.iter().filter(|i| i["kind"] == "Pod").collect();
+    assert_eq!(pods.len(), 10);
+    let running = pods
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Running")
+        .count();
+    assert_eq!(running, 10);
+    let allocated = items
+        .iter()
+        .filter(|i| i["kind"] == "ResourceClaim" && i["status"]["allocation"].is_object())
+        .count();
+    assert_eq!(allocated, 8);
+}
