@@ -177,9 +177,15 @@ impl Node {
         };
 
         let cpu_action = |origin: &str| {
-            format!(
-                "please drain this node and delete the CPU manager checkpoint file \"{origin}\" before restarting Kubelet"
-            )
+            if origin.starts_with("NodeState.") {
+                format!(
+                    "the kubelet would refuse to start from this state; fix {origin} in the scenario (on a real node: please drain this node and delete the CPU manager checkpoint file before restarting Kubelet)"
+                )
+            } else {
+                format!(
+                    "please drain this node and delete the CPU manager checkpoint file \"{origin}\" before restarting Kubelet"
+                )
+            }
         };
         let mut cpu_state = match &checkpoints.cpu {
             Some(bytes) => {
@@ -261,9 +267,15 @@ impl Node {
             }
         };
         let mem_action = |origin: &str| {
-            format!(
-                "please drain this node and delete the memory manager checkpoint file \"{origin}\" before restarting Kubelet"
-            )
+            if origin.starts_with("NodeState.") {
+                format!(
+                    "the kubelet would refuse to start from this state; fix {origin} in the scenario (on a real node: please drain this node and delete the memory manager checkpoint file before restarting Kubelet)"
+                )
+            } else {
+                format!(
+                    "please drain this node and delete the memory manager checkpoint file \"{origin}\" before restarting Kubelet"
+                )
+            }
         };
         let mut memory_state = match &checkpoints.memory {
             Some(bytes) => {

@@ -66,4 +66,17 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 1);
     }
+
+    #[test]
+    fn a_write_killed_before_the_rename_leaves_the_old_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_atomic(dir.path(), "x", b"old").expect("write");
+        // What a kill between writing the temporary file and renaming it leaves behind.
+        fs::write(dir.path().join(".x.tmp"), b"half-writ").expect("tmp");
+        assert_eq!(read(dir.path(), "x").expect("read"), Some(b"old".to_vec()));
+        // The next write replaces the leftover temporary file.
+        write_atomic(dir.path(), "x", b"new").expect("write");
+        assert_eq!(read(dir.path(), "x").expect("read"), Some(b"new".to_vec()));
+        assert!(!dir.path().join(".x.tmp").exists());
+    }
 }
