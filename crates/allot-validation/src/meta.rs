@@ -121,21 +121,37 @@ fn validate_annotations(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
     errs
 }
 
-/// Template metadata (ResourceClaimTemplate `spec.metadata`): only labels and annotations.
+/// Template metadata (ResourceClaimTemplate `spec.metadata`): only labels and annotations may
+/// be set; every other field set is Forbidden, as upstream's `ValidateTemplateObjectMeta`.
 pub fn validate_template_object_meta(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    errs.extend(validate_labels(meta, &child(path, "labels")));
     errs.extend(validate_annotations(meta, &child(path, "annotations")));
-    let only_labels = ObjectMeta {
-        labels: meta.labels.clone(),
-        annotations: meta.annotations.clone(),
-        ..ObjectMeta::default()
-    };
-    if *meta != only_labels {
-        errs.push(FieldError::forbidden(
-            path,
-            "metadata may only contain labels and annotations",
-        ));
+    errs.extend(validate_labels(meta, &child(path, "labels")));
+    let set = [
+        ("name", !meta.name.is_empty()),
+        ("generateName", !meta.generate_name.is_empty()),
+        ("namespace", !meta.namespace.is_empty()),
+        ("selfLink", !meta.self_link.is_empty()),
+        ("uid", !meta.uid.is_empty()),
+        ("resourceVersion", !meta.resource_version.is_empty()),
+        ("generation", meta.generation.is_some()),
+        ("creationTimestamp", meta.creation_timestamp.is_some()),
+        ("deletionTimestamp", meta.deletion_timestamp.is_some()),
+        (
+            "deletionGracePeriodSeconds",
+            meta.deletion_grace_period_seconds.is_some(),
+        ),
+        ("ownerReferences", !meta.owner_references.is_empty()),
+        ("finalizers", !meta.finalizers.is_empty()),
+        ("managedFields", !meta.managed_fields.is_empty()),
+    ];
+    for (field, is_set) in set {
+        if is_set {
+            errs.push(FieldError::forbidden(
+                &child(path, field),
+                "cannot be set for a resource claim template",
+            ));
+        }
     }
     errs
 }

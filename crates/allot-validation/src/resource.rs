@@ -560,13 +560,9 @@ fn validate_device_constraint(
     names: &RequestNames,
 ) -> Vec<FieldError> {
     let mut errs = validate_request_refs(&constraint.requests, &child(path, "requests"), names);
+    // As upstream: `matchAttribute` wins when both are set (the one-of is only documented).
     match (&constraint.match_attribute, &constraint.distinct_attribute) {
-        (Some(_), Some(_)) => errs.push(FieldError::invalid(
-            path,
-            "{`matchAttribute`, `distinctAttribute`}",
-            "exactly one of `matchAttribute` or `distinctAttribute` is required, but multiple fields are set",
-        )),
-        (Some(name), None) => {
+        (Some(name), _) => {
             errs.extend(validate_fully_qualified_name(name, &child(path, "matchAttribute")))
         }
         (None, Some(name)) => errs.extend(validate_fully_qualified_name(
