@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Validate manifests as the Kubernetes API server would (parse, default, validate).
     Validate(cmd::validate::Args),
+    /// Allocate devices for ResourceClaims on a node (the DRA structured allocator).
+    Allocate(cmd::allocate::Args),
     /// Simulate a cluster: place its pods as Kubernetes would, and say why not.
     Simulate(cmd::simulate::Args),
     /// Generate a cluster for scale tests.
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Allocate(args) => cmd::allocate::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Gen(args) => cmd::generate::run(args),
         Command::Node { command } => cmd::node::run(command),

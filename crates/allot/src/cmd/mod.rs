@@ -1,5 +1,6 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
 
+pub mod allocate;
 #[path = "gen.rs"]
 pub mod generate;
 pub mod merge_hints;

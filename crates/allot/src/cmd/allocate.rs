@@ -1,0 +1,159 @@
+//! `allot allocate`: run the DRA structured allocator on a scenario file.
+//!
+//! Exit codes: 0 when every claim is allocated, 1 when the claims do not fit on the node
+//! (with an explanation), 2 when the input is at fault.
+
+use std::path::PathBuf;
+
+use allot_dra::{AllocationInput, Explanation, Outcome, Scenario};
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table: claim, request, device, pool, node.
+    Table,
+    /// The JSON document described in `allot allocate --help`.
+    Json,
+    /// The same document as YAML.
+    Yaml,
+}
+
+/// Allocate devices for ResourceClaims on one node, as kube-scheduler's DRA plugin would.
+///
+/// The scenario holds DeviceClasses, ResourceSlices, ResourceClaims (allocated ones hold
+/// devices in use), Nodes, Namespaces and DeviceTaintRules, plus optionally one
+/// `apiVersion: allot.dev/v1alpha1, kind: AllocationOptions` document with `node`,
+/// `featureGates` and `claims` (the `namespace/name` list to allocate; default: every
+/// unallocated claim in file order). `-o json` prints
+/// `{"result", "error", "allocations": [{"claim", "allocation"}], "explanation"}`.
+/// Exit code 0: allocated; 1: unschedulable; 2: error.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The scenario file (multi-document YAML).
+    #[arg(short = 'f', long = "filename")]
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Format,
+    /// The node to allocate for (default: AllocationOptions.node, else the only Node).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Feature gates as `Name=true|false,...`, applied after the scenario's.
+    #[arg(long = "feature-gates")]
+    pub feature_gates: Option<String>,
+}
+
+/// What one run produced, before formatting.
+enum Answer {
+    Allocated { node: String, allocations: Vec<(String, allot_dra::AllocationResult)> },
+    Unschedulable(Explanation),
+    Error(String),
+}
+
+fn decide(args: &Args) -> anyhow::Result<Answer> {
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let scenario = match Scenario::parse(&text) {
+        Ok(scenario) => scenario,
+        Err(err) => return Ok(Answer::Error(format!("{}: {err}", args.file.display()))),
+    };
+    let prepared = (|| -> Result<_, allot_dra::Error> {
+        let mut features = scenario.features()?;
+        if let Some(flag) = &args.feature_gates {
+            features.apply_flag(flag)?;
+        }
+        let node = scenario.node(args.node.as_deref())?;
+        let claims = scenario.claims_to_allocate()?;
+        Ok((features, node, claims))
+    })();
+    let (features, node, claims) = match prepared {
+        Ok(prepared) => prepared,
+        Err(err) => return Ok(Answer::Error(err.to_string())),
+    };
+    let allocated = scenario.allocated_claims(&claims);
+    let input: AllocationInput<'_> = scenario.input(node, &claims, &allocated);
+    Ok(match allot_dra::allocate(&input, &features) {
+        Ok(Outcome::Allocated(results)) => Answer::Allocated {
+            node: node.metadata.name.clone(),
+            allocations: claims.iter().map(allot_dra::display_claim).zip(results).collect(),
+        },
+        Ok(Outcome::Unschedulable(explanation)) => Answer::Unschedulable(explanation),
+        Err(err) => Answer::Error(err.to_string()),
+    })
+}
+
+fn document(answer: &Answer) -> anyhow::Result<Value> {
+    Ok(match answer {
+        Answer::Allocated { allocations, .. } => {
+            let allocations: Vec<Value> = allocations
+                .iter()
+                .map(|(claim, allocation)| Ok(json!({"claim": claim, "allocation": serde_json::to_value(allocation)?})))
+                .collect::<anyhow::Result<_>>()?;
+            json!({"result": "allocated", "error": null, "allocations": allocations, "explanation": null})
+        }
+        Answer::Unschedulable(explanation) => json!({
+            "result": "unschedulable",
+            "error": null,
+            "allocations": [],
+            "explanation": serde_json::to_value(explanation)?,
+        }),
+        Answer::Error(message) => json!({"result": "error", "error": message, "allocations": [], "explanation": null}),
+    })
+}
+
+fn table(answer: &Answer) -> String {
+    match answer {
+        Answer::Allocated { node, allocations } => {
+            let mut rows = vec![["CLAIM".to_string(), "REQUEST".into(), "DEVICE".into(), "POOL".into(), "NODE".into()]];
+            for (claim, allocation) in allocations {
+                let node_column = if allocation.node_selector.is_some() { node.clone() } else { "*".to_string() };
+                for result in &allocation.devices.results {
+                    rows.push([
+                        claim.clone(),
+                        result.request.clone(),
+                        format!("{}/{}", result.driver, result.device),
+                        result.pool.clone(),
+                        node_column.clone(),
+                    ]);
+                }
+            }
+            let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|row| row[i].len()).max().unwrap_or(0)).collect();
+            let mut out = String::new();
+            for row in rows {
+                let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+                out.push_str(line.join("   ").trim_end());
+                out.push('\n');
+            }
+            out
+        }
+        Answer::Unschedulable(explanation) => format!("unschedulable: {explanation}"),
+        Answer::Error(message) => format!("error: {message}\n"),
+    }
+}
+
+fn render<T: Serialize>(value: &T, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(value)?),
+        _ => serde_saphyr::to_string(value).context("rendering YAML")?,
+    })
+}
+
+/// Runs the command and returns the exit code.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let answer = decide(&args)?;
+    let code = match &answer {
+        Answer::Allocated { .. } => 0,
+        Answer::Unschedulable(_) => 1,
+        Answer::Error(_) => 2,
+    };
+    match args.output {
+        Format::Table => {
+            let text = table(&answer);
+            if code == 2 { eprint!("{text}") } else { print!("{text}") }
+        }
+        format => print!("{}", render(&document(&answer)?, format)?),
+    }
+    Ok(code)
+}
