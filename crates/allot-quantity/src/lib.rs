@@ -147,15 +147,6 @@ fn pow10(k: u32) -> Option<u128> {
     10u128.checked_pow(k)
 }
 
-fn digit_count(mut m: u128) -> i64 {
-    let mut n = 0;
-    while m > 0 {
-        n += 1;
-        m /= 10;
-    }
-    n
-}
-
 /// Divides a non-negative magnitude by `10^k`, rounding any remainder up (away from zero).
 fn div_pow10_round_up(m: u128, k: u32) -> u128 {
     match pow10(k) {
@@ -427,17 +418,22 @@ impl Quantity {
         }
         let a = self.mantissa.unsigned_abs();
         let b = other.mantissa.unsigned_abs();
-        let oa = digit_count(a) + i64::from(self.scale);
-        let ob = digit_count(b) + i64::from(other.scale);
-        let mag = if oa != ob {
-            oa.cmp(&ob)
-        } else if self.scale >= other.scale {
-            // Same order of magnitude: the aligned value has as many digits as `b`, so it fits.
-            let p = pow10((self.scale - other.scale) as u32).unwrap_or(1);
-            (a * p).cmp(&b)
-        } else {
-            let p = pow10((other.scale - self.scale) as u32).unwrap_or(1);
-            a.cmp(&(b * p))
+        // Align the operand with the larger scale; if that overflows, it is the larger one
+        // (magnitudes are below 10^38, far below u128::MAX).
+        let mag = match self.scale.cmp(&other.scale) {
+            Ordering::Equal => a.cmp(&b),
+            Ordering::Greater => {
+                match pow10((self.scale - other.scale) as u32).and_then(|p| a.checked_mul(p)) {
+                    Some(aligned) => aligned.cmp(&b),
+                    None => Ordering::Greater,
+                }
+            }
+            Ordering::Less => {
+                match pow10((other.scale - self.scale) as u32).and_then(|p| b.checked_mul(p)) {
+                    Some(aligned) => a.cmp(&aligned),
+                    None => Ordering::Less,
+                }
+            }
         };
         if sa < 0 { mag.reverse() } else { mag }
     }
