@@ -292,10 +292,6 @@ fn validate_exact_device_request(
         &request.tolerations,
         &child(path, "tolerations"),
     ));
-    errs.extend(validate_capacity_requirements(
-        request.capacity.as_ref(),
-        &child(path, "capacity"),
-    ));
     errs
 }
 
@@ -330,31 +326,6 @@ fn validate_device_sub_request(
         &sub.tolerations,
         &child(path, "tolerations"),
     ));
-    errs.extend(validate_capacity_requirements(
-        sub.capacity.as_ref(),
-        &child(path, "capacity"),
-    ));
-    errs
-}
-
-fn validate_capacity_requirements(
-    capacity: Option<&CapacityRequirements>,
-    path: &str,
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if let Some(capacity) = capacity {
-        let requests = child(path, "requests");
-        for (name, quantity) in &capacity.requests {
-            errs.extend(validate_qualified_name(name, &requests));
-            if quantity.sign() < 0 {
-                errs.push(FieldError::invalid(
-                    &key(&requests, &truncate_key(name, ATTRIBUTE_KEY_MAX)),
-                    quantity.to_string(),
-                    "must be greater than or equal to 0",
-                ));
-            }
-        }
-    }
     errs
 }
 
