@@ -506,7 +506,12 @@ impl NodeAgent {
             for driver in &drivers {
                 // Top-level requests in allocation order.
                 let mut requests: Vec<&str> = Vec::new();
-                for r in allocation.devices.results.iter().filter(|r| &r.driver == driver) {
+                for r in allocation
+                    .devices
+                    .results
+                    .iter()
+                    .filter(|r| &r.driver == driver)
+                {
                     let top = r.request.split('/').next().unwrap_or_default();
                     if !requests.contains(&top) {
                         requests.push(top);
@@ -696,8 +701,15 @@ impl NodeAgent {
             key.clone(),
             AdmittedPod {
                 uid,
-                containers: admission.containers.iter().map(|c| c.name.clone()).collect(),
-                claims: claims.iter().map(|pc| pc.claim.metadata.uid.clone()).collect(),
+                containers: admission
+                    .containers
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect(),
+                claims: claims
+                    .iter()
+                    .map(|pc| pc.claim.metadata.uid.clone())
+                    .collect(),
                 devices,
                 files,
             },
@@ -705,8 +717,7 @@ impl NodeAgent {
         let annotation = self.annotation(store, pod, &admission, &claims);
         let node_allocatable = if self.config.features.node_allocatable_resources {
             let find = |d: &str, p: &str, n: &str| {
-                self.find_device(store, d, p, n)
-                    .map(|(s, dev)| (s.clone(), dev.clone()))
+                self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
             };
             claims::node_allocatable_statuses(pod, &claims, &find)
         } else {
@@ -811,7 +822,10 @@ fn set_allocated_status(pod: &mut Pod, health: &BTreeMap<String, Vec<serde_json:
             continue;
         };
         for status in list.iter_mut() {
-            let Some(name) = status.get("name").and_then(|n| n.as_str()).map(str::to_string)
+            let Some(name) = status
+                .get("name")
+                .and_then(|n| n.as_str())
+                .map(str::to_string)
             else {
                 continue;
             };
@@ -920,7 +934,9 @@ fn write_running(
             } else {
                 Some(init.clone().into())
             };
-            if !node_allocatable.is_empty() && p.status.node_allocatable_resource_claim_statuses.is_none() {
+            if !node_allocatable.is_empty()
+                && p.status.node_allocatable_resource_claim_statuses.is_none()
+            {
                 p.status.node_allocatable_resource_claim_statuses =
                     Some(node_allocatable.clone().into());
             }
@@ -952,10 +968,8 @@ impl Controller for NodeAgent {
                 let mut keys = BTreeSet::new();
                 for r in &claim.status.reserved_for {
                     match r.resource.as_str() {
-                        "pods" => {
-                            if store.get::<Pod>(ns, &r.name).is_some_and(mine) {
-                                keys.insert(ObjectKey::new(Kind::Pod, ns.as_str(), r.name.as_str()));
-                            }
+                        "pods" if store.get::<Pod>(ns, &r.name).is_some_and(mine) => {
+                            keys.insert(ObjectKey::new(Kind::Pod, ns.as_str(), r.name.as_str()));
                         }
                         "podgroups" => {
                             for pod in store.list_in::<Pod>(ns).filter(|p| {
@@ -1030,7 +1044,10 @@ impl Controller for NodeAgent {
             return Ok(Action::Done);
         };
         let tracked_uid = self.pods.get(key).map(|p| p.uid.clone());
-        if tracked_uid.as_deref().is_some_and(|u| u != pod.metadata.uid) {
+        if tracked_uid
+            .as_deref()
+            .is_some_and(|u| u != pod.metadata.uid)
+        {
             // A new pod with the old one's name: the old one is gone.
             self.forget_pod(store, key)?;
         }

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use allot_api::core::v1::{PodResourceClaim, Pod};
+use allot_api::core::v1::{Pod, PodResourceClaim};
 use allot_api::resource::v1::{
-    Device, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice, SkipNodeOperation,
+    Device, DeviceRequestAllocationResult, ResourceClaim, SkipNodeOperation,
 };
 use allot_api::scheduling::v1beta1::PodGroup;
 use allot_quantity::Quantity;
@@ -39,7 +39,9 @@ pub(crate) enum Waiting {
 impl std::fmt::Display for Waiting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Waiting::NotGenerated(c) => write!(f, "the claim for pod claim {c} was not created yet"),
+            Waiting::NotGenerated(c) => {
+                write!(f, "the claim for pod claim {c} was not created yet")
+            }
             Waiting::Missing(c) => write!(f, "ResourceClaim {c} does not exist"),
             Waiting::NotAllocated(c) => write!(f, "ResourceClaim {c} is not allocated"),
             Waiting::NotReserved(c) => write!(f, "ResourceClaim {c} is not reserved for the pod"),
@@ -71,7 +73,10 @@ pub(crate) fn ready_claims(store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, Wa
     let mut out = Vec::new();
     for entry in &pod.spec.resource_claims {
         let group = group_of(store, pod, entry);
-        let (name, from_template) = match (&entry.resource_claim_name, &entry.resource_claim_template_name) {
+        let (name, from_template) = match (
+            &entry.resource_claim_name,
+            &entry.resource_claim_template_name,
+        ) {
             (Some(name), _) => (name.clone(), false),
             (None, Some(_)) => {
                 let from_pod = pod
@@ -170,7 +175,7 @@ fn multiply(a: &Quantity, b: &Quantity) -> Option<Quantity> {
 pub(crate) fn node_allocatable_statuses(
     pod: &Pod,
     claims: &[PodClaim],
-    device_of: &dyn Fn(&str, &str, &str) -> Option<(ResourceSlice, Device)>,
+    device_of: &dyn Fn(&str, &str, &str) -> Option<Device>,
 ) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     for pc in claims {
@@ -180,12 +185,16 @@ pub(crate) fn node_allocatable_statuses(
         let mut mapping: BTreeMap<String, Quantity> = BTreeMap::new();
         let mut overhead: BTreeMap<String, (Option<Quantity>, Option<Quantity>)> = BTreeMap::new();
         for r in &allocation.devices.results {
-            let Some((_, device)) = device_of(&r.driver, &r.pool, &r.device) else {
+            let Some(device) = device_of(&r.driver, &r.pool, &r.device) else {
                 continue;
             };
             for (resource, how) in &device.node_allocatable_resources {
                 if let Some(m) = &how.mapping {
-                    let amount = match (&m.capacity_key, &m.capacity_multiplier, &m.device_multiplier) {
+                    let amount = match (
+                        &m.capacity_key,
+                        &m.capacity_multiplier,
+                        &m.device_multiplier,
+                    ) {
                         (Some(key), multiplier, _) => {
                             let base = r
                                 .consumed_capacity
@@ -235,7 +244,10 @@ pub(crate) fn node_allocatable_statuses(
         if !containers.is_empty() {
             entry.insert(
                 "containers".into(),
-                containers.into_iter().map(serde_json::Value::from).collect(),
+                containers
+                    .into_iter()
+                    .map(serde_json::Value::from)
+                    .collect(),
             );
         }
         if !mapping.is_empty() {

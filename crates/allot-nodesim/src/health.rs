@@ -38,7 +38,12 @@ pub(crate) fn reported(slice: &ResourceSlice, device: &str) -> String {
         .annotations
         .get(DEVICE_HEALTH_ANNOTATION)
         .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
-        .and_then(|value| value.get(device).and_then(|v| v.as_str()).map(str::to_string))
+        .and_then(|value| {
+            value
+                .get(device)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
         .filter(|h| matches!(h.as_str(), "Healthy" | "Unhealthy" | "Unknown"))
         .unwrap_or_else(|| "Healthy".to_string())
 }

@@ -9,7 +9,7 @@
 //! change of the content.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use allot_api::resource::v1::{Device, ResourceClaim};
 
@@ -86,7 +86,10 @@ pub(crate) fn content(
         }
         match requests.iter_mut().find(|(name, _)| name == d.request) {
             Some((_, list)) => list.push(serde_json::Value::Object(entry)),
-            None => requests.push((d.request.to_string(), vec![serde_json::Value::Object(entry)])),
+            None => requests.push((
+                d.request.to_string(),
+                vec![serde_json::Value::Object(entry)],
+            )),
         }
     }
     let mut meta = serde_json::Map::new();
@@ -127,8 +130,8 @@ pub(crate) fn render(content: &serde_json::Value, generation: i64, versions: &[S
                 object.insert(k.clone(), v);
             }
         }
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(object))
-            .unwrap_or_default();
+        let text =
+            serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default();
         out.extend_from_slice(text.as_bytes());
         out.push(b'\n');
     }
@@ -144,8 +147,13 @@ pub(crate) struct Generations {
 impl Generations {
     /// The generation for `content` of the file `path` of the claim with uid `claim_uid`:
     /// 1 at first, one more whenever the content changed. Returns it and whether it changed.
-    pub fn next(&mut self, claim_uid: &str, path: &PathBuf, content: &serde_json::Value) -> (i64, bool) {
-        let key = (claim_uid.to_string(), path.clone());
+    pub fn next(
+        &mut self,
+        claim_uid: &str,
+        path: &Path,
+        content: &serde_json::Value,
+    ) -> (i64, bool) {
+        let key = (claim_uid.to_string(), path.to_path_buf());
         match self.files.get_mut(&key) {
             Some((generation, old)) if old == content => (*generation, false),
             Some((generation, old)) => {

@@ -55,7 +55,12 @@ pub(crate) fn annotation(
         for (resource, ids) in &result.devices {
             let mut numa: Vec<i64> = ids
                 .iter()
-                .filter_map(|id| device_plugin_numa.get(&(resource.clone(), id.clone())).copied().flatten())
+                .filter_map(|id| {
+                    device_plugin_numa
+                        .get(&(resource.clone(), id.clone()))
+                        .copied()
+                        .flatten()
+                })
                 .map(i64::from)
                 .collect();
             numa.sort_unstable();
