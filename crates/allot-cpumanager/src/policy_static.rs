@@ -721,46 +721,52 @@ impl StaticPolicy {
         request: usize,
     ) -> Vec<TopologyHint> {
         let nodes: Vec<u32> = self.topology.numa_nodes().iter().collect();
-        // Per NUMA node (in `nodes` order): all its CPUs, and the available ones. NUMA nodes do
-        // not share CPUs, so a combination's counts are sums.
-        let per_node: BTreeMap<u32, (usize, usize)> = nodes
-            .iter()
-            .map(|&n| {
-                let cpus = self.topology.cpus_in_numa_nodes(&[n]);
-                (n, (cpus.len(), cpus.intersection_len(available)))
-            })
-            .collect();
+        // Per NUMA node (by index into `nodes`): all its CPUs, and the available ones. NUMA
+        // nodes do not share CPUs, so a combination's counts are sums.
+        let mut totals = Vec::with_capacity(nodes.len());
+        let mut frees = Vec::with_capacity(nodes.len());
+        for &n in &nodes {
+            let cpus = self.topology.cpus_in_numa_nodes(&[n]);
+            totals.push(cpus.len());
+            frees.push(cpus.intersection_len(available));
+        }
         // Every reusable CPU must lie in the combination; a reusable CPU outside the machine
         // rules out every combination, as upstream's lookup would.
-        let mut reusable_nodes: Vec<u32> = Vec::new();
+        let mut needed = vec![false; nodes.len()];
         let mut reusable_unknown = false;
         for cpu in reusable {
-            match self.topology.cpu_info(cpu) {
-                Some(info) => reusable_nodes.push(info.numa),
+            match self
+                .topology
+                .cpu_info(cpu)
+                .and_then(|info| nodes.iter().position(|&n| n == info.numa))
+            {
+                Some(i) => needed[i] = true,
                 None => reusable_unknown = true,
             }
         }
-        reusable_nodes.sort_unstable();
-        reusable_nodes.dedup();
+        let needed_count = needed.iter().filter(|&&b| b).count();
         let reusable_count = reusable.len();
+        let indices: Vec<u32> = (0..nodes.len() as u32).collect();
         let mut min_affinity = nodes.len();
         let mut hints: Vec<TopologyHint> = Vec::new();
-        for_each_combination(&nodes, |combo| {
-            let (in_mask, free) = combo.iter().fold((0, 0), |(t, f), n| {
-                let (nt, nf) = per_node.get(n).copied().unwrap_or_default();
-                (t + nt, f + nf)
-            });
+        for_each_combination(&indices, |combo| {
+            let mut in_mask = 0;
+            let mut free = 0;
+            let mut covered = 0;
+            for &i in combo {
+                let i = i as usize;
+                in_mask += totals[i];
+                free += frees[i];
+                covered += usize::from(needed[i]);
+            }
             if in_mask >= request && combo.len() < min_affinity {
                 min_affinity = combo.len();
             }
-            if reusable_unknown || !reusable_nodes.iter().all(|n| combo.contains(n)) {
-                return;
-            }
-            if reusable_count + free < request {
+            if reusable_unknown || covered != needed_count || reusable_count + free < request {
                 return;
             }
             hints.push(TopologyHint::new(
-                NumaMask::from_ids(combo.iter().map(|&n| n as usize)),
+                NumaMask::from_ids(combo.iter().map(|&i| nodes[i as usize] as usize)),
                 false,
             ));
         });
@@ -912,6 +918,61 @@ mod tests {
             cpu_request: cpu,
             restartable,
         }
+    }
+
+    fn two_numa_policy() -> StaticPolicy {
+        // Two sockets, one NUMA node each, 3 cores of 2 threads per socket.
+        let mut node = allot_topology::NodeTopology::new("t");
+        for id in 0..12u32 {
+            let socket = (id / 3) % 2;
+            node.cpus.push(allot_topology::CpuInfo {
+                id,
+                core: id % 6,
+                socket,
+                numa: socket,
+                uncore_cache: socket,
+            });
+        }
+        let topo = CpuTopology::new(&node).expect("topology");
+        StaticPolicy::new(
+            topo,
+            0,
+            &CpuSet::new(),
+            StaticPolicyOptions::default(),
+            false,
+        )
+        .expect("policy")
+    }
+
+    fn hint(ids: &[usize], preferred: bool) -> TopologyHint {
+        TopologyHint::new(NumaMask::from_ids(ids.iter().copied()), preferred)
+    }
+
+    #[test]
+    fn cpu_topology_hints() {
+        let p = two_numa_policy();
+        let all = CpuSet::from_range(0, 11);
+        let none = CpuSet::new();
+        assert_eq!(
+            p.generate_cpu_topology_hints(&all, &none, 4),
+            vec![hint(&[0], true), hint(&[1], true), hint(&[0, 1], false)]
+        );
+        assert_eq!(
+            p.generate_cpu_topology_hints(&all, &none, 8),
+            vec![hint(&[0, 1], true)]
+        );
+        // Only NUMA node 1 has two free CPUs left, plus a reusable CPU on node 1.
+        let free = CpuSet::from_ids([3, 4]);
+        let reusable = CpuSet::from_ids([9]);
+        assert_eq!(
+            p.generate_cpu_topology_hints(&free, &reusable, 3),
+            vec![hint(&[1], true), hint(&[0, 1], false)]
+        );
+        // A reusable CPU the machine does not have rules everything out.
+        assert!(
+            p.generate_cpu_topology_hints(&all, &CpuSet::from_ids([99]), 1)
+                .is_empty()
+        );
     }
 
     #[test]

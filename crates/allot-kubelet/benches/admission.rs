@@ -67,5 +67,31 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The parts of one admission on the large machine: CPU hints, the hint merge, the CPU pick.
+fn parts(c: &mut Criterion) {
+    let s = scenario(LARGE, "best-effort", "", 16);
+    let n = node(&s);
+    let allot_kubelet::CpuPolicy::Static(policy) = &n.cpu else {
+        return;
+    };
+    let available = policy.available_cpus(&n.cpu_state);
+    let empty = allot_topology::CpuSet::new();
+    c.bench_function("parts/large/cpu-hints/16", |b| {
+        b.iter(|| policy.generate_cpu_topology_hints(&available, &empty, 16))
+    });
+    let hints = policy.generate_cpu_topology_hints(&available, &empty, 16);
+    let providers = vec![allot_topologymanager::ProviderHints::from([(
+        "cpu".to_string(),
+        Some(hints),
+    )])];
+    c.bench_function("parts/large/merge/best-effort", |b| {
+        b.iter(|| n.topology_manager.merge(&providers))
+    });
+    let numa0 = available.intersection(&policy.topology().cpus_in_numa_nodes(&[0]));
+    c.bench_function("parts/large/take-packed/16-of-numa0", |b| {
+        b.iter(|| policy.take_by_topology(&numa0, 16))
+    });
+}
+
+criterion_group!(benches, bench, parts);
 criterion_main!(benches);
