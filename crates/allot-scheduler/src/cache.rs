@@ -20,6 +20,8 @@ pub type PoolKey = (String, String);
 /// What the scheduler knows about one node.
 #[derive(Debug, Clone)]
 pub struct NodeState {
+    /// The node's name.
+    pub name: String,
     /// The node object.
     pub node: Node,
     /// Allocatable resources.
@@ -32,6 +34,8 @@ pub struct NodeState {
     pub pods: i64,
     /// Slices published for this node (`spec.nodeName`), by name.
     pub slices: BTreeMap<String, ResourceSlice>,
+    /// The pools of those slices (indexes into [`Cache::pools`]).
+    pub pool_ids: Vec<usize>,
     /// The slices the allocator sees on this node (its own plus the cluster's non-local ones),
     /// rebuilt when `None`.
     pub visible_slices: Option<Vec<ResourceSlice>>,
@@ -42,6 +46,8 @@ pub struct NodeState {
 pub struct PoolState {
     /// Device counts and whether any device allows multiple allocations, per slice name.
     pub slices: BTreeMap<String, (usize, bool)>,
+    total: usize,
+    multi: usize,
     /// Claims with at least one device of this pool, reduced to their allocation.
     pub claims: BTreeMap<ObjectKey, ResourceClaim>,
     /// Exclusively allocated devices of this pool, by name, with how many claims hold them.
@@ -52,14 +58,15 @@ impl PoolState {
     /// Devices not allocated exclusively; `None` when a device allows multiple allocations
     /// (then counting devices says nothing).
     pub fn free(&self) -> Option<usize> {
-        let mut total = 0usize;
-        for (count, multi) in self.slices.values() {
-            if *multi {
-                return None;
-            }
-            total += count;
+        if self.multi > 0 {
+            return None;
         }
-        Some(total.saturating_sub(self.allocated.len()))
+        Some(self.total.saturating_sub(self.allocated.len()))
+    }
+
+    fn recount(&mut self) {
+        self.total = self.slices.values().map(|(n, _)| n).sum();
+        self.multi = self.slices.values().filter(|(_, m)| *m).count();
     }
 }
 
@@ -75,14 +82,18 @@ struct Assigned {
 #[derive(Debug, Default)]
 pub struct Cache {
     seen_rv: u64,
-    /// Nodes by name.
-    pub nodes: BTreeMap<String, NodeState>,
-    /// Node names in order (for the rotating scan).
-    pub node_names: Vec<String>,
+    /// Bumped by every change that can make a pod fit where it did not, or the other way
+    /// round (anything but status writes on unscheduled pods).
+    pub epoch: u64,
+    nodes: Vec<Option<NodeState>>,
+    node_index: BTreeMap<String, usize>,
+    order: Vec<usize>,
+    order_dirty: bool,
     /// Slices not bound to one node (`allNodes`, `nodeSelector`, per-device node selection).
     pub global_slices: BTreeMap<String, ResourceSlice>,
-    /// Pools by (driver, pool).
-    pub pools: BTreeMap<PoolKey, PoolState>,
+    pool_index: BTreeMap<PoolKey, usize>,
+    /// Pools, indexed by `pool_index`.
+    pools: Vec<PoolState>,
     /// Device classes, in name order.
     pub classes: Vec<DeviceClass>,
     /// DeviceTaintRules, in name order.
@@ -91,7 +102,7 @@ pub struct Cache {
     pub namespaces: Vec<Namespace>,
     orphans: BTreeMap<String, ResourceSlice>,
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
-    claim_pools: BTreeMap<ObjectKey, Vec<(PoolKey, String, bool)>>,
+    claim_pools: BTreeMap<ObjectKey, Vec<(usize, String, bool)>>,
     assigned: BTreeMap<ObjectKey, Assigned>,
 }
 
@@ -118,14 +129,82 @@ impl Cache {
         }
         if classes_dirty {
             self.classes = store.list::<DeviceClass>().cloned().collect();
+            self.epoch += 1;
         }
         if rules_dirty {
             self.taint_rules = store.list::<DeviceTaintRule>().cloned().collect();
+            self.epoch += 1;
         }
         if namespaces_dirty {
             self.namespaces = store.list::<Namespace>().cloned().collect();
+            self.epoch += 1;
         }
         self.seen_rv = last_rv;
+    }
+
+    /// How many nodes there are.
+    pub fn node_count(&self) -> usize {
+        self.node_index.len()
+    }
+
+    /// Node slots in name order.
+    pub fn order(&mut self) -> &[usize] {
+        if self.order_dirty {
+            let mut order: Vec<usize> = self.node_index.values().copied().collect();
+            order.sort_by(|a, b| self.node_name(*a).cmp(self.node_name(*b)).then(a.cmp(b)));
+            self.order = order;
+            self.order_dirty = false;
+        }
+        &self.order
+    }
+
+    fn node_name(&self, index: usize) -> &str {
+        self.nodes
+            .get(index)
+            .and_then(Option::as_ref)
+            .map(|s| s.name.as_str())
+            .unwrap_or("")
+    }
+
+    /// One node by slot.
+    pub fn node(&self, index: usize) -> Option<&NodeState> {
+        self.nodes.get(index).and_then(Option::as_ref)
+    }
+
+    /// One node by name.
+    pub fn node_by_name(&self, name: &str) -> Option<&NodeState> {
+        self.node_index.get(name).and_then(|i| self.node(*i))
+    }
+
+    fn node_mut(&mut self, name: &str) -> Option<&mut NodeState> {
+        let index = *self.node_index.get(name)?;
+        self.nodes.get_mut(index).and_then(Option::as_mut)
+    }
+
+    fn pool_id(&mut self, pool: &PoolKey) -> usize {
+        if let Some(id) = self.pool_index.get(pool) {
+            return *id;
+        }
+        let id = self.pools.len();
+        self.pools.push(PoolState::default());
+        self.pool_index.insert(pool.clone(), id);
+        id
+    }
+
+    fn refresh_node_pools(&mut self, name: &str) {
+        let pools: BTreeSet<PoolKey> = match self.node_by_name(name) {
+            Some(state) => state
+                .slices
+                .values()
+                .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
+                .collect(),
+            None => return,
+        };
+        let ids: Vec<usize> = pools.iter().map(|p| self.pool_id(p)).collect();
+        if let Some(state) = self.node_mut(name) {
+            state.pool_ids = ids;
+            state.visible_slices = None;
+        }
     }
 
     fn node_event(&mut self, event: &Event) {
@@ -133,40 +212,43 @@ impl Cache {
             return;
         };
         let name = node.metadata.name.clone();
+        self.epoch += 1;
         if event.event_type == EventType::Deleted {
-            self.nodes.remove(&name);
-            self.node_names = self.nodes.keys().cloned().collect();
+            if let Some(index) = self.node_index.remove(&name) {
+                self.nodes[index] = None;
+                self.order_dirty = true;
+            }
             return;
         }
         let allocatable = node_allocatable(node);
-        match self.nodes.get_mut(&name) {
-            Some(state) => {
-                state.node = node.clone();
-                state.allocatable = allocatable;
-                state.visible_slices = None;
-            }
-            None => {
-                let mut state = NodeState {
-                    node: node.clone(),
-                    allocatable,
-                    requested: Resources::default(),
-                    non_zero: (0, 0),
-                    pods: 0,
-                    slices: BTreeMap::new(),
-                    visible_slices: None,
-                };
-                // Pods and slices may have arrived before their node.
-                for assigned in self.assigned.values().filter(|a| a.node == name) {
-                    state.requested.add(&assigned.requests);
-                    state.non_zero.0 += assigned.non_zero.0;
-                    state.non_zero.1 += assigned.non_zero.1;
-                    state.pods += 1;
-                }
-                self.nodes.insert(name.clone(), state);
-                self.node_names = self.nodes.keys().cloned().collect();
-                self.pending_slices_for(&name);
-            }
+        if let Some(state) = self.node_mut(&name) {
+            state.node = node.clone();
+            state.allocatable = allocatable;
+            state.visible_slices = None;
+            return;
         }
+        let mut state = NodeState {
+            name: name.clone(),
+            node: node.clone(),
+            allocatable,
+            requested: Resources::default(),
+            non_zero: (0, 0),
+            pods: 0,
+            slices: BTreeMap::new(),
+            pool_ids: Vec::new(),
+            visible_slices: None,
+        };
+        // Pods and slices may have arrived before their node.
+        for assigned in self.assigned.values().filter(|a| a.node == name) {
+            state.requested.add(&assigned.requests);
+            state.non_zero.0 += assigned.non_zero.0;
+            state.non_zero.1 += assigned.non_zero.1;
+            state.pods += 1;
+        }
+        self.nodes.push(Some(state));
+        self.node_index.insert(name.clone(), self.nodes.len() - 1);
+        self.order_dirty = true;
+        self.pending_slices_for(&name);
     }
 
     /// Hands the slices that arrived before their node to the node.
@@ -177,34 +259,38 @@ impl Cache {
             .filter(|(_, s)| s.spec.node_name.as_deref() == Some(node))
             .map(|(n, _)| n.clone())
             .collect();
+        if names.is_empty() {
+            return;
+        }
         for name in names {
-            if let (Some(slice), Some(state)) =
-                (self.orphans.remove(&name), self.nodes.get_mut(node))
+            if let Some(slice) = self.orphans.remove(&name)
+                && let Some(state) = self.node_mut(node)
             {
                 state.slices.insert(name, slice);
-                state.visible_slices = None;
             }
         }
+        self.refresh_node_pools(node);
     }
 
     fn slice_event(&mut self, event: &Event) {
         let Stored::ResourceSlice(slice) = &event.object else {
             return;
         };
+        self.epoch += 1;
         let name = slice.metadata.name.clone();
         let pool: PoolKey = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
         let node_name = slice.spec.node_name.clone().filter(|n| !n.is_empty());
         // Forget the previous version of this slice wherever it was.
         if let Some((old_pool, old_node)) = self.slice_home.remove(&name) {
-            if let Some(pool_state) = self.pools.get_mut(&old_pool) {
-                pool_state.slices.remove(&name);
-            }
+            let id = self.pool_id(&old_pool);
+            self.pools[id].slices.remove(&name);
+            self.pools[id].recount();
             match old_node {
                 Some(old_node) => {
-                    if let Some(state) = self.nodes.get_mut(&old_node) {
+                    if let Some(state) = self.node_mut(&old_node) {
                         state.slices.remove(&name);
-                        state.visible_slices = None;
                     }
+                    self.refresh_node_pools(&old_node);
                     self.orphans.remove(&name);
                 }
                 None => {
@@ -221,20 +307,20 @@ impl Cache {
             .devices
             .iter()
             .any(|d| d.allow_multiple_allocations == Some(true));
-        self.pools
-            .entry(pool.clone())
-            .or_default()
+        let id = self.pool_id(&pool);
+        self.pools[id]
             .slices
             .insert(name.clone(), (slice.spec.devices.len(), multi));
+        self.pools[id].recount();
         self.slice_home
             .insert(name.clone(), (pool, node_name.clone()));
         match node_name {
             Some(node) => {
-                if let Some(state) = self.nodes.get_mut(&node) {
+                if let Some(state) = self.node_mut(&node) {
                     state.slices.insert(name, slice.clone());
-                    state.visible_slices = None;
+                    self.refresh_node_pools(&node);
                 } else {
-                    self.orphan_slice(slice.clone());
+                    self.orphans.insert(name, slice.clone());
                 }
             }
             None => {
@@ -244,13 +330,8 @@ impl Cache {
         }
     }
 
-    /// Keeps a slice for a node the scheduler does not know yet.
-    fn orphan_slice(&mut self, slice: ResourceSlice) {
-        self.orphans.insert(slice.metadata.name.clone(), slice);
-    }
-
     fn invalidate_all(&mut self) {
-        for state in self.nodes.values_mut() {
+        for state in self.nodes.iter_mut().flatten() {
             state.visible_slices = None;
         }
     }
@@ -260,36 +341,40 @@ impl Cache {
             return;
         };
         let key = event.key.clone();
-        if let Some(old) = self.claim_pools.remove(&key) {
-            for (pool, device, dedicated) in old {
-                if let Some(state) = self.pools.get_mut(&pool) {
-                    state.claims.remove(&key);
-                    if dedicated && let Some(n) = state.allocated.get_mut(&device) {
-                        *n -= 1;
-                        if *n == 0 {
-                            state.allocated.remove(&device);
-                        }
+        let had = self.claim_pools.remove(&key);
+        if let Some(old) = &had {
+            for (id, device, dedicated) in old {
+                let state = &mut self.pools[*id];
+                state.claims.remove(&key);
+                if *dedicated && let Some(n) = state.allocated.get_mut(device) {
+                    *n -= 1;
+                    if *n == 0 {
+                        state.allocated.remove(device);
                     }
                 }
             }
         }
-        if event.event_type == EventType::Deleted {
-            return;
-        }
-        let Some(allocation) = &claim.status.allocation else {
-            return;
+        let allocation = if event.event_type == EventType::Deleted {
+            None
+        } else {
+            claim.status.allocation.as_ref()
         };
+        if had.is_some() || allocation.is_some() {
+            self.epoch += 1;
+        }
+        let Some(allocation) = allocation else { return };
         let reduced = reduced_claim(claim, allocation);
         let mut entries = Vec::new();
         for result in &allocation.devices.results {
             let pool: PoolKey = (result.driver.clone(), result.pool.clone());
             let dedicated = result.admin_access != Some(true) && result.share_id.is_none();
-            let state = self.pools.entry(pool.clone()).or_default();
+            let id = self.pool_id(&pool);
+            let state = &mut self.pools[id];
             state.claims.insert(key.clone(), reduced.clone());
             if dedicated {
                 *state.allocated.entry(result.device.clone()).or_insert(0) += 1;
             }
-            entries.push((pool, result.device.clone(), dedicated));
+            entries.push((id, result.device.clone(), dedicated));
         }
         self.claim_pools.insert(key, entries);
     }
@@ -300,15 +385,18 @@ impl Cache {
         };
         let key = event.key.clone();
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
-        if let Some(old) = self.assigned.remove(&key)
-            && let Some(state) = self.nodes.get_mut(&old.node)
+        let old = self.assigned.remove(&key);
+        if old.is_none() && !now_assigned {
+            return;
+        }
+        self.epoch += 1;
+        if let Some(old) = old
+            && let Some(state) = self.node_mut(&old.node)
         {
-            {
-                state.requested.sub(&old.requests);
-                state.non_zero.0 -= old.non_zero.0;
-                state.non_zero.1 -= old.non_zero.1;
-                state.pods -= 1;
-            }
+            state.requested.sub(&old.requests);
+            state.non_zero.0 -= old.non_zero.0;
+            state.non_zero.1 -= old.non_zero.1;
+            state.pods -= 1;
         }
         if now_assigned {
             let node = pod.spec.node_name.clone().unwrap_or_default();
@@ -317,7 +405,7 @@ impl Cache {
                 requests: pod_requests(pod),
                 non_zero: pod_non_zero_requests(pod),
             };
-            if let Some(state) = self.nodes.get_mut(&node) {
+            if let Some(state) = self.node_mut(&node) {
                 state.requested.add(&assigned.requests);
                 state.non_zero.0 += assigned.non_zero.0;
                 state.non_zero.1 += assigned.non_zero.1;
@@ -332,62 +420,57 @@ impl Cache {
         self.claim_pools.contains_key(key)
     }
 
-    /// The pools a node sees: its own slices' pools and every non-local pool.
-    fn node_pools(&self, state: &NodeState) -> BTreeSet<PoolKey> {
-        state
-            .slices
-            .values()
-            .chain(self.global_slices.values())
-            .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
-            .collect()
-    }
-
     /// An upper bound of the devices a node could still hand out exclusively; `None` when it
     /// cannot be bounded cheaply (non-local slices or devices allowing multiple allocations).
-    pub fn free_devices(&self, node: &str) -> Option<usize> {
-        let state = self.nodes.get(node)?;
+    pub fn free_devices(&self, index: usize) -> Option<usize> {
         if !self.global_slices.is_empty() {
             return None;
         }
+        let state = self.node(index)?;
         let mut free = 0usize;
-        let mut seen = BTreeSet::new();
-        for slice in state.slices.values() {
-            let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
-            if !seen.insert(pool.clone()) {
-                continue;
-            }
-            free += self.pools.get(&pool)?.free()?;
+        for id in &state.pool_ids {
+            free += self.pools.get(*id)?.free()?;
         }
         Some(free)
     }
 
-    /// The slices the allocator sees for a node (cached).
-    pub fn visible_slices(&mut self, node: &str) -> &[ResourceSlice] {
+    /// Builds the slices the allocator sees for a node, when not cached.
+    pub fn prepare_slices(&mut self, index: usize) {
         let globals = &self.global_slices;
-        let Some(state) = self.nodes.get_mut(node) else {
-            return &[];
+        let Some(state) = self.nodes.get_mut(index).and_then(Option::as_mut) else {
+            return;
         };
         if state.visible_slices.is_none() {
             let mut all: Vec<ResourceSlice> = state.slices.values().cloned().collect();
             all.extend(globals.values().cloned());
             state.visible_slices = Some(all);
         }
-        state.visible_slices.as_deref().unwrap_or(&[])
     }
 
     /// The allocated claims whose devices come from pools the node sees, except `exclude`.
     pub fn allocated_claims_for(
         &self,
-        node: &str,
+        index: usize,
         exclude: &BTreeSet<ObjectKey>,
     ) -> Vec<ResourceClaim> {
-        let Some(state) = self.nodes.get(node) else {
+        let Some(state) = self.node(index) else {
             return Vec::new();
         };
+        let mut ids: Vec<usize> = state.pool_ids.clone();
+        for slice in self.global_slices.values() {
+            if let Some(id) = self
+                .pool_index
+                .get(&(slice.spec.driver.clone(), slice.spec.pool.name.clone()))
+            {
+                ids.push(*id);
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
-        for pool in self.node_pools(state) {
-            let Some(pool_state) = self.pools.get(&pool) else {
+        for id in ids {
+            let Some(pool_state) = self.pools.get(id) else {
                 continue;
             };
             for (key, claim) in &pool_state.claims {

@@ -29,7 +29,7 @@ pub mod resources;
 use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::core::v1::{Pod, PodCondition};
-use allot_api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+use allot_api::resource::v1::{AllocationResult, ResourceClaim, ResourceClaimConsumerReference};
 use allot_api::scheduling::v1beta1::PodGroup;
 use allot_dra::{AllocationInput, CelCache, Explanation, Features, Outcome};
 use allot_runtime::{Action, Context, Controller, SimTime};
@@ -106,8 +106,19 @@ struct PodClaim {
     group: Option<(String, String)>,
 }
 
+/// A remembered scheduling failure (an equivalence class of pods, valid for one cache epoch).
+#[derive(Debug, Clone)]
+struct Failure {
+    epoch: u64,
+    message: String,
+    explanation: Option<Explanation>,
+    processed: usize,
+}
+
 /// The scheduler controller.
 pub struct Scheduler {
+    /// Failures by pod signature.
+    failures: BTreeMap<String, Failure>,
     config: SchedulerConfig,
     cache: Cache,
     cel: CelCache,
@@ -135,6 +146,7 @@ impl Scheduler {
             claim_waiters: BTreeMap::new(),
             own_writes: BTreeMap::new(),
             next_start: 0,
+            failures: BTreeMap::new(),
         }
     }
 
@@ -531,7 +543,7 @@ impl Scheduler {
         let claims = match self.resolve_claims(store, &pod) {
             Ok(claims) => claims,
             Err((message, names)) => {
-                let n = self.cache.node_names.len();
+                let n = self.cache.node_count();
                 return self.mark_unschedulable(
                     store,
                     key,
@@ -596,7 +608,7 @@ impl Scheduler {
                 claims = match self.resolve_claims(store, &pod) {
                     Ok(claims) => claims,
                     Err((message, names)) => {
-                        let n = self.cache.node_names.len();
+                        let n = self.cache.node_count();
                         return self.mark_unschedulable(
                             store,
                             key,
@@ -620,7 +632,7 @@ impl Scheduler {
                 && claim.status.reserved_for.len() >= RESERVED_FOR_MAX
                 && !Self::reserved_for_consumer(&pod, pc)
             {
-                let n = self.cache.node_names.len();
+                let n = self.cache.node_count();
                 return self.mark_unschedulable(
                     store,
                     key,
@@ -646,7 +658,7 @@ impl Scheduler {
                     }
                     for (request_name, class) in classes {
                         if !self.cache.classes.iter().any(|c| c.metadata.name == class) {
-                            let n = self.cache.node_names.len();
+                            let n = self.cache.node_count();
                             return self.mark_unschedulable(
                                 store,
                                 key,
@@ -688,7 +700,7 @@ impl Scheduler {
         let non_zero = pod_non_zero_requests(&pod);
         let avoid = self.avoid.get(key).cloned().unwrap_or_default();
 
-        let n = self.cache.node_names.len();
+        let n = self.cache.node_count();
         if n == 0 {
             return self.mark_unschedulable(
                 store,
@@ -698,30 +710,64 @@ impl Scheduler {
                 now,
             );
         }
+        // A pod that failed before in the same cluster state fails the same way again.
+        let signature = (to_allocate.iter().all(|c| c.status.allocation.is_none())
+            && claims.iter().all(|pc| pc.claim.status.allocation.is_none())
+            && avoid.is_empty())
+        .then(|| equivalence_signature(&pod, &request, &to_allocate));
+        if let Some(signature) = &signature
+            && let Some(failure) = self.failures.get(signature)
+            && failure.epoch == self.cache.epoch
+        {
+            let mut message = failure.message.clone();
+            if let Some(e) = &failure.explanation {
+                let mut e = e.clone();
+                for (ce, claim) in e.claims.iter_mut().zip(&to_allocate) {
+                    ce.claim = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
+                }
+                message.push('\n');
+                message.push_str(e.to_string().trim_end());
+            }
+            self.next_start = (self.next_start + failure.processed) % n;
+            return self.mark_unschedulable(store, key, message, &claim_names, now);
+        }
+        let order: Vec<usize> = self.cache.order().to_vec();
         let to_find = self.nodes_to_find(n);
         let start = self.next_start % n;
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut taint_reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut explanation: Option<(String, Explanation)> = None;
-        let mut pruned_dra: Option<String> = None;
+        let mut pruned_dra: Option<usize> = None;
         let mut processed = 0usize;
-        let mut chosen: Option<(String, Vec<allot_api::resource::v1::AllocationResult>)> = None;
+        let mut chosen: Option<(usize, Vec<AllocationResult>)> = None;
         let mut first_batch = true;
+        let check_dra_bound = !to_allocate.is_empty();
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
-            let mut candidates: Vec<String> = Vec::new();
+            let mut candidates: Vec<usize> = Vec::new();
             while processed < n && candidates.len() < to_find {
-                let name = self.cache.node_names[(start + processed) % n].clone();
+                let index = order[(start + processed) % n];
                 processed += 1;
-                let Some(state) = self.cache.nodes.get(&name) else {
+                let Some(state) = self.cache.node(index) else {
                     continue;
                 };
                 let node = &state.node;
-                let single = filters::node_unschedulable(&pod, node)
-                    .or_else(|| filters::node_name(&pod, node))
-                    .or_else(|| filters::taint_toleration(&pod, node))
-                    .or_else(|| filters::node_affinity(&pod, node));
-                if let Some(reason) = single {
-                    *reasons.entry(reason).or_insert(0) += 1;
+                if filters::node_unschedulable(&pod, node).is_some() {
+                    *reasons.entry(filters::REASON_UNSCHEDULABLE).or_insert(0) += 1;
+                    continue;
+                }
+                if filters::node_name(&pod, node).is_some() {
+                    *reasons.entry(filters::REASON_NODE_NAME).or_insert(0) += 1;
+                    continue;
+                }
+                if !node.spec.taints.is_empty()
+                    && let Some(reason) = filters::taint_toleration(&pod, node)
+                {
+                    *taint_reasons.entry(reason).or_insert(0) += 1;
+                    continue;
+                }
+                if filters::node_affinity(&pod, node).is_some() {
+                    *reasons.entry(filters::REASON_AFFINITY).or_insert(0) += 1;
                     continue;
                 }
                 let fit = filters::resources_fit(
@@ -732,7 +778,7 @@ impl Scheduler {
                 );
                 if !fit.is_empty() {
                     for reason in fit {
-                        *reasons.entry(reason).or_insert(0) += 1;
+                        *taint_reasons.entry(reason).or_insert(0) += 1;
                     }
                     continue;
                 }
@@ -745,50 +791,50 @@ impl Scheduler {
                         .is_some_and(|sel| !filters::selector_matches(node, sel))
                 });
                 if claim_elsewhere {
-                    *reasons
-                        .entry(REASON_CLAIM_NOT_AVAILABLE.into())
-                        .or_insert(0) += 1;
+                    *reasons.entry(REASON_CLAIM_NOT_AVAILABLE).or_insert(0) += 1;
                     continue;
                 }
-                if !to_allocate.is_empty()
-                    && let Some(free) = self.cache.free_devices(&name)
+                if check_dra_bound
+                    && let Some(free) = self.cache.free_devices(index)
                     && free < needed_devices
                 {
-                    *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
-                    if pruned_dra.as_ref().is_none_or(|p| &name < p) {
-                        pruned_dra = Some(name);
+                    *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                    let name = state.name.as_str();
+                    if pruned_dra
+                        .and_then(|p| self.cache.node(p))
+                        .is_none_or(|p| name < p.name.as_str())
+                    {
+                        pruned_dra = Some(index);
                     }
                     continue;
                 }
-                candidates.push(name);
+                candidates.push(index);
             }
             if first_batch {
                 // Upstream advances the start index by the nodes it looked at.
                 self.next_start = (start + processed) % n;
                 first_batch = false;
             }
-            // Score.
-            let mut scored: Vec<(
-                i64,
-                i64,
-                String,
-                Option<Vec<allot_api::resource::v1::AllocationResult>>,
-            )> = Vec::new();
-            let prefer: Vec<(String, usize, i64)> = candidates
+            // Score: (DRA score, resource and preference score, node index); indexes are in
+            // name order only through `order`, so ties compare names.
+            let mut taint_max = 0usize;
+            let mut affinity_max = 0i64;
+            let prefs: Vec<(usize, i64)> = candidates
                 .iter()
-                .filter_map(|name| {
-                    let state = self.cache.nodes.get(name)?;
-                    Some((
-                        name.clone(),
-                        filters::intolerable_prefer_no_schedule(&pod, &state.node),
-                        filters::preferred_affinity_weight(&pod, &state.node),
-                    ))
+                .map(|&index| {
+                    let node = self.cache.node(index).map(|s| &s.node);
+                    let taints =
+                        node.map_or(0, |n| filters::intolerable_prefer_no_schedule(&pod, n));
+                    let affinity = node.map_or(0, |n| filters::preferred_affinity_weight(&pod, n));
+                    taint_max = taint_max.max(taints);
+                    affinity_max = affinity_max.max(affinity);
+                    (taints, affinity)
                 })
                 .collect();
-            let max_taints = prefer.iter().map(|p| p.1).max().unwrap_or(0);
-            let max_affinity = prefer.iter().map(|p| p.2).max().unwrap_or(0);
-            for (name, taints, affinity) in prefer {
-                let Some(state) = self.cache.nodes.get(&name) else {
+            let mut scored: Vec<(i64, i64, usize, Option<Vec<AllocationResult>>)> =
+                Vec::with_capacity(candidates.len());
+            for (&index, (taints, affinity)) in candidates.iter().zip(prefs) {
+                let Some(state) = self.cache.node(index) else {
                     continue;
                 };
                 let mut score = fit_score(
@@ -798,31 +844,31 @@ impl Scheduler {
                     state.non_zero.1 + non_zero.1,
                 );
                 // TaintToleration (weight 3) and NodeAffinity (weight 2), normalised as upstream.
-                if max_taints > 0 {
-                    score += 3 * (100 - 100 * taints as i64 / max_taints as i64);
+                score += if taint_max > 0 {
+                    3 * (100 - 100 * taints as i64 / taint_max as i64)
                 } else {
-                    score += 3 * 100;
+                    300
+                };
+                if affinity_max > 0 {
+                    score += 2 * (100 * affinity / affinity_max);
                 }
-                if max_affinity > 0 {
-                    score += 2 * (100 * affinity / max_affinity);
-                }
-                scored.push((0, score, name, None));
+                scored.push((0, score, index, None));
             }
             if prioritized {
                 // The DRA score needs the allocator's choice on every candidate.
                 let mut kept = Vec::new();
-                for (_, score, name, _) in scored {
-                    match self.try_allocate(&name, &to_allocate, &own_keys) {
+                for (_, score, index, _) in scored {
+                    match self.try_allocate(index, &to_allocate, &own_keys) {
                         Ok(Some(results)) => {
                             let dra = dra_score(&to_allocate, &results);
-                            kept.push((dra, score, name, Some(results)));
+                            kept.push((dra, score, index, Some(results)));
                         }
                         Ok(None) => {
-                            *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                            *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                         }
                         Err(e) => {
-                            *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
-                            self.note_explanation(&mut explanation, &name, e);
+                            *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                            self.note_explanation(&mut explanation, index, e);
                         }
                     }
                 }
@@ -832,60 +878,79 @@ impl Scheduler {
                     s.0 = if max_dra > 0 { 100 * s.0 / max_dra } else { 0 };
                 }
             }
+            let cache = &self.cache;
+            let name_of = |index: usize| cache.node(index).map(|s| s.name.as_str()).unwrap_or("");
             scored.sort_by(|a, b| {
+                let (na, nb) = (name_of(a.2), name_of(b.2));
                 avoid
-                    .contains(&a.2)
-                    .cmp(&avoid.contains(&b.2))
+                    .contains(na)
+                    .cmp(&avoid.contains(nb))
                     .then(b.0.cmp(&a.0))
                     .then(b.1.cmp(&a.1))
+                    .then(na.cmp(nb))
                     .then(a.2.cmp(&b.2))
             });
-            for (_, _, name, results) in scored {
+            for (_, _, index, results) in scored {
                 if to_allocate.is_empty() {
-                    chosen = Some((name, Vec::new()));
+                    chosen = Some((index, Vec::new()));
                     break;
                 }
                 if let Some(results) = results {
-                    chosen = Some((name, results));
+                    chosen = Some((index, results));
                     break;
                 }
-                match self.try_allocate(&name, &to_allocate, &own_keys) {
+                match self.try_allocate(index, &to_allocate, &own_keys) {
                     Ok(Some(results)) => {
-                        chosen = Some((name, results));
+                        chosen = Some((index, results));
                         break;
                     }
                     Ok(None) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                     }
                     Err(e) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE.into()).or_insert(0) += 1;
-                        self.note_explanation(&mut explanation, &name, e);
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                        self.note_explanation(&mut explanation, index, e);
                     }
                 }
             }
-            if chosen.is_none() {
-                // Nodes the allocator rejected already counted; retry with the rest.
-                continue;
-            }
         }
-        let Some((node, results)) = chosen else {
+        let Some((node_index, results)) = chosen else {
             if explanation.is_none()
-                && let Some(name) = pruned_dra.clone()
-                && let Ok(Some(Outcome::Unschedulable(e))) =
-                    self.explain_on(&name, &to_allocate, &own_keys)
+                && let Some(index) = pruned_dra
+                && let Err(e) = self.try_allocate(index, &to_allocate, &own_keys)
             {
-                explanation = Some((name, e));
+                explanation = Some((String::new(), e));
             }
-            let mut histogram: Vec<String> =
-                reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            let mut histogram: Vec<String> = reasons
+                .iter()
+                .map(|(r, c)| format!("{c} {r}"))
+                .chain(taint_reasons.iter().map(|(r, c)| format!("{c} {r}")))
+                .collect();
             histogram.sort();
-            let mut message = format!("0/{n} nodes are available: {}.", histogram.join(", "));
+            let message = format!("0/{n} nodes are available: {}.", histogram.join(", "));
+            if let Some(signature) = signature {
+                self.failures.insert(
+                    signature,
+                    Failure {
+                        epoch: self.cache.epoch,
+                        message: message.clone(),
+                        explanation: explanation.as_ref().map(|(_, e)| e.clone()),
+                        processed,
+                    },
+                );
+            }
+            let mut message = message;
             if let Some((_, e)) = &explanation {
                 message.push('\n');
                 message.push_str(e.to_string().trim_end());
             }
             return self.mark_unschedulable(store, key, message, &claim_names, now);
         };
+        let node = self
+            .cache
+            .node(node_index)
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
 
         // Reserve + PreBind: write allocations and reservations.
         let stamp = now.rfc3339();
@@ -975,74 +1040,64 @@ impl Scheduler {
     fn note_explanation(
         &self,
         slot: &mut Option<(String, Explanation)>,
-        node: &str,
+        index: usize,
         explanation: Explanation,
     ) {
-        if slot.as_ref().is_none_or(|(n, _)| node < n.as_str()) {
-            *slot = Some((node.to_string(), explanation));
+        let Some(name) = self.cache.node(index).map(|s| s.name.as_str()) else {
+            return;
+        };
+        if slot.as_ref().is_none_or(|(n, _)| name < n.as_str()) {
+            *slot = Some((name.to_string(), explanation));
         }
-    }
-
-    fn explain_on(
-        &mut self,
-        node: &str,
-        claims: &[ResourceClaim],
-        own: &BTreeSet<ObjectKey>,
-    ) -> Result<Option<Outcome>, allot_dra::Error> {
-        let allocated = self.cache.allocated_claims_for(node, own);
-        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else {
-            return Ok(None);
-        };
-        let features = self.config.features;
-        let slices = self.cache.visible_slices(node).to_vec();
-        let input = AllocationInput {
-            node: &node_obj,
-            classes: &self.cache.classes,
-            slices: &slices,
-            allocated_claims: &allocated,
-            claims,
-            taint_rules: &self.cache.taint_rules,
-            namespaces: &self.cache.namespaces,
-        };
-        allot_dra::allocate_with_cache(&input, &features, &self.cel).map(Some)
     }
 
     /// Runs the allocator on a node: `Ok(Some(results))` when the claims fit, `Ok(None)` when
     /// the allocator failed on bad input, `Err(explanation)` when they do not fit.
     fn try_allocate(
         &mut self,
-        node: &str,
+        index: usize,
         claims: &[ResourceClaim],
         own: &BTreeSet<ObjectKey>,
-    ) -> Result<Option<Vec<allot_api::resource::v1::AllocationResult>>, Explanation> {
-        let allocated = self.cache.allocated_claims_for(node, own);
-        let Some(node_obj) = self.cache.nodes.get(node).map(|s| s.node.clone()) else {
+    ) -> Result<Option<Vec<AllocationResult>>, Explanation> {
+        self.cache.prepare_slices(index);
+        let allocated = self.cache.allocated_claims_for(index, own);
+        let Some(state) = self.cache.node(index) else {
             return Ok(None);
         };
-        let features = self.config.features;
-        // Borrow the cached slices without cloning them.
-        self.cache.visible_slices(node);
-        let slices = self
-            .cache
-            .nodes
-            .get(node)
-            .and_then(|s| s.visible_slices.as_deref())
-            .unwrap_or(&[]);
         let input = AllocationInput {
-            node: &node_obj,
+            node: &state.node,
             classes: &self.cache.classes,
-            slices,
+            slices: state.visible_slices.as_deref().unwrap_or(&[]),
             allocated_claims: &allocated,
             claims,
             taint_rules: &self.cache.taint_rules,
             namespaces: &self.cache.namespaces,
         };
-        match allot_dra::allocate_with_cache(&input, &features, &self.cel) {
+        match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
             Ok(Outcome::Allocated(results)) => Ok(Some(results)),
             Ok(Outcome::Unschedulable(explanation)) => Err(explanation),
             Err(_) => Ok(None),
         }
     }
+}
+
+/// What decides a pod's fate besides the cluster: its requests, placement constraints and the
+/// specs of the claims it still needs allocated.
+fn equivalence_signature(
+    pod: &Pod,
+    request: &resources::Resources,
+    claims: &[ResourceClaim],
+) -> String {
+    let specs: Vec<_> = claims.iter().map(|c| &c.spec).collect();
+    format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        request,
+        pod.spec.node_selector,
+        pod.spec.affinity,
+        pod.spec.tolerations,
+        pod.spec.node_name,
+        specs
+    )
 }
 
 /// NodeResourcesFit's LeastAllocated score plus NodeResourcesBalancedAllocation, each 0..100,
@@ -1171,7 +1226,7 @@ impl Controller for Scheduler {
                 self.all_unschedulable()
             }
             (Stored::Node(node), EventType::Modified) => {
-                match self.cache.nodes.get(&node.metadata.name) {
+                match self.cache.node_by_name(&node.metadata.name) {
                     Some(state)
                         if state.node.metadata.labels == node.metadata.labels
                             && state.node.spec == node.spec
