@@ -8,6 +8,8 @@
 
 #![deny(missing_docs)]
 
+pub mod devicetainteviction;
 pub mod resourceclaim;
 
+pub use devicetainteviction::{DeviceTaintEvictionController, EvictionMode};
 pub use resourceclaim::{ResourceClaimController, ResourceClaimControllerConfig};

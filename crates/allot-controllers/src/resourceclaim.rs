@@ -180,10 +180,10 @@ impl ResourceClaimController {
             owner_meta.uid.clone(),
             claim_name.to_string(),
         );
-        if let Some(name) = self.generated.get(&index_key) {
-            if store.get::<ResourceClaim>(&namespace, name).is_some() {
-                return Ok(Some(name.clone()));
-            }
+        if let Some(name) = self.generated.get(&index_key)
+            && store.get::<ResourceClaim>(&namespace, name).is_some()
+        {
+            return Ok(Some(name.clone()));
         }
         // A claim generated earlier (for example, given in the input) is found by its owner.
         if let Some(existing) = store.list_in::<ResourceClaim>(&namespace).find(|c| {
