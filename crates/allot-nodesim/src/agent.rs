@@ -113,6 +113,9 @@ pub struct NodeAgent {
     pods: BTreeMap<ObjectKey, AdmittedPod>,
     rejected: BTreeSet<String>,
     waiting: RefCell<BTreeSet<ObjectKey>>,
+    /// Pods bound to this node, with their PodGroup, kept from the events `keys_for` sees, so
+    /// that events of other kinds map to pods without scanning the store.
+    bound: RefCell<BTreeMap<ObjectKey, Option<String>>>,
     prepared: BTreeMap<String, PreparedClaim>,
     generations: Generations,
     health: HealthCache,
@@ -176,6 +179,7 @@ impl NodeAgent {
             pods: BTreeMap::new(),
             rejected: BTreeSet::new(),
             waiting: RefCell::new(BTreeSet::new()),
+            bound: RefCell::new(BTreeMap::new()),
             prepared: BTreeMap::new(),
             generations: Generations::default(),
             health: HealthCache::default(),
@@ -632,6 +636,30 @@ impl NodeAgent {
         (out, next)
     }
 
+    /// Writes the features this kubelet declares into the Node's `status.declaredFeatures`.
+    fn declare_features(&self, store: &mut Store, key: &ObjectKey) -> Result<(), String> {
+        let mut declared: BTreeSet<String> =
+            self.config.declared_features.iter().cloned().collect();
+        if self.config.features.optional_node_operations {
+            declared.insert(DRA_OPTIONAL_NODE_OPERATIONS.to_string());
+        }
+        let Some(node) = store.get::<allot_api::core::v1::Node>("", &key.name) else {
+            return Ok(());
+        };
+        if declared
+            .iter()
+            .all(|f| node.status.declared_features.contains(f))
+        {
+            return Ok(());
+        }
+        store
+            .modify::<allot_api::core::v1::Node, _>("", &key.name, |n| {
+                declared.extend(n.status.declared_features.iter().cloned());
+                n.status.declared_features = declared.into_iter().collect();
+            })
+            .map_err(|e| e.to_string())
+    }
+
     fn admit(
         &mut self,
         store: &mut Store,
@@ -641,20 +669,29 @@ impl NodeAgent {
     ) -> Result<Action, String> {
         let claims = match claims::ready_claims(store, pod) {
             Ok(claims) => claims,
-            Err(_waiting) => {
+            Err(waiting) => {
                 self.waiting.borrow_mut().insert(key.clone());
+                write_waiting(store, key, pod, ctx.now, &waiting.to_string())?;
                 return Ok(Action::Done);
             }
         };
         let honours_skip = self.honours_skip(store);
-        if !honours_skip
-            && claims
-                .iter()
-                .any(|pc| claims::drivers(&pc.claim).values().any(|skip| *skip))
-        {
+        let missing_plugin = claims.iter().find_map(|pc| {
+            claims::drivers(&pc.claim)
+                .into_iter()
+                .find(|(_, skip)| *skip)
+                .map(|(driver, _)| (pc.claim.metadata.name.clone(), driver))
+        });
+        if let Some((claim, driver)) = missing_plugin.filter(|_| !honours_skip) {
             // The allocation skips preparation because the driver has no kubelet plugin; a
             // kubelet that does not honour skipNodeOperations waits for that plugin forever.
             self.waiting.borrow_mut().insert(key.clone());
+            let message = format!(
+                "ResourceClaim {claim}: DRA driver {driver} has no kubelet plugin on this node: \
+                 its devices skip NodePrepareResources, but the node does not declare \
+                 {DRA_OPTIONAL_NODE_OPERATIONS}"
+            );
+            write_waiting(store, key, pod, ctx.now, &message)?;
             return Ok(Action::Done);
         }
         self.waiting.borrow_mut().remove(key);
@@ -836,6 +873,107 @@ fn set_allocated_status(pod: &mut Pod, health: &BTreeMap<String, Vec<serde_json:
     }
 }
 
+/// The status the kubelet writes for a pod it cannot start yet (its DRA resources cannot be
+/// prepared): Pending, containers waiting in `ContainerCreating`. As an explanation the kubelet
+/// only gives in an event, `PodReadyToStartContainers` carries the reason in its message.
+fn write_waiting(
+    store: &mut Store,
+    key: &ObjectKey,
+    pod: &Pod,
+    now: SimTime,
+    message: &str,
+) -> Result<(), String> {
+    let now = now.rfc3339();
+    let names = |list: &[allot_api::core::v1::Container]| -> Vec<String> {
+        list.iter().map(|c| c.name.clone()).collect()
+    };
+    let init = names(&pod.spec.init_containers);
+    let app = names(&pod.spec.containers);
+    let waiting = |name: &String| {
+        serde_json::json!({
+            "name": name,
+            "image": "",
+            "imageID": "",
+            "ready": false,
+            "restartCount": 0,
+            "started": false,
+            "state": {"waiting": {"reason": if init.is_empty() { "ContainerCreating" } else { "PodInitializing" }}},
+        })
+    };
+    let mut app_statuses: Vec<serde_json::Value> = app.iter().map(waiting).collect();
+    app_statuses.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let qos = compute_pod_qos(pod, true).name();
+    store
+        .modify::<Pod, _>(&key.namespace, &key.name, |p| {
+            let old = p.status.conditions.clone();
+            let keep = |t: &str, status: &str| {
+                old.iter()
+                    .find(|c| c.type_ == t && c.status == status)
+                    .and_then(|c| c.last_transition_time.clone())
+                    .unwrap_or_else(|| now.clone())
+            };
+            let make = |t: &str, status: &str, reason: Option<&str>, message: Option<String>| {
+                PodCondition {
+                    type_: t.into(),
+                    status: status.into(),
+                    observed_generation: None,
+                    last_probe_time: None,
+                    last_transition_time: Some(keep(t, status)),
+                    reason: reason.map(str::to_string),
+                    message,
+                }
+            };
+            let unready = Some(format!(
+                "containers with unready status: [{}]",
+                app.join(" ")
+            ));
+            let mut conditions = vec![
+                make(
+                    "PodReadyToStartContainers",
+                    "False",
+                    None,
+                    Some(message.to_string()),
+                ),
+                if init.is_empty() {
+                    make("Initialized", "True", None, None)
+                } else {
+                    make(
+                        "Initialized",
+                        "False",
+                        Some("ContainersNotInitialized"),
+                        Some(format!(
+                            "containers with incomplete status: [{}]",
+                            init.join(" ")
+                        )),
+                    )
+                },
+                make(
+                    "Ready",
+                    "False",
+                    Some("ContainersNotReady"),
+                    unready.clone(),
+                ),
+                make(
+                    "ContainersReady",
+                    "False",
+                    Some("ContainersNotReady"),
+                    unready,
+                ),
+                make("PodScheduled", "True", None, None),
+            ];
+            conditions.extend(
+                old.iter()
+                    .filter(|c| !kubelet_owned(&c.type_) && c.type_ != "PodScheduled")
+                    .cloned(),
+            );
+            p.status.conditions = conditions;
+            p.status.phase = Some("Pending".into());
+            p.status.qos_class = Some(qos.into());
+            p.status.container_statuses = Some(app_statuses.clone().into());
+        })
+        .map_err(|e| e.to_string())
+}
+
 /// The status the kubelet writes for a pod whose containers all started.
 fn write_running(
     store: &mut Store,
@@ -953,10 +1091,18 @@ impl Controller for NodeAgent {
         self.name
     }
 
-    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+    fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
         let mine = |pod: &Pod| self.on_this_node(pod);
         match &event.object {
             Stored::Pod(pod) => {
+                if mine(pod) && event.event_type != EventType::Deleted {
+                    let group = pod.spec.scheduling_group.as_ref();
+                    self.bound
+                        .borrow_mut()
+                        .insert(event.key.clone(), group.map(|g| g.pod_group_name.clone()));
+                } else {
+                    self.bound.borrow_mut().remove(&event.key);
+                }
                 if mine(pod) || self.pods.contains_key(&event.key) {
                     vec![event.key.clone()]
                 } else {
@@ -965,22 +1111,36 @@ impl Controller for NodeAgent {
             }
             Stored::ResourceClaim(claim) => {
                 let ns = &claim.metadata.namespace;
-                let mut keys = BTreeSet::new();
+                let bound = self.bound.borrow();
+                if bound.is_empty() {
+                    return Vec::new();
+                }
+                // Pods waiting on their node re-check their claims on any claim change in
+                // their namespace, as the kubelet re-checks them periodically.
+                let mut keys: BTreeSet<ObjectKey> = self
+                    .waiting
+                    .borrow()
+                    .iter()
+                    .filter(|k| k.namespace == *ns)
+                    .cloned()
+                    .collect();
                 for r in &claim.status.reserved_for {
                     match r.resource.as_str() {
-                        "pods" if store.get::<Pod>(ns, &r.name).is_some_and(mine) => {
-                            keys.insert(ObjectKey::new(Kind::Pod, ns.as_str(), r.name.as_str()));
+                        "pods" => {
+                            let key = ObjectKey::new(Kind::Pod, ns.as_str(), r.name.as_str());
+                            if bound.contains_key(&key) {
+                                keys.insert(key);
+                            }
                         }
                         "podgroups" => {
-                            for pod in store.list_in::<Pod>(ns).filter(|p| {
-                                mine(p)
-                                    && p.spec
-                                        .scheduling_group
-                                        .as_ref()
-                                        .is_some_and(|g| g.pod_group_name == r.name)
-                            }) {
-                                keys.insert(Store::key_of(pod));
-                            }
+                            keys.extend(
+                                bound
+                                    .iter()
+                                    .filter(|(k, g)| {
+                                        k.namespace == *ns && g.as_deref() == Some(r.name.as_str())
+                                    })
+                                    .map(|(k, _)| k.clone()),
+                            );
                         }
                         _ => {}
                     }
@@ -1012,19 +1172,20 @@ impl Controller for NodeAgent {
                 }
                 keys.into_iter().collect()
             }
-            Stored::PodGroup(group) => store
-                .list_in::<Pod>(&group.metadata.namespace)
-                .filter(|p| {
-                    mine(p)
-                        && p.spec
-                            .scheduling_group
-                            .as_ref()
-                            .is_some_and(|g| g.pod_group_name == group.metadata.name)
+            Stored::PodGroup(group) => self
+                .bound
+                .borrow()
+                .iter()
+                .filter(|(k, g)| {
+                    k.namespace == group.metadata.namespace
+                        && g.as_deref() == Some(group.metadata.name.as_str())
                 })
-                .map(Store::key_of)
+                .map(|(k, _)| k.clone())
                 .collect(),
             Stored::Node(node) if node.metadata.name == self.config.node_name => {
-                self.waiting.borrow().iter().cloned().collect()
+                let mut keys: Vec<ObjectKey> = self.waiting.borrow().iter().cloned().collect();
+                keys.push(event.key.clone());
+                keys
             }
             _ => Vec::new(),
         }
@@ -1036,6 +1197,10 @@ impl Controller for NodeAgent {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
+        if key.kind == Kind::Node {
+            self.declare_features(store, key)?;
+            return Ok(Action::Done);
+        }
         if key.kind != Kind::Pod {
             return Ok(Action::Done);
         }

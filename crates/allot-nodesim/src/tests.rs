@@ -213,6 +213,19 @@ fn phase(pod: &Pod) -> Option<&str> {
     pod.status.phase.as_deref()
 }
 
+/// Why a Pending pod's containers cannot start, from `PodReadyToStartContainers`.
+fn waiting_message(pod: &Pod) -> String {
+    assert_eq!(phase(pod), Some("Pending"));
+    let condition = pod
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PodReadyToStartContainers")
+        .expect("PodReadyToStartContainers");
+    assert_eq!(condition.status, "False");
+    condition.message.clone().unwrap_or_default()
+}
+
 fn resources(pod: &Pod) -> Value {
     serde_json::from_str(&pod.metadata.annotations[RESOURCES_ANNOTATION]).expect("annotation")
 }
@@ -319,14 +332,20 @@ fn pod_waits_until_its_claim_is_allocated_and_reserved() {
     unreserved.status.allocation = None;
     sim.create(unreserved);
     sim.run();
-    assert_eq!(phase(&sim.pod("p")), None, "not allocated: waits");
+    assert_eq!(
+        waiting_message(&sim.pod("p")),
+        "ResourceClaim c is not allocated"
+    );
     let allocated = claim("c", None, false);
     sim.runtime
         .store
         .modify::<ResourceClaim, _>("default", "c", |c| c.status = allocated.status.clone())
         .expect("allocated");
     sim.run();
-    assert_eq!(phase(&sim.pod("p")), None, "not reserved: waits");
+    assert_eq!(
+        waiting_message(&sim.pod("p")),
+        "ResourceClaim c is not reserved for the pod"
+    );
     let reserved = claim("c", Some(&p), false);
     sim.runtime
         .store
@@ -469,11 +488,8 @@ fn skip_node_operations_needs_the_declared_feature() {
         sim
     };
     let without = setup(&[]);
-    assert_eq!(
-        phase(&without.pod("p")),
-        None,
-        "waits for a plugin that never comes"
-    );
+    let message = waiting_message(&without.pod("p"));
+    assert!(message.contains("has no kubelet plugin"), "{message}");
     let with = setup(&["DRAOptionalNodeOperations"]);
     assert_eq!(phase(&with.pod("p")), Some("Running"));
     assert!(
@@ -579,4 +595,20 @@ fn pods_of_other_nodes_are_left_alone() {
     sim.create(other);
     sim.run();
     assert_eq!(phase(&sim.pod("elsewhere")), None);
+}
+
+#[test]
+fn the_optional_node_operations_gate_is_declared_on_the_node() {
+    let mut store = Store::new();
+    store.create(node_object(&[]), "t").expect("node");
+    let mut cfg = config(kubelet(json!({})));
+    cfg.features.optional_node_operations = true;
+    cfg.declared_features.push("ExampleFeature".into());
+    let mut sim = Sim::new(cfg, store);
+    sim.run();
+    let node = sim.runtime.store.get::<Node>("", NODE).expect("node");
+    assert_eq!(
+        node.status.declared_features,
+        ["DRAOptionalNodeOperations", "ExampleFeature"]
+    );
 }
