@@ -612,3 +612,109 @@ fn the_optional_node_operations_gate_is_declared_on_the_node() {
         ["DRAOptionalNodeOperations", "ExampleFeature"]
     );
 }
+
+#[test]
+fn a_claim_reserved_for_the_pod_group_lets_its_pods_run() {
+    let mut store = Store::new();
+    store
+        .create(slice(false, json!({"name": "gpu-1"})), "t")
+        .expect("slice");
+    let group: allot_api::scheduling::v1beta1::PodGroup = decode(json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"resourceClaims": [{"name": "shared", "resourceClaimTemplateName": "gpu-template"}]},
+        "status": {"resourceClaimStatuses": [{"name": "shared", "resourceClaimName": "g-shared-abcde"}]},
+    }));
+    let group = store.create(group, "t").expect("group");
+    let mut sim = Sim::new(config(kubelet(json!({}))), store);
+    let mut member: Pod = decode(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "member", "namespace": "default"},
+        "spec": {
+            "nodeName": NODE,
+            "schedulingGroup": {"podGroupName": "g"},
+            "containers": [{"name": "app", "resources": {"claims": [{"name": "shared"}]}}],
+            "resourceClaims": [{"name": "shared", "resourceClaimTemplateName": "gpu-template"}],
+        },
+    }));
+    member = sim.create(member);
+    let mut shared = claim("g-shared-abcde", None, false);
+    sim.create({
+        shared.status.reserved_for = vec![decode(json!({
+            "apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+            "name": "g", "uid": group.metadata.uid,
+        }))];
+        shared
+    });
+    sim.run();
+    let p = sim.pod(&member.metadata.name);
+    assert_eq!(phase(&p), Some("Running"));
+    assert_eq!(p.status.qos_class.as_deref(), Some("BestEffort"));
+    let paths: Vec<PathBuf> = sim.log.files().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        paths,
+        [PathBuf::from(
+            "node-1/default/member/resourceclaimtemplates/shared/gpu/gpu.example.com-metadata.json"
+        )]
+    );
+}
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever pods come and go, no CPU is exclusive to two running pods, and once every
+        /// pod is gone all CPUs but the reserved one can be given to a single pod.
+        #[test]
+        fn exclusive_cpus_never_overlap_and_return_on_deletion(
+            steps in proptest::collection::vec((0usize..6, 1u32..7, any::<bool>()), 1..16)
+        ) {
+            let mut sim = Sim::new(config(kubelet(json!({}))), Store::new());
+            let mut live: BTreeSet<usize> = BTreeSet::new();
+            for (slot, cpus, delete) in steps {
+                let name = format!("p{slot}");
+                if live.contains(&slot) {
+                    if delete {
+                        sim.runtime
+                            .store
+                            .delete(&ObjectKey::new(Kind::Pod, "default", name.as_str()))
+                            .expect("deleted");
+                        live.remove(&slot);
+                    }
+                } else {
+                    sim.create(pod(&name, &cpus.to_string(), &[]));
+                    live.insert(slot);
+                }
+                sim.run();
+                let mut seen = BTreeSet::new();
+                for pod in sim.runtime.store.list::<Pod>() {
+                    if phase(pod) == Some("Running") {
+                        for id in cpu_ids(pod) {
+                            prop_assert!(seen.insert(id), "CPU {} exclusive twice", id);
+                        }
+                    }
+                }
+            }
+            for slot in live {
+                let name = format!("p{slot}");
+                sim.runtime
+                    .store
+                    .delete(&ObjectKey::new(Kind::Pod, "default", name.as_str()))
+                    .expect("deleted");
+            }
+            sim.run();
+            // CPU 0 is reserved; the other 15 are free again only if every pod gave its back.
+            sim.create(pod("everything", "15", &[]));
+            sim.run();
+            let everything = sim.pod("everything");
+            prop_assert_eq!(phase(&everything), Some("Running"));
+            prop_assert_eq!(cpu_ids(&everything), (1..16).collect::<Vec<u64>>());
+        }
+    }
+}
