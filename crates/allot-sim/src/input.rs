@@ -519,6 +519,17 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                 driver_health_timeout_millis,
                 &mut errors,
             );
+            if let Some(mode) = &parsed.eviction_mode
+                && !matches!(mode.as_str(), "Delete" | "MarkFailed")
+            {
+                errors.push(raw_error(
+                    &raw,
+                    "evictionMode",
+                    format!(
+                        "Unsupported value: {mode:?}: supported values: \"Delete\", \"MarkFailed\""
+                    ),
+                ));
+            }
             parsed
         }
         None => SimulationOptions::default(),

@@ -113,6 +113,9 @@ pub fn check_list(text: &str) -> Result<Vec<Violation>, String> {
     Ok(check_invariants(&store))
 }
 
+/// A device: driver, pool, name.
+type DeviceKey = (String, String, String);
+
 #[derive(Default)]
 struct Usage {
     claims: Vec<String>,
@@ -121,8 +124,7 @@ struct Usage {
 
 fn check_devices(store: &Store, violations: &mut Vec<Violation>) {
     // (driver, pool, device) -> (allows multiple allocations, capacities).
-    let mut devices: BTreeMap<(String, String, String), (bool, BTreeMap<String, Quantity>)> =
-        BTreeMap::new();
+    let mut devices: BTreeMap<DeviceKey, (bool, BTreeMap<String, Quantity>)> = BTreeMap::new();
     for slice in store.list::<ResourceSlice>() {
         for device in &slice.spec.devices {
             let capacity = device
@@ -139,7 +141,7 @@ fn check_devices(store: &Store, violations: &mut Vec<Violation>) {
                 .or_insert((device.allow_multiple_allocations == Some(true), capacity));
         }
     }
-    let mut usage: BTreeMap<(String, String, String), Usage> = BTreeMap::new();
+    let mut usage: BTreeMap<DeviceKey, Usage> = BTreeMap::new();
     for claim in store.list::<ResourceClaim>() {
         let Some(allocation) = &claim.status.allocation else {
             continue;

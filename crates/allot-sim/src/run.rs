@@ -101,6 +101,13 @@ fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
         metadata.push(agent.metadata_log());
         list.push(Box::new(agent));
     }
+    let mode = match input.options.eviction_mode.as_deref() {
+        Some("MarkFailed") => allot_controllers::EvictionMode::MarkFailed,
+        _ => allot_controllers::EvictionMode::Delete,
+    };
+    list.push(Box::new(
+        allot_controllers::DeviceTaintEvictionController::new(mode),
+    ));
     Ok(Controllers { list, metadata })
 }
 

@@ -188,6 +188,10 @@ pub struct SimulationOptions {
     /// The DynamicResources binding timeout (Go duration, default `10m` as upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binding_timeout: Option<String>,
+    /// What device-taint eviction does to a pod: `Delete` (upstream, default) or `MarkFailed`
+    /// (keep it with `status.phase: Failed`, so the final state shows the eviction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_mode: Option<String>,
     /// How long a node agent waits for a driver's health report before it reports `Unknown`
     /// (Go duration, default `30s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,7 +230,7 @@ pub fn parse_duration_millis(text: &str) -> Option<u64> {
         };
         total += number * scale;
     }
-    if !total.is_finite() || total < 0.0 || total > 1e15 {
+    if !total.is_finite() || !(0.0..=1e15).contains(&total) {
         return None;
     }
     Some(total.round() as u64)

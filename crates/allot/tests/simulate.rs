@@ -364,3 +364,18 @@ fn generated_clusters_simulate() {
         .count();
     assert_eq!(allocated, 8);
 }
+
+#[test]
+fn device_taint_rules_evict_after_the_toleration_expires() {
+    let items = simulate_json(&[&scenario("taint-eviction")]);
+    let victim = find(&items, "Pod", "victim");
+    assert_eq!(victim["status"]["phase"], "Failed");
+    let disruption = condition(victim, "DisruptionTarget").expect("DisruptionTarget");
+    assert_eq!(disruption["reason"], "DeletionByDeviceTaintManager");
+    // The rule arrived at 1m and the toleration lasts 60s.
+    assert_eq!(disruption["lastTransitionTime"], "2026-01-01T00:02:00Z");
+    let rule = find(&items, "DeviceTaintRule", "broken-node-1");
+    let eviction = &rule["status"]["conditions"][0];
+    assert_eq!(eviction["type"], "EvictionInProgress");
+    assert_eq!(eviction["status"], "False");
+}
