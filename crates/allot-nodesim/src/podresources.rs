@@ -5,7 +5,8 @@
 //! containers in the shared pool), `memory` the Memory Manager's blocks, `devices` the Device
 //! Manager's devices with their NUMA nodes, and `dynamicResources` the DRA devices of the
 //! claims the container references. As an extension, a DRA device carries a `topology` when
-//! its ResourceSlice publishes a NUMA node attribute (`numaNode`, or any `<domain>/numaNode`).
+//! its ResourceSlice publishes an integer NUMA node attribute (`numaNode` or `numa`, with or
+//! without a domain; `numaNode` wins).
 
 use std::collections::BTreeMap;
 
@@ -23,11 +24,16 @@ pub(crate) type Blocks = Vec<(String, u64, Vec<usize>)>;
 
 /// The NUMA node of a DRA device, from its attributes.
 pub(crate) fn device_numa(device: &Device) -> Option<i64> {
-    device
-        .attributes
-        .iter()
-        .filter(|(name, _)| *name == "numaNode" || name.ends_with("/numaNode"))
-        .find_map(|(_, v)| v.int_value)
+    let named = |wanted: &str| {
+        device
+            .attributes
+            .iter()
+            .filter(|(name, _)| {
+                name.as_str() == wanted || name.rsplit_once('/').is_some_and(|(_, n)| n == wanted)
+            })
+            .find_map(|(_, v)| v.int_value)
+    };
+    named("numaNode").or_else(|| named("numa"))
 }
 
 fn topology(nodes: impl IntoIterator<Item = i64>) -> serde_json::Value {

@@ -718,3 +718,27 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn dra_device_numa_comes_from_numa_node_or_numa_attributes() {
+    let device = |attrs: Value| -> allot_api::resource::v1::Device {
+        decode(json!({"name": "d", "attributes": attrs}))
+    };
+    use crate::podresources::device_numa;
+    assert_eq!(
+        device_numa(&device(json!({"numaNode": {"int": 1}}))),
+        Some(1)
+    );
+    assert_eq!(
+        device_numa(&device(json!({"gpu.example.com/numa": {"int": 0}}))),
+        Some(0)
+    );
+    assert_eq!(
+        device_numa(&device(
+            json!({"x.example.com/numa": {"int": 0}, "numaNode": {"int": 3}})
+        )),
+        Some(3)
+    );
+    assert_eq!(device_numa(&device(json!({"numa": {"string": "1"}}))), None);
+    assert_eq!(device_numa(&device(json!({"index": {"int": 1}}))), None);
+}
