@@ -9,7 +9,9 @@
 #![deny(missing_docs)]
 
 pub mod devicetainteviction;
+pub mod poolstatus;
 pub mod resourceclaim;
 
 pub use devicetainteviction::{DeviceTaintEvictionController, EvictionMode};
+pub use poolstatus::{PoolStatusController, PoolStatusControllerConfig};
 pub use resourceclaim::{ResourceClaimController, ResourceClaimControllerConfig};
