@@ -7,7 +7,10 @@
 //! because cel-rust has neither a type checker nor a cost estimator; both follow cel-go's rules
 //! closely enough for the DRA environment (see the `cost` module for what is approximated).
 //! Runtime costs are not metered: an expression is only accepted when its worst-case estimate is
-//! within the limit.
+//! within the limit. The common selector shapes (driver, attribute and capacity comparisons with
+//! literals under `&&`/`||`/`!`) also get a native fast path that answers only when the answer is
+//! unambiguous and otherwise defers to the interpreter, so results and errors stay the
+//! interpreter's (checked by differential tests).
 
 #![deny(missing_docs)]
 
