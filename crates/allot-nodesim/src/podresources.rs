@@ -54,7 +54,19 @@ pub(crate) fn annotation(
     device_of: &dyn Fn(&str, &str, &str) -> Option<Device>,
 ) -> String {
     let mut containers = Vec::new();
-    for result in &admission.containers {
+    // As upstream's List: app containers and restartable init containers (sidecars), not
+    // init containers that run to completion.
+    let completed_init = |name: &str| {
+        pod.spec
+            .init_containers
+            .iter()
+            .any(|c| c.name == name && c.restart_policy.as_deref() != Some("Always"))
+    };
+    for result in admission
+        .containers
+        .iter()
+        .filter(|r| !completed_init(&r.name))
+    {
         let mut c = serde_json::Map::new();
         c.insert("name".into(), result.name.clone().into());
         let mut devices = Vec::new();

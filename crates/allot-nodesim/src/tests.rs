@@ -742,3 +742,33 @@ fn dra_device_numa_comes_from_numa_node_or_numa_attributes() {
     assert_eq!(device_numa(&device(json!({"numa": {"string": "1"}}))), None);
     assert_eq!(device_numa(&device(json!({"index": {"int": 1}}))), None);
 }
+
+#[test]
+fn resources_annotation_lists_sidecars_but_not_completed_init_containers() {
+    let mut sim = Sim::new(config(kubelet(json!({}))), Store::new());
+    let mut p = pod("p", "2", &[]);
+    let guaranteed =
+        json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+    p.spec.init_containers = vec![
+        decode(json!({"name": "setup", "resources": guaranteed})),
+        decode(json!({"name": "proxy", "restartPolicy": "Always", "resources": guaranteed})),
+    ];
+    sim.create(p);
+    sim.run();
+    let p = sim.pod("p");
+    assert_eq!(phase(&p), Some("Running"));
+    let names: Vec<String> = resources(&p)["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(names, ["proxy", "app"]);
+    let init = p
+        .status
+        .init_container_statuses
+        .clone()
+        .expect("init statuses");
+    assert_eq!(init[0]["state"]["terminated"]["reason"], "Completed");
+    assert!(init[1]["state"]["running"].is_object());
+}
