@@ -772,3 +772,39 @@ fn resources_annotation_lists_sidecars_but_not_completed_init_containers() {
     assert_eq!(init[0]["state"]["terminated"]["reason"], "Completed");
     assert!(init[1]["state"]["running"].is_object());
 }
+
+#[test]
+fn bad_configurations_are_errors_not_panics() {
+    let mut cfg = config(kubelet(json!({})));
+    cfg.metadata_versions = vec!["metadata.resource.k8s.io/v2".into()];
+    assert!(matches!(
+        NodeAgent::new(cfg),
+        Err(crate::NodeSimError::MetadataVersion { .. })
+    ));
+    let cfg = config(kubelet(
+        json!({"cpuManagerPolicyOptions": {"no-such-option": "true"}}),
+    ));
+    assert!(matches!(
+        NodeAgent::new(cfg),
+        Err(crate::NodeSimError::Start { .. })
+    ));
+}
+
+#[test]
+fn a_single_metadata_version_gives_a_stream_of_one() {
+    let mut store = Store::new();
+    store
+        .create(slice(false, json!({"name": "gpu-1"})), "t")
+        .expect("slice");
+    let mut cfg = config(kubelet(json!({})));
+    cfg.metadata_versions = vec![crate::METADATA_API_V1BETA1.into()];
+    let mut sim = Sim::new(cfg, store);
+    let p = sim.create(pod("p", "2", &[("gpu", "c", false)]));
+    sim.create(claim("c", Some(&p), false));
+    sim.run();
+    let files = sim.log.files();
+    assert_eq!(files.len(), 1);
+    let stream = objects(&files[0].1);
+    assert_eq!(stream.len(), 1);
+    assert_eq!(stream[0]["apiVersion"], crate::METADATA_API_V1BETA1);
+}
