@@ -56,8 +56,8 @@ pub struct DeviceTaintEvictionController {
     mode: EvictionMode,
     /// Pods evicted per rule uid since the controller started.
     evicted: BTreeMap<String, u64>,
-    /// Compiled CEL selectors by expression (`None`: does not compile).
-    cel: BTreeMap<String, Option<CompiledExpression>>,
+    /// Rule selection.
+    matcher: RuleMatcher,
     /// Pools (driver, pool) that had a NoExecute device taint in some slice event. Only pods
     /// using those pools (or DeviceTaintRules) can need eviction; the set only grows.
     tainted_pools: RefCell<BTreeSet<(String, String)>>,
@@ -213,26 +213,14 @@ impl<'a> Pools<'a> {
     }
 }
 
-/// A rule as the controller evaluates it: its effect may be overridden for the dry run.
-struct RuleView<'a> {
-    rule: &'a DeviceTaintRule,
-    effect: DeviceTaintEffect,
+/// DeviceTaintRule selection with a cache of compiled CEL selectors.
+#[derive(Debug, Default)]
+pub struct RuleMatcher {
+    /// Compiled CEL selectors by expression (`None`: does not compile).
+    cel: BTreeMap<String, Option<CompiledExpression>>,
 }
 
-impl DeviceTaintEvictionController {
-    /// A controller that evicts pods as `mode` says.
-    pub fn new(mode: EvictionMode) -> Self {
-        DeviceTaintEvictionController {
-            mode,
-            ..Default::default()
-        }
-    }
-
-    /// Pods evicted so far because of the rule with this uid.
-    pub fn evicted_for_rule(&self, uid: &str) -> u64 {
-        self.evicted.get(uid).copied().unwrap_or(0)
-    }
-
+impl RuleMatcher {
     fn compiled(&mut self, expression: &str) -> Option<&CompiledExpression> {
         self.cel
             .entry(expression.to_string())
@@ -267,8 +255,10 @@ impl DeviceTaintEvictionController {
         true
     }
 
-    /// Whether a rule selects a device (upstream's fields plus the class and CEL extension).
-    fn rule_matches(
+    /// Whether a rule selects a device: upstream's driver, pool and device fields plus the
+    /// class and CEL extension. `device` is the published device, needed only by the extension
+    /// (without it, a rule using the extension selects nothing).
+    pub fn matches(
         &mut self,
         store: &Store,
         rule: &DeviceTaintRule,
@@ -304,6 +294,41 @@ impl DeviceTaintEvictionController {
             .iter()
             .filter_map(|s| s.cel.as_ref().map(|c| c.expression.as_str()));
         self.selectors_match(expressions, driver, device)
+    }
+}
+
+/// A rule as the controller evaluates it: its effect may be overridden for the dry run.
+struct RuleView<'a> {
+    rule: &'a DeviceTaintRule,
+    effect: DeviceTaintEffect,
+}
+
+impl DeviceTaintEvictionController {
+    /// A controller that evicts pods as `mode` says.
+    pub fn new(mode: EvictionMode) -> Self {
+        DeviceTaintEvictionController {
+            mode,
+            ..Default::default()
+        }
+    }
+
+    /// Pods evicted so far because of the rule with this uid.
+    pub fn evicted_for_rule(&self, uid: &str) -> u64 {
+        self.evicted.get(uid).copied().unwrap_or(0)
+    }
+
+    /// Whether a rule selects a device.
+    fn rule_matches(
+        &mut self,
+        store: &Store,
+        rule: &DeviceTaintRule,
+        driver: &str,
+        pool: &str,
+        name: &str,
+        device: Option<&Device>,
+    ) -> bool {
+        self.matcher
+            .matches(store, rule, driver, pool, name, device)
     }
 
     /// The eviction a claim's allocation calls for, if any (upstream `claimEvictionTime`).

@@ -25,6 +25,8 @@ use allot_api::resource::v1alpha3::{
 use allot_runtime::{Action, Context, Controller};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
+use crate::devicetainteviction::RuleMatcher;
+
 /// The controller's name.
 pub const POOL_STATUS_CONTROLLER: &str = "resourcepoolstatusrequest-controller";
 /// The most entries of a status list (upstream `maxStatusListItems`).
@@ -54,6 +56,8 @@ pub struct PoolStatusController {
     config: PoolStatusControllerConfig,
     /// Attempts so far per request uid that found an incomplete pool.
     attempts: BTreeMap<String, u32>,
+    /// DeviceTaintRule selection.
+    matcher: RuleMatcher,
 }
 
 /// One device as the views see it.
@@ -142,8 +146,15 @@ struct PoolData<'a> {
 }
 
 /// Whether a device is unavailable: a NoSchedule or NoExecute taint of its own or from a rule
-/// selecting it by driver, pool and device.
-fn unavailable(driver: &str, pool: &str, device: &Device, rules: &[&DeviceTaintRule]) -> bool {
+/// selecting it (by driver, pool and device as upstream, or by the class and CEL extension).
+fn unavailable(
+    store: &Store,
+    matcher: &mut RuleMatcher,
+    driver: &str,
+    pool: &str,
+    device: &Device,
+    rules: &[&DeviceTaintRule],
+) -> bool {
     let blocking = |e: &DeviceTaintEffect| {
         matches!(
             e,
@@ -155,11 +166,7 @@ fn unavailable(driver: &str, pool: &str, device: &Device, rules: &[&DeviceTaintR
     }
     rules.iter().any(|rule| {
         blocking(&rule.spec.taint.effect)
-            && rule.spec.device_selector.as_ref().is_some_and(|s| {
-                s.driver.as_deref().is_none_or(|d| d == driver)
-                    && s.pool.as_deref().is_none_or(|p| p == pool)
-                    && s.device.as_deref().is_none_or(|d| d == device.name)
-            })
+            && matcher.matches(store, rule, driver, pool, &device.name, Some(device))
     })
 }
 
@@ -306,6 +313,7 @@ fn shareable_summary(
 /// Computes the answer to a request from the store (upstream `calculatePoolStatus`).
 pub fn calculate_pool_status(
     store: &Store,
+    matcher: &mut RuleMatcher,
     request: &ResourcePoolStatusRequest,
     now: &str,
 ) -> ResourcePoolStatusRequestStatus {
@@ -351,7 +359,7 @@ pub fn calculate_pool_status(
             .or_else(|| default_attribute.clone());
         for device in &slice.spec.devices {
             data.total += 1;
-            if unavailable(driver, name, device, &rules) {
+            if unavailable(store, matcher, driver, name, device, &rules) {
                 data.unavailable += 1;
             }
             data.devices.push(DeviceRecord {
@@ -499,7 +507,7 @@ impl PoolStatusController {
     pub fn new(config: PoolStatusControllerConfig) -> Self {
         PoolStatusController {
             config,
-            attempts: BTreeMap::new(),
+            ..Default::default()
         }
     }
 
@@ -579,7 +587,7 @@ impl Controller for PoolStatusController {
                 &now,
             )
         } else {
-            let status = calculate_pool_status(store, &request, &now);
+            let status = calculate_pool_status(store, &mut self.matcher, &request, &now);
             let incomplete = status.pools.iter().any(|p| {
                 p.validation_error
                     .as_deref()

@@ -461,3 +461,42 @@ fn answered_requests_can_be_cleaned_up() {
             .is_none()
     );
 }
+
+#[test]
+fn a_rule_selecting_by_class_marks_only_the_class_devices_unavailable() {
+    use allot_api::resource::v1::{CelDeviceSelector, DeviceClass, DeviceSelector};
+    let mut store = Store::new();
+    let mut big = device("gpu-0");
+    big.attributes
+        .insert("model".into(), string_attribute("h100"));
+    let mut small = device("gpu-1");
+    small
+        .attributes
+        .insert("model".into(), string_attribute("t4"));
+    store
+        .create(slice("a", DRIVER, "node-a", vec![big, small]), "t")
+        .unwrap();
+    let mut class = DeviceClass::default();
+    class.metadata.name = "h100".into();
+    class.spec.selectors = vec![DeviceSelector {
+        cel: Some(CelDeviceSelector {
+            expression: format!("device.attributes[\"{DRIVER}\"].model == \"h100\""),
+        }),
+    }];
+    store.create(class, "t").unwrap();
+    let mut rule = DeviceTaintRule::default();
+    rule.metadata.name = "h100-maintenance".into();
+    rule.spec.taint.effect = DeviceTaintEffect::NoSchedule;
+    rule.spec.device_selector = Some(DeviceTaintSelector {
+        device_class_name: Some("h100".into()),
+        ..Default::default()
+    });
+    store.create(rule, "t").unwrap();
+    store.create(request("class"), "t").unwrap();
+    let rt = run(store, PoolStatusControllerConfig::default());
+    let pool = answer(&rt, "class").pools[0].clone();
+    assert_eq!(
+        (pool.unavailable_devices, pool.available_devices),
+        (Some(1), Some(1))
+    );
+}
