@@ -53,7 +53,10 @@ fn as_scalar(attribute: &DeviceAttribute) -> Option<Value> {
     } else if let Some(v) = attribute.bool_value {
         Some(Value::Bool(v))
     } else {
-        attribute.version_value.as_ref().map(|v| Value::Version(v.clone()))
+        attribute
+            .version_value
+            .as_ref()
+            .map(|v| Value::Version(v.clone()))
     }
 }
 
@@ -75,7 +78,10 @@ pub(crate) fn lookup<'a>(
 }
 
 fn intersect(a: &[Value], b: &[Value]) -> Vec<Value> {
-    a.iter().filter(|value| b.contains(value)).cloned().collect()
+    a.iter()
+        .filter(|value| b.contains(value))
+        .cloned()
+        .collect()
 }
 
 fn disjoint(a: &[Value], b: &[Value]) -> bool {
@@ -106,12 +112,26 @@ enum Added {
     /// Scalar mode: the attribute (kept whole: a list or empty value is "unknown type").
     Scalar(Option<Value>),
     /// List mode: the device's value set, plus (for match) the intersection after adding it.
-    Set { values: Option<Vec<Value>>, running: Vec<Value> },
+    Set {
+        values: Option<Vec<Value>>,
+        running: Vec<Value>,
+    },
 }
 
 impl Constraint {
-    pub fn new(kind: ConstraintKind, attribute: String, requests: Vec<String>, list_semantics: bool) -> Self {
-        Self { requests, attribute, kind, list_semantics, added: Vec::new() }
+    pub fn new(
+        kind: ConstraintKind,
+        attribute: String,
+        requests: Vec<String>,
+        list_semantics: bool,
+    ) -> Self {
+        Self {
+            requests,
+            attribute,
+            kind,
+            list_semantics,
+            added: Vec::new(),
+        }
     }
 
     /// Whether the constraint applies to a device picked for `request` (and `subrequest`).
@@ -153,7 +173,10 @@ impl Constraint {
                     _ => true,
                 },
                 ConstraintKind::Distinct => self.added.iter().all(|added| match added {
-                    Added::Set { values: Some(existing), .. } => disjoint(existing, &values),
+                    Added::Set {
+                        values: Some(existing),
+                        ..
+                    } => disjoint(existing, &values),
                     _ => true,
                 }),
             }
@@ -174,7 +197,7 @@ impl Constraint {
                         return false;
                     };
                     self.added.iter().all(|added| match added {
-                            Added::Scalar(Some(existing)) => existing != &value,
+                        Added::Scalar(Some(existing)) => existing != &value,
                         _ => true,
                     })
                 }
@@ -187,7 +210,9 @@ impl Constraint {
         if self.list_semantics {
             let values = as_set(attribute);
             let running = match (self.kind, self.added.last(), &values) {
-                (ConstraintKind::Match, Some(Added::Set { running, .. }), Some(values)) => intersect(running, values),
+                (ConstraintKind::Match, Some(Added::Set { running, .. }), Some(values)) => {
+                    intersect(running, values)
+                }
                 (ConstraintKind::Match, None, Some(values)) => values.clone(),
                 _ => Vec::new(),
             };
@@ -238,11 +263,17 @@ mod tests {
     use super::*;
 
     fn strings(values: &[&str]) -> DeviceAttribute {
-        DeviceAttribute { string_values: values.iter().map(|v| v.to_string()).collect(), ..Default::default() }
+        DeviceAttribute {
+            string_values: values.iter().map(|v| v.to_string()).collect(),
+            ..Default::default()
+        }
     }
 
     fn string(value: &str) -> DeviceAttribute {
-        DeviceAttribute { string_value: Some(value.to_string()), ..Default::default() }
+        DeviceAttribute {
+            string_value: Some(value.to_string()),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -278,7 +309,12 @@ mod tests {
 
     #[test]
     fn applies_to_requests_and_subrequests() {
-        let c = Constraint::new(ConstraintKind::Match, "d/a".into(), vec!["r1".into(), "r2/s1".into()], false);
+        let c = Constraint::new(
+            ConstraintKind::Match,
+            "d/a".into(),
+            vec!["r1".into(), "r2/s1".into()],
+            false,
+        );
         assert!(c.applies("r1", None));
         assert!(c.applies("r1", Some("x")));
         assert!(c.applies("r2", Some("s1")));

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use allot_api::resource::v1::{CapacityRequestPolicy, CapacityRequestPolicyRange, CapacityRequirements, Device};
+use allot_api::resource::v1::{
+    CapacityRequestPolicy, CapacityRequestPolicyRange, CapacityRequirements, Device,
+};
 use allot_quantity::{Format, Quantity};
 
 /// Consumed amounts per capacity, keyed by the name as the device publishes it.
@@ -19,7 +21,11 @@ pub(crate) enum CapacityError {
 }
 
 fn qualify(name: &str, driver: &str) -> String {
-    if name.contains('/') { name.to_string() } else { format!("{driver}/{name}") }
+    if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("{driver}/{name}")
+    }
 }
 
 /// Maps each requested capacity to the device's published name for it; `Ok(None)` when the
@@ -38,7 +44,11 @@ fn resolve_requests<'r>(
         let published = if device.capacity.contains_key(name) {
             Some(name.clone())
         } else {
-            device.capacity.keys().find(|key| qualify(key, driver) == wanted).cloned()
+            device
+                .capacity
+                .keys()
+                .find(|key| qualify(key, driver) == wanted)
+                .cloned()
         };
         let Some(published) = published else {
             return Ok(None);
@@ -63,8 +73,12 @@ pub(crate) fn consumption(
     };
     let mut consumed = Consumed::new();
     for (name, capacity) in &device.capacity {
-        let amount = consumed_amount(requested.get(name).copied(), &capacity.value, capacity.request_policy.as_ref())
-            .map_err(|()| CapacityError::NotRepresentable(name.clone()))?;
+        let amount = consumed_amount(
+            requested.get(name).copied(),
+            &capacity.value,
+            capacity.request_policy.as_ref(),
+        )
+        .map_err(|()| CapacityError::NotRepresentable(name.clone()))?;
         consumed.insert(name.clone(), amount);
     }
     for (name, capacity) in &device.capacity {
@@ -95,7 +109,9 @@ fn consumed_amount(
     policy: Option<&CapacityRequestPolicy>,
 ) -> Result<Quantity, ()> {
     let Some(requested) = requested else {
-        return Ok(policy.and_then(|policy| policy.default.clone()).unwrap_or_else(|| total.clone()));
+        return Ok(policy
+            .and_then(|policy| policy.default.clone())
+            .unwrap_or_else(|| total.clone()));
     };
     let Some(policy) = policy else {
         return Ok(requested.clone());
@@ -117,7 +133,11 @@ fn consumed_amount(
 }
 
 /// Rounds up to `min + n·step`; an error when that leaves the `i64` range.
-fn round_up_range(requested: &Quantity, min: &Quantity, range: &CapacityRequestPolicyRange) -> Result<Quantity, ()> {
+fn round_up_range(
+    requested: &Quantity,
+    min: &Quantity,
+    range: &CapacityRequestPolicyRange,
+) -> Result<Quantity, ()> {
     if requested < min {
         return Ok(min.clone());
     }
@@ -131,7 +151,11 @@ fn round_up_range(requested: &Quantity, min: &Quantity, range: &CapacityRequestP
     };
     let as_scaled = |q: &Quantity| -> Result<i128, ()> {
         let v = q.scaled_value(scale);
-        if v == i64::MAX || v == i64::MIN { Err(()) } else { Ok(i128::from(v)) }
+        if v == i64::MAX || v == i64::MIN {
+            Err(())
+        } else {
+            Ok(i128::from(v))
+        }
     };
     let req = as_scaled(requested)?;
     let step_v = as_scaled(step)?;
@@ -149,7 +173,11 @@ fn round_up_range(requested: &Quantity, min: &Quantity, range: &CapacityRequestP
     if value == i64::MAX {
         return Err(());
     }
-    Ok(if scale == 0 { Quantity::from_i64(value, format) } else { Quantity::from_milli(value, format) })
+    Ok(if scale == 0 {
+        Quantity::from_i64(value, format)
+    } else {
+        Quantity::from_milli(value, format)
+    })
 }
 
 fn violates_policy(amount: &Quantity, policy: Option<&CapacityRequestPolicy>) -> bool {
@@ -166,7 +194,11 @@ fn violates_policy(amount: &Quantity, policy: Option<&CapacityRequestPolicy>) ->
             return true;
         }
         if let (Some(step), Some(min)) = (&range.step, &range.min) {
-            let scale = if step.is_integer() && min.is_integer() && amount.is_integer() { 0 } else { -3 };
+            let scale = if step.is_integer() && min.is_integer() && amount.is_integer() {
+                0
+            } else {
+                -3
+            };
             let step_v = i128::from(step.scaled_value(scale));
             let min_v = i128::from(min.scaled_value(scale));
             let amount_v = i128::from(amount.scaled_value(scale));
@@ -219,15 +251,30 @@ mod tests {
     }
 
     fn range(min: &str, step: Option<&str>) -> CapacityRequestPolicyRange {
-        CapacityRequestPolicyRange { min: Some(q(min)), max: None, step: step.map(q) }
+        CapacityRequestPolicyRange {
+            min: Some(q(min)),
+            max: None,
+            step: step.map(q),
+        }
     }
 
     #[test]
     fn range_rounds_up_to_the_next_step() {
-        assert_eq!(round_up_range(&q("5Gi"), &q("1Gi"), &range("1Gi", Some("2Gi"))).unwrap(), q("5Gi"));
-        assert_eq!(round_up_range(&q("4Gi"), &q("1Gi"), &range("1Gi", Some("2Gi"))).unwrap(), q("5Gi"));
-        assert_eq!(round_up_range(&q("1"), &q("2"), &range("2", Some("2"))).unwrap(), q("2"));
-        assert!(round_up_range(&q("9223372036854775807"), &q("0"), &range("0", Some("2"))).is_err());
+        assert_eq!(
+            round_up_range(&q("5Gi"), &q("1Gi"), &range("1Gi", Some("2Gi"))).unwrap(),
+            q("5Gi")
+        );
+        assert_eq!(
+            round_up_range(&q("4Gi"), &q("1Gi"), &range("1Gi", Some("2Gi"))).unwrap(),
+            q("5Gi")
+        );
+        assert_eq!(
+            round_up_range(&q("1"), &q("2"), &range("2", Some("2"))).unwrap(),
+            q("2")
+        );
+        assert!(
+            round_up_range(&q("9223372036854775807"), &q("0"), &range("0", Some("2"))).is_err()
+        );
     }
 
     #[test]
@@ -235,7 +282,11 @@ mod tests {
         let policy = CapacityRequestPolicy {
             default: Some(q("1Gi")),
             valid_values: vec![],
-            valid_range: Some(CapacityRequestPolicyRange { min: Some(q("1Gi")), max: Some(q("4Gi")), step: Some(q("1Gi")) }),
+            valid_range: Some(CapacityRequestPolicyRange {
+                min: Some(q("1Gi")),
+                max: Some(q("4Gi")),
+                step: Some(q("1Gi")),
+            }),
         };
         assert!(!violates_policy(&q("2Gi"), Some(&policy)));
         assert!(violates_policy(&q("5Gi"), Some(&policy)));

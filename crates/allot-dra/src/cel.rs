@@ -9,26 +9,61 @@ use allot_cel::{AttributeValue, CelDevice, CompiledExpression};
 
 /// Compiled CEL expressions by source text, kept across allocation calls (upstream's
 /// `cel.Cache`). Compile errors are cached too.
+///
+/// It also remembers selector verdicts per expression and device content (driver, attributes,
+/// capacities, allowMultipleAllocations: everything CEL can see), so a device that did not
+/// change is not evaluated again in the next scheduling cycle. Evaluation errors are not
+/// remembered.
 #[derive(Default)]
 pub struct CelCache {
-    compiled: RefCell<HashMap<String, Rc<Result<CompiledExpression, String>>>>,
+    compiled: RefCell<HashMap<String, (usize, Compiled)>>,
+    verdicts: RefCell<HashMap<(usize, u128), bool>>,
 }
+
+/// A compiled expression, or the compiler's message.
+pub(crate) type Compiled = Rc<Result<CompiledExpression, String>>;
+
+/// Remembered verdicts beyond this many are dropped (all at once) to bound memory.
+const MAX_VERDICTS: usize = 1 << 20;
 
 impl std::fmt::Debug for CelCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CelCache").field("entries", &self.compiled.borrow().len()).finish()
+        f.debug_struct("CelCache")
+            .field("entries", &self.compiled.borrow().len())
+            .finish()
     }
 }
 
 impl CelCache {
     /// The compiled form of `expression`, compiling it on first use.
-    pub(crate) fn get(&self, expression: &str) -> Rc<Result<CompiledExpression, String>> {
-        if let Some(hit) = self.compiled.borrow().get(expression) {
-            return Rc::clone(hit);
+    pub(crate) fn get(&self, expression: &str) -> Compiled {
+        self.get_with_id(expression).1
+    }
+
+    /// The compiled form and a stable id of `expression` within this cache.
+    pub(crate) fn get_with_id(&self, expression: &str) -> (usize, Compiled) {
+        if let Some((id, hit)) = self.compiled.borrow().get(expression) {
+            return (*id, Rc::clone(hit));
         }
         let compiled = Rc::new(allot_cel::compile(expression).map_err(|err| err.to_string()));
-        self.compiled.borrow_mut().insert(expression.to_string(), Rc::clone(&compiled));
-        compiled
+        let mut map = self.compiled.borrow_mut();
+        let id = map.len();
+        map.insert(expression.to_string(), (id, Rc::clone(&compiled)));
+        (id, compiled)
+    }
+
+    /// A remembered verdict of expression `id` on a device with content hash `device`.
+    pub(crate) fn verdict(&self, id: usize, device: u128) -> Option<bool> {
+        self.verdicts.borrow().get(&(id, device)).copied()
+    }
+
+    /// Remembers a verdict.
+    pub(crate) fn remember(&self, id: usize, device: u128, verdict: bool) {
+        let mut verdicts = self.verdicts.borrow_mut();
+        if verdicts.len() >= MAX_VERDICTS {
+            verdicts.clear();
+        }
+        verdicts.insert((id, device), verdict);
     }
 }
 
@@ -55,7 +90,11 @@ fn attribute_value(attribute: &DeviceAttribute) -> Option<AttributeValue> {
 }
 
 fn qualified(name: &str, driver: &str) -> String {
-    if name.contains('/') { name.to_string() } else { format!("{driver}/{name}") }
+    if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("{driver}/{name}")
+    }
 }
 
 /// The CEL view of a device: attributes and capacities under fully qualified names. An
@@ -65,7 +104,10 @@ pub(crate) fn cel_device(driver: &str, device: &Device, multi: bool) -> Result<C
     let mut cel = CelDevice::new(driver, multi);
     for (name, attribute) in &device.attributes {
         let Some(value) = attribute_value(attribute) else {
-            return Err(format!("attribute {}: unsupported attribute value", qualified(name, driver)));
+            return Err(format!(
+                "attribute {}: unsupported attribute value",
+                qualified(name, driver)
+            ));
         };
         cel = cel.attribute(&qualified(name, driver), value);
     }
@@ -75,7 +117,66 @@ pub(crate) fn cel_device(driver: &str, device: &Device, multi: bool) -> Result<C
     Ok(cel)
 }
 
+/// A small, fast, non-cryptographic hasher (the Fx multiply-rotate scheme); two seeds give the
+/// 128 bits used as the device's content key.
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A 128-bit hash of everything CEL can see of a device.
+pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let mut halves = [0u64; 2];
+    for (seed, half) in [0x9e37_79b9_7f4a_7c15u64, 0xc2b2_ae3d_27d4_eb4f]
+        .into_iter()
+        .zip(halves.iter_mut())
+    {
+        let mut h = Fx(seed);
+        driver.hash(&mut h);
+        device.allow_multiple_allocations.hash(&mut h);
+        device.attributes.len().hash(&mut h);
+        for (name, a) in &device.attributes {
+            name.hash(&mut h);
+            a.int_value.hash(&mut h);
+            a.bool_value.hash(&mut h);
+            a.string_value.hash(&mut h);
+            a.version_value.hash(&mut h);
+            a.int_values.hash(&mut h);
+            a.bool_values.hash(&mut h);
+            a.string_values.hash(&mut h);
+            a.version_values.hash(&mut h);
+        }
+        device.capacity.len().hash(&mut h);
+        for (name, c) in &device.capacity {
+            name.hash(&mut h);
+            c.value.hash(&mut h);
+        }
+        *half = h.finish();
+    }
+    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
+
 /// Evaluates a compiled expression against a device.
-pub(crate) fn evaluate(expression: &CompiledExpression, device: &CelDevice) -> Result<bool, String> {
+pub(crate) fn evaluate(
+    expression: &CompiledExpression,
+    device: &CelDevice,
+) -> Result<bool, String> {
     expression.evaluate(device).map_err(|err| err.to_string())
 }

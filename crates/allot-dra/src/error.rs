@@ -18,7 +18,9 @@ pub enum Error {
         item: String,
     },
     /// A request uses `firstAvailable` while `DRAPrioritizedList` is off.
-    #[error("claim {claim}, request {request}: has subrequests, but the DRAPrioritizedList feature is disabled")]
+    #[error(
+        "claim {claim}, request {request}: has subrequests, but the DRAPrioritizedList feature is disabled"
+    )]
     PrioritizedListDisabled {
         /// The claim, as `namespace/name`.
         claim: String,
@@ -26,7 +28,9 @@ pub enum Error {
         request: String,
     },
     /// A request asks for capacity while `DRAConsumableCapacity` is off.
-    #[error("claim {claim}, {kind} {request}: has capacity requests, but the DRAConsumableCapacity feature is disabled")]
+    #[error(
+        "claim {claim}, {kind} {request}: has capacity requests, but the DRAConsumableCapacity feature is disabled"
+    )]
     ConsumableCapacityDisabled {
         /// The claim.
         claim: String,
@@ -36,7 +40,9 @@ pub enum Error {
         request: String,
     },
     /// A selector without a CEL expression.
-    #[error("claim {claim}, request {request}, selector #{index}: CEL expression empty (unsupported selector type?)")]
+    #[error(
+        "claim {claim}, request {request}, selector #{index}: CEL expression empty (unsupported selector type?)"
+    )]
     EmptySelector {
         /// The claim.
         claim: String,
@@ -46,7 +52,9 @@ pub enum Error {
         index: usize,
     },
     /// `adminAccess` is set while `DRAAdminAccess` is off.
-    #[error("claim {claim}, request {request}: admin access is requested, but the feature is disabled")]
+    #[error(
+        "claim {claim}, request {request}: admin access is requested, but the feature is disabled"
+    )]
     AdminAccessDisabled {
         /// The claim.
         claim: String,
@@ -54,7 +62,9 @@ pub enum Error {
         request: String,
     },
     /// `adminAccess: true` in a namespace that is not labelled for it.
-    #[error("claim {claim}, request {request}: admin access to devices requires the {label}: \"true\" label on namespace {namespace}")]
+    #[error(
+        "claim {claim}, request {request}: admin access to devices requires the {label}: \"true\" label on namespace {namespace}"
+    )]
     AdminAccessForbidden {
         /// The claim.
         claim: String,
@@ -66,7 +76,9 @@ pub enum Error {
         label: &'static str,
     },
     /// A request without a device class.
-    #[error("claim {claim}, request {request}: missing device class name (unsupported request type?)")]
+    #[error(
+        "claim {claim}, request {request}: missing device class name (unsupported request type?)"
+    )]
     MissingDeviceClass {
         /// The claim.
         claim: String,
@@ -74,7 +86,9 @@ pub enum Error {
         request: String,
     },
     /// A request names a device class that does not exist.
-    #[error("claim {claim}, request {request}: could not retrieve device class {class}: deviceclass.resource.k8s.io \"{class}\" not found")]
+    #[error(
+        "claim {claim}, request {request}: could not retrieve device class {class}: deviceclass.resource.k8s.io \"{class}\" not found"
+    )]
     UnknownDeviceClass {
         /// The claim.
         claim: String,
@@ -104,7 +118,9 @@ pub enum Error {
         mode: String,
     },
     /// An `All` request while a pool is incomplete or invalid.
-    #[error("claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently {state}")]
+    #[error(
+        "claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently {state}"
+    )]
     AllDevicesPoolNotReady {
         /// The claim.
         claim: String,
@@ -116,7 +132,9 @@ pub enum Error {
         state: &'static str,
     },
     /// A claim asks for more devices than one allocation result can hold.
-    #[error("claim {claim}: number of requested devices {count} exceeds the claim limit of {limit}")]
+    #[error(
+        "claim {claim}: number of requested devices {count} exceeds the claim limit of {limit}"
+    )]
     TooManyDevices {
         /// The claim.
         claim: String,
@@ -154,7 +172,9 @@ pub enum Error {
         message: String,
     },
     /// An `All` request includes a device that a claim constraint rejects.
-    #[error("claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied")]
+    #[error(
+        "claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied"
+    )]
     ConstraintRejectsRequiredDevice {
         /// The claim.
         claim: String,
@@ -174,7 +194,9 @@ pub enum Error {
         attribute: String,
     },
     /// A capacity request that the device's request policy cannot represent.
-    #[error("claim {claim}, request {request}: device {device}: capacity {capacity:?}: capacity request cannot be represented in the device's range arithmetic")]
+    #[error(
+        "claim {claim}, request {request}: device {device}: capacity {capacity:?}: capacity request cannot be represented in the device's range arithmetic"
+    )]
     CapacityNotRepresentable {
         /// The claim.
         claim: String,
@@ -186,7 +208,9 @@ pub enum Error {
         capacity: String,
     },
     /// A request names one capacity twice (qualified and unqualified).
-    #[error("claim {claim}, request {request}: capacity {capacity:?} requested twice, with and without the driver domain")]
+    #[error(
+        "claim {claim}, request {request}: capacity {capacity:?} requested twice, with and without the driver domain"
+    )]
     CapacityRequestedTwice {
         /// The claim.
         claim: String,
@@ -204,7 +228,9 @@ pub enum Error {
         message: String,
     },
     /// A slice node selector with more than one term, which the result cannot express.
-    #[error("create NodeSelector for claim {claim}: unsupported ResourceSlice.NodeSelector with {terms} terms")]
+    #[error(
+        "create NodeSelector for claim {claim}: unsupported ResourceSlice.NodeSelector with {terms} terms"
+    )]
     NodeSelectorTerms {
         /// The claim.
         claim: String,
@@ -240,7 +266,9 @@ pub enum Error {
         node: String,
     },
     /// No node named and not exactly one node in the input.
-    #[error("no node chosen: the input has {nodes} nodes; name one with --node or AllocationOptions.node")]
+    #[error(
+        "no node chosen: the input has {nodes} nodes; name one with --node or AllocationOptions.node"
+    )]
     NodeNotChosen {
         /// How many nodes the input has.
         nodes: usize,

@@ -9,10 +9,10 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::AllocationInput;
 use crate::attributes::{self, ConstraintKind};
 use crate::cel;
 use crate::search::{CapVerdict, Problem, Slot};
-use crate::AllocationInput;
 
 /// Why the claims do not fit on the node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,7 +109,9 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
             if pool.incomplete {
                 Some(format!("{}: incomplete (being updated)", pool.id()))
             } else {
-                pool.invalid.as_ref().map(|reason| format!("{}: invalid ({reason})", pool.id()))
+                pool.invalid
+                    .as_ref()
+                    .map(|reason| format!("{}: invalid ({reason})", pool.id()))
             }
         })
         .collect();
@@ -134,7 +136,11 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
             }
         }
         let constraints = explain_constraints(problem, claim_index, &slots, &candidates_by_request);
-        let fits_alone = if problem.claims.len() == 1 { false } else { fits_alone(problem, claim_index) };
+        let fits_alone = if problem.claims.len() == 1 {
+            false
+        } else {
+            fits_alone(problem, claim_index)
+        };
         claims.push(ClaimExplanation {
             claim: problem.claims[claim_index].name.clone(),
             fits_alone,
@@ -142,7 +148,11 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
             constraints,
         });
     }
-    Explanation { node: problem.input.node.metadata.name.clone(), unusable_pools, claims }
+    Explanation {
+        node: problem.input.node.metadata.name.clone(),
+        unusable_pools,
+        claims,
+    }
 }
 
 fn fits_alone(problem: &Problem<'_>, claim_index: usize) -> bool {
@@ -156,13 +166,23 @@ fn fits_alone(problem: &Problem<'_>, claim_index: usize) -> bool {
     }
 }
 
-fn selectors_pass(problem: &mut Problem<'_>, d: usize, selectors: &[allot_api::resource::v1::DeviceSelector]) -> bool {
+fn selectors_pass(
+    problem: &mut Problem<'_>,
+    d: usize,
+    selectors: &[allot_api::resource::v1::DeviceSelector],
+) -> bool {
     let dev = &problem.devs[d];
-    let Ok(device) = cel::cel_device(dev.driver, dev.device, dev.device.allow_multiple_allocations == Some(true)) else {
+    let Ok(device) = cel::cel_device(
+        dev.driver,
+        dev.device,
+        dev.device.allow_multiple_allocations == Some(true),
+    ) else {
         return false;
     };
     selectors.iter().all(|selector| {
-        let Some(expression) = &selector.cel else { return false };
+        let Some(expression) = &selector.cel else {
+            return false;
+        };
         let compiled = problem.cache.get(&expression.expression);
         match compiled.as_ref() {
             Ok(compiled) => cel::evaluate(compiled, &device) == Ok(true),
@@ -173,7 +193,10 @@ fn selectors_pass(problem: &mut Problem<'_>, d: usize, selectors: &[allot_api::r
 
 fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, Vec<usize>) {
     let features = problem.features;
-    let mut filters = FilterCounts { visible: problem.devs.len(), ..Default::default() };
+    let mut filters = FilterCounts {
+        visible: problem.devs.len(),
+        ..Default::default()
+    };
     let mut candidates = Vec::new();
     for d in 0..problem.devs.len() {
         let dev = &problem.devs[d];
@@ -214,13 +237,18 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
             let pc = &problem.counters[dev.pool];
             let exhausted = !features.partitionable_devices
                 || pc.overdrawn
-                || dev.counters.iter().any(|(i, amount)| amount > &pc.available[*i]);
+                || dev
+                    .counters
+                    .iter()
+                    .any(|(i, amount)| amount > &pc.available[*i]);
             if exhausted {
                 filters.counters += 1;
                 continue;
             }
         }
-        if features.consumable_capacity && !matches!(problem.capacity_check(r, d), CapVerdict::Ok(_)) {
+        if features.consumable_capacity
+            && !matches!(problem.capacity_check(r, d), CapVerdict::Ok(_))
+        {
             filters.capacity += 1;
             continue;
         }
@@ -234,7 +262,11 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
         needed: req.num_devices,
         filters,
         candidates: candidates.len(),
-        sample_candidates: candidates.iter().take(3).map(|&d| problem.devs[d].id()).collect(),
+        sample_candidates: candidates
+            .iter()
+            .take(3)
+            .map(|&d| problem.devs[d].id())
+            .collect(),
     };
     (explanation, candidates)
 }
@@ -300,7 +332,8 @@ fn explain_constraints(
                         "{needed} devices must share a value of {}, but at most {best_len} of the {} candidates do{}",
                         constraint.attribute,
                         devices.len(),
-                        best.map(|(value, _)| format!(" (value {value:?})")).unwrap_or_default()
+                        best.map(|(value, _)| format!(" (value {value:?})"))
+                            .unwrap_or_default()
                     ),
                     sample,
                 )
@@ -310,7 +343,11 @@ fn explain_constraints(
                 if distinct >= needed {
                     continue;
                 }
-                let sample = groups.values().find(|members| members.len() > 1).and_then(|m| m.get(1).copied()).or(without);
+                let sample = groups
+                    .values()
+                    .find(|members| members.len() > 1)
+                    .and_then(|m| m.get(1).copied())
+                    .or(without);
                 (
                     format!(
                         "{needed} devices must have distinct values of {}, but the {} candidates have only {distinct}",
@@ -338,7 +375,11 @@ impl fmt::Display for Explanation {
             writeln!(f, "  pool {pool}")?;
         }
         for claim in &self.claims {
-            let alone = if claim.fits_alone { " (fits on its own: competes with the other claims)" } else { "" };
+            let alone = if claim.fits_alone {
+                " (fits on its own: competes with the other claims)"
+            } else {
+                ""
+            };
             writeln!(f, "  claim {}{alone}", claim.claim)?;
             for request in &claim.requests {
                 let c = &request.filters;
@@ -367,7 +408,11 @@ impl fmt::Display for Explanation {
                 )?;
             }
             for constraint in &claim.constraints {
-                write!(f, "    constraint {} cannot be met: {}", constraint.constraint, constraint.reason)?;
+                write!(
+                    f,
+                    "    constraint {} cannot be met: {}",
+                    constraint.constraint, constraint.reason
+                )?;
                 if let Some(device) = &constraint.sample_device {
                     write!(f, "; e.g. device {device}")?;
                 }

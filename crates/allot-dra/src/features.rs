@@ -113,7 +113,9 @@ impl Features {
                 *slot = enabled;
                 Ok(())
             }
-            None => Err(Error::UnknownFeatureGate { gate: gate.to_string() }),
+            None => Err(Error::UnknownFeatureGate {
+                gate: gate.to_string(),
+            }),
         }
     }
 
@@ -125,15 +127,23 @@ impl Features {
 
     /// Applies a `K=V,K=V` list as kube-scheduler's `--feature-gates` flag takes it.
     pub fn apply_flag(&mut self, flag: &str) -> Result<(), Error> {
-        for item in flag.split(',').map(str::trim).filter(|item| !item.is_empty()) {
-            let (gate, value) = item.split_once('=').ok_or_else(|| Error::BadFeatureGateFlag {
-                item: item.to_string(),
-            })?;
+        for item in flag
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+        {
+            let (gate, value) = item
+                .split_once('=')
+                .ok_or_else(|| Error::BadFeatureGateFlag {
+                    item: item.to_string(),
+                })?;
             let enabled = match value.trim() {
                 "true" | "True" | "TRUE" | "1" => true,
                 "false" | "False" | "FALSE" | "0" => false,
                 _ => {
-                    return Err(Error::BadFeatureGateFlag { item: item.to_string() });
+                    return Err(Error::BadFeatureGateFlag {
+                        item: item.to_string(),
+                    });
                 }
             };
             self.set(gate.trim(), enabled)?;
@@ -165,7 +175,9 @@ mod tests {
     #[test]
     fn flag_parsing_rejects_garbage() {
         let mut features = Features::default();
-        features.apply_flag("DRAListTypeAttributes=true, DRAAdminAccess=false").unwrap();
+        features
+            .apply_flag("DRAListTypeAttributes=true, DRAAdminAccess=false")
+            .unwrap();
         assert!(features.list_type_attributes);
         assert!(!features.admin_access);
         assert!(features.apply_flag("DRANope=true").is_err());

@@ -30,13 +30,15 @@ mod pools;
 mod scenario;
 mod search;
 
-pub use cel::CelCache;
-pub use error::Error;
-pub use explain::{ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, RequestExplanation};
-pub use features::Features;
 /// The allocation result type, re-exported for callers that only need to print it.
 pub use allot_api::resource::v1::AllocationResult;
-pub use scenario::{display_claim, AllocationOptions, Scenario};
+pub use cel::CelCache;
+pub use error::Error;
+pub use explain::{
+    ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, RequestExplanation,
+};
+pub use features::Features;
+pub use scenario::{AllocationOptions, Scenario, display_claim};
 
 use allot_api::core::v1::{Namespace, Node};
 use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
@@ -96,6 +98,9 @@ pub fn allocate_with_cache(
 /// The same search without the prunings, exactly as upstream walks it; for tests that check
 /// the prunings never change an answer. Exponential on adversarial inputs.
 #[doc(hidden)]
-pub fn allocate_without_pruning(input: &AllocationInput<'_>, features: &Features) -> Result<Outcome, Error> {
+pub fn allocate_without_pruning(
+    input: &AllocationInput<'_>,
+    features: &Features,
+) -> Result<Outcome, Error> {
     search::run(input, features, &CelCache::default(), false)
 }

@@ -12,7 +12,11 @@ pub(crate) fn node_matches(
     all_nodes: bool,
     selector: Option<&NodeSelector>,
 ) -> Result<bool, String> {
-    match (node_name.filter(|name| !name.is_empty()), all_nodes, selector) {
+    match (
+        node_name.filter(|name| !name.is_empty()),
+        all_nodes,
+        selector,
+    ) {
         (Some(name), _, _) => Ok(node.metadata.name == name),
         (None, true, _) => Ok(true),
         (None, false, Some(selector)) => selector_matches(node, selector),
@@ -31,7 +35,11 @@ pub(crate) fn selector_matches(node: &Node, selector: &NodeSelector) -> Result<b
         }
         let mut term_matches = true;
         for requirement in &term.match_expressions {
-            let value = node.metadata.labels.get(&requirement.key).map(String::as_str);
+            let value = node
+                .metadata
+                .labels
+                .get(&requirement.key)
+                .map(String::as_str);
             if !requirement_matches(requirement, value)? {
                 term_matches = false;
             }
@@ -62,7 +70,10 @@ pub(crate) fn selector_matches(node: &Node, selector: &NodeSelector) -> Result<b
     Ok(matched)
 }
 
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> Result<bool, String> {
+fn requirement_matches(
+    requirement: &NodeSelectorRequirement,
+    value: Option<&str>,
+) -> Result<bool, String> {
     let values = &requirement.values;
     match &requirement.operator {
         NodeSelectorOperator::In | NodeSelectorOperator::NotIn => {
@@ -73,7 +84,11 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
                 ));
             }
             let found = value.is_some_and(|value| values.iter().any(|v| v == value));
-            Ok(if requirement.operator == NodeSelectorOperator::In { found } else { !found })
+            Ok(if requirement.operator == NodeSelectorOperator::In {
+                found
+            } else {
+                !found
+            })
         }
         NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist => {
             if !values.is_empty() {
@@ -83,7 +98,11 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
                 ));
             }
             let exists = value.is_some();
-            Ok(if requirement.operator == NodeSelectorOperator::Exists { exists } else { !exists })
+            Ok(if requirement.operator == NodeSelectorOperator::Exists {
+                exists
+            } else {
+                !exists
+            })
         }
         NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
             let [bound] = values.as_slice() else {
@@ -98,8 +117,14 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
             let Some(value) = value.and_then(|value| value.parse::<i64>().ok()) else {
                 return Ok(false);
             };
-            Ok(if requirement.operator == NodeSelectorOperator::Gt { value > bound } else { value < bound })
+            Ok(if requirement.operator == NodeSelectorOperator::Gt {
+                value > bound
+            } else {
+                value < bound
+            })
         }
-        NodeSelectorOperator::Other(operator) => Err(format!("{operator:?} is not a valid node selector operator")),
+        NodeSelectorOperator::Other(operator) => Err(format!(
+            "{operator:?} is not a valid node selector operator"
+        )),
     }
 }

@@ -34,9 +34,13 @@ impl Pool<'_> {
     }
 
     fn has_binding_conditions(&self) -> bool {
-        self.slices
-            .iter()
-            .any(|slice| slice.spec.devices.iter().any(|device| !device.binding_conditions.is_empty()))
+        self.slices.iter().any(|slice| {
+            slice
+                .spec
+                .devices
+                .iter()
+                .any(|device| !device.binding_conditions.is_empty())
+        })
     }
 }
 
@@ -64,12 +68,23 @@ pub(crate) fn gather_pools<'a>(
         let relevant = if !spec.shared_counters.is_empty() {
             // Slices with shared counters are needed regardless of their node selection.
             true
-        } else if spec.node_name.as_deref().is_some_and(|name| !name.is_empty())
+        } else if spec
+            .node_name
+            .as_deref()
+            .is_some_and(|name| !name.is_empty())
             || spec.all_nodes == Some(true)
             || spec.node_selector.is_some()
         {
-            node_matches(node, spec.node_name.as_deref(), spec.all_nodes == Some(true), spec.node_selector.as_ref())
-                .map_err(|message| Error::NodeSelection { what: format!("slice {}", slice.metadata.name), message })?
+            node_matches(
+                node,
+                spec.node_name.as_deref(),
+                spec.all_nodes == Some(true),
+                spec.node_selector.as_ref(),
+            )
+            .map_err(|message| Error::NodeSelection {
+                what: format!("slice {}", slice.metadata.name),
+                message,
+            })?
         } else if spec.per_device_node_selection == Some(true) {
             let mut any = false;
             for device in &spec.devices {
@@ -141,7 +156,13 @@ pub(crate) fn gather_pools<'a>(
             });
             continue;
         }
-        result.push(build_pool(driver, name, pool_slices, Some(all_slices), features));
+        result.push(build_pool(
+            driver,
+            name,
+            pool_slices,
+            Some(all_slices),
+            features,
+        ));
     }
     // Lexicographic order; pools whose devices have binding conditions go last.
     result.sort_by(|a, b| {
@@ -153,10 +174,16 @@ pub(crate) fn gather_pools<'a>(
     Ok(result)
 }
 
-fn add_slice<'a>(pools: &mut HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>>, slice: &'a ResourceSlice) {
+fn add_slice<'a>(
+    pools: &mut HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>>,
+    slice: &'a ResourceSlice,
+) {
     let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
     let entry = pools.entry(key).or_default();
-    match entry.first().map(|first| slice.spec.pool.generation.cmp(&first.spec.pool.generation)) {
+    match entry
+        .first()
+        .map(|first| slice.spec.pool.generation.cmp(&first.spec.pool.generation))
+    {
         None | Some(std::cmp::Ordering::Equal) => entry.push(slice),
         Some(std::cmp::Ordering::Greater) => {
             entry.clear();
@@ -186,7 +213,9 @@ fn build_pool<'a>(
     features: &Features,
 ) -> Pool<'a> {
     let (device_slices, counter_slices): (Vec<_>, Vec<_>) = if features.partitionable_devices {
-        slices.iter().partition(|slice| slice.spec.shared_counters.is_empty())
+        slices
+            .iter()
+            .partition(|slice| slice.spec.shared_counters.is_empty())
     } else {
         (slices.clone(), Vec::new())
     };
@@ -194,7 +223,11 @@ fn build_pool<'a>(
     for slice in &device_slices {
         for device in &slice.spec.devices {
             if !names.insert(device.name.as_str()) {
-                return invalid_pool(driver, name, format!("duplicate device name {}", device.name));
+                return invalid_pool(
+                    driver,
+                    name,
+                    format!("duplicate device name {}", device.name),
+                );
             }
         }
     }
@@ -213,7 +246,11 @@ fn build_pool<'a>(
     for slice in &counter_slices {
         for set in &slice.spec.shared_counters {
             if counter_sets.insert(set.name.as_str(), set).is_some() {
-                return invalid_pool(driver, name, format!("duplicate counter set name {}", set.name));
+                return invalid_pool(
+                    driver,
+                    name,
+                    format!("duplicate counter set name {}", set.name),
+                );
             }
         }
     }
@@ -224,7 +261,10 @@ fn build_pool<'a>(
     if let Some(all_slices) = all_slices
         && all_slices.len() != slices.len()
     {
-        let targeting: BTreeSet<&str> = slices.iter().map(|slice| slice.metadata.name.as_str()).collect();
+        let targeting: BTreeSet<&str> = slices
+            .iter()
+            .map(|slice| slice.metadata.name.as_str())
+            .collect();
         slices_not_targeting = all_slices
             .into_iter()
             .filter(|slice| !targeting.contains(slice.metadata.name.as_str()))
@@ -256,7 +296,10 @@ fn validate_counter_consumption(
                 };
                 for counter in consumption.counters.keys() {
                     if !set.counters.contains_key(counter) {
-                        return Err(format!("counter {counter} not found in counter set {}", set.name));
+                        return Err(format!(
+                            "counter {counter} not found in counter set {}",
+                            set.name
+                        ));
                     }
                 }
             }

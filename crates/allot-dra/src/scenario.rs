@@ -59,7 +59,11 @@ struct KindOnly {
     kind: String,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(index: usize, kind: &str, text: &str) -> Result<T, Error> {
+fn decode<T: serde::de::DeserializeOwned>(
+    index: usize,
+    kind: &str,
+    text: &str,
+) -> Result<T, Error> {
     serde_saphyr::from_str(text).map_err(|err| Error::ScenarioDocument {
         index,
         kind: kind.to_string(),
@@ -83,7 +87,10 @@ fn split_documents(text: &str) -> Vec<String> {
     }
     documents
         .into_iter()
-        .filter(|doc| doc.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#')))
+        .filter(|doc| {
+            doc.lines()
+                .any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
+        })
         .collect()
 }
 
@@ -130,7 +137,9 @@ impl Scenario {
                 .nodes
                 .iter()
                 .find(|node| node.metadata.name == name)
-                .ok_or_else(|| Error::UnknownNode { node: name.to_string() }),
+                .ok_or_else(|| Error::UnknownNode {
+                    node: name.to_string(),
+                }),
             None => match self.nodes.as_slice() {
                 [only] => Ok(only),
                 nodes => Err(Error::NodeNotChosen { nodes: nodes.len() }),
@@ -141,7 +150,12 @@ impl Scenario {
     /// The claims to allocate, in order.
     pub fn claims_to_allocate(&self) -> Result<Vec<ResourceClaim>, Error> {
         if self.options.claims.is_empty() {
-            return Ok(self.claims.iter().filter(|claim| claim.status.allocation.is_none()).cloned().collect());
+            return Ok(self
+                .claims
+                .iter()
+                .filter(|claim| claim.status.allocation.is_none())
+                .cloned()
+                .collect());
         }
         // The same name may be listed twice for two claims of that name (in different
         // namespaces, or in test data); each entry takes the next claim not taken yet.
@@ -151,12 +165,16 @@ impl Scenario {
             let found = self.claims.iter().enumerate().position(|(i, claim)| {
                 !taken[i]
                     && match wanted.split_once('/') {
-                        Some((namespace, name)) => claim.metadata.namespace == namespace && claim.metadata.name == name,
+                        Some((namespace, name)) => {
+                            claim.metadata.namespace == namespace && claim.metadata.name == name
+                        }
                         None => claim.metadata.name == *wanted,
                     }
             });
             let Some(index) = found else {
-                return Err(Error::UnknownClaim { claim: wanted.clone() });
+                return Err(Error::UnknownClaim {
+                    claim: wanted.clone(),
+                });
             };
             taken[index] = true;
             out.push(self.claims[index].clone());
@@ -169,7 +187,11 @@ impl Scenario {
         self.claims
             .iter()
             .filter(|claim| claim.status.allocation.is_some())
-            .filter(|claim| !to_allocate.iter().any(|other| claim_name(other) == claim_name(claim)))
+            .filter(|claim| {
+                !to_allocate
+                    .iter()
+                    .any(|other| claim_name(other) == claim_name(claim))
+            })
             .cloned()
             .collect()
     }

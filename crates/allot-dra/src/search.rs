@@ -3,12 +3,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use allot_api::core::v1::{NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
+use allot_api::core::v1::{
+    NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
+};
 use allot_api::resource::v1::{
-    AllocationConfigSource, AllocationResult, CapacityRequirements, Device, DeviceAllocationConfiguration,
-    DeviceAllocationMode, DeviceAllocationResult, DeviceClass, DeviceRequestAllocationResult, DeviceSelector,
-    DeviceTaint, DeviceTaintEffect, DeviceToleration, DeviceTolerationOperator, ResourceClaim, ResourceSlice,
-    ALLOCATION_RESULTS_MAX_SIZE, DRA_ADMIN_NAMESPACE_LABEL_KEY,
+    ALLOCATION_RESULTS_MAX_SIZE, AllocationConfigSource, AllocationResult, CapacityRequirements,
+    DRA_ADMIN_NAMESPACE_LABEL_KEY, Device, DeviceAllocationConfiguration, DeviceAllocationMode,
+    DeviceAllocationResult, DeviceClass, DeviceRequestAllocationResult, DeviceSelector,
+    DeviceTaint, DeviceTaintEffect, DeviceToleration, DeviceTolerationOperator, ResourceClaim,
+    ResourceSlice,
 };
 use allot_quantity::Quantity;
 
@@ -16,7 +19,7 @@ use crate::attributes::{self, Constraint, ConstraintKind};
 use crate::capacity::{self, CapacityError, Consumed};
 use crate::cel::{self, CelCache};
 use crate::explain;
-use crate::pools::{gather_pools, Pool};
+use crate::pools::{Pool, gather_pools};
 use crate::{AllocationInput, Error, Features, Outcome};
 
 /// `namespace/name`, or `name` without a namespace, as klog prints objects.
@@ -121,7 +124,7 @@ pub(crate) enum CapVerdict {
     Unknown,
     /// The device can serve the request, consuming this much when it allows multiple
     /// allocations.
-    Ok(Consumed),
+    Ok(std::rc::Rc<Consumed>),
     No,
     Fail(Error),
 }
@@ -140,6 +143,8 @@ pub(crate) struct Problem<'a> {
     pub verdicts: Vec<Vec<Verdict>>,
     pub cap_verdicts: Vec<Vec<CapVerdict>>,
     cel_devices: Vec<Option<Result<allot_cel::CelDevice, String>>>,
+    /// Content hashes of devices, for the cross-call verdict cache.
+    dev_hashes: Vec<Option<u128>>,
     /// Whether every selector and capacity check was evaluated up front without errors, which
     /// the look-ahead pruning needs.
     clean: bool,
@@ -150,7 +155,12 @@ pub(crate) struct Problem<'a> {
 type Id<'a> = (&'a str, &'a str, &'a str);
 
 /// Runs one allocation.
-pub(crate) fn run(input: &AllocationInput<'_>, features: &Features, cache: &CelCache, prune: bool) -> Result<Outcome, Error> {
+pub(crate) fn run(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+    prune: bool,
+) -> Result<Outcome, Error> {
     let mut problem = Problem::new(input, features, cache)?;
     problem.prune = prune;
     let mut search = Search::new(&problem);
@@ -166,7 +176,11 @@ pub(crate) fn run(input: &AllocationInput<'_>, features: &Features, cache: &CelC
     let reasons: Vec<String> = problem
         .pools
         .iter()
-        .filter_map(|pool| pool.invalid.as_ref().map(|reason| format!("{}: {reason}", pool.id())))
+        .filter_map(|pool| {
+            pool.invalid
+                .as_ref()
+                .map(|reason| format!("{}: {reason}", pool.id()))
+        })
         .collect();
     if !reasons.is_empty() {
         return Err(Error::InvalidPools { reasons });
@@ -175,7 +189,11 @@ pub(crate) fn run(input: &AllocationInput<'_>, features: &Features, cache: &CelC
 }
 
 impl<'a> Problem<'a> {
-    pub(crate) fn new(input: &'a AllocationInput<'a>, features: &Features, cache: &'a CelCache) -> Result<Self, Error> {
+    pub(crate) fn new(
+        input: &'a AllocationInput<'a>,
+        features: &Features,
+        cache: &'a CelCache,
+    ) -> Result<Self, Error> {
         let features = *features;
         let pools = gather_pools(input.slices, input.node, &features)?;
 
@@ -184,12 +202,18 @@ impl<'a> Problem<'a> {
         let mut shared: HashSet<Id<'_>> = HashSet::new();
         let mut aggregated: HashMap<Id<'_>, Consumed> = HashMap::new();
         for claim in input.allocated_claims {
-            let Some(allocation) = &claim.status.allocation else { continue };
+            let Some(allocation) = &claim.status.allocation else {
+                continue;
+            };
             for result in &allocation.devices.results {
                 if result.admin_access == Some(true) {
                     continue;
                 }
-                let id = (result.driver.as_str(), result.pool.as_str(), result.device.as_str());
+                let id = (
+                    result.driver.as_str(),
+                    result.pool.as_str(),
+                    result.device.as_str(),
+                );
                 if features.consumable_capacity && result.share_id.is_some() {
                     shared.insert(id);
                     if !result.consumed_capacity.is_empty() {
@@ -201,7 +225,9 @@ impl<'a> Problem<'a> {
                 dedicated.insert(id);
             }
         }
-        let is_allocated = |id: &Id<'_>| dedicated.contains(id) || shared.contains(id) || aggregated.contains_key(id);
+        let is_allocated = |id: &Id<'_>| {
+            dedicated.contains(id) || shared.contains(id) || aggregated.contains_key(id)
+        };
 
         // Counters per pool.
         let mut counters = Vec::with_capacity(pools.len());
@@ -209,19 +235,27 @@ impl<'a> Problem<'a> {
             let mut pc = PoolCounters::default();
             for (set_name, set) in &pool.counter_sets {
                 for (counter_name, counter) in &set.counters {
-                    pc.index.insert((set_name.to_string(), counter_name.clone()), pc.names.len());
+                    pc.index
+                        .insert((set_name.to_string(), counter_name.clone()), pc.names.len());
                     pc.names.push((set_name.to_string(), counter_name.clone()));
                     pc.available.push(counter.value.clone());
                 }
             }
             for slice in pool.slices.iter().chain(pool.slices_not_targeting.iter()) {
                 for device in &slice.spec.devices {
-                    if !is_allocated(&(slice.spec.driver.as_str(), slice.spec.pool.name.as_str(), device.name.as_str())) {
+                    if !is_allocated(&(
+                        slice.spec.driver.as_str(),
+                        slice.spec.pool.name.as_str(),
+                        device.name.as_str(),
+                    )) {
                         continue;
                     }
                     for consumption in &device.consumes_counters {
                         for (name, counter) in &consumption.counters {
-                            if let Some(&i) = pc.index.get(&(consumption.counter_set.clone(), name.clone())) {
+                            if let Some(&i) = pc
+                                .index
+                                .get(&(consumption.counter_set.clone(), name.clone()))
+                            {
                                 pc.available[i] -= &counter.value;
                             }
                         }
@@ -237,12 +271,17 @@ impl<'a> Problem<'a> {
         for (pool_index, pool) in pools.iter().enumerate() {
             for slice in &pool.slices {
                 for device in &slice.spec.devices {
-                    let id = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str(), device.name.as_str());
+                    let id = (
+                        slice.spec.driver.as_str(),
+                        slice.spec.pool.name.as_str(),
+                        device.name.as_str(),
+                    );
                     let mut device_counters = Vec::new();
                     for consumption in &device.consumes_counters {
                         for (name, counter) in &consumption.counters {
-                            if let Some(&i) =
-                                counters[pool_index].index.get(&(consumption.counter_set.clone(), name.clone()))
+                            if let Some(&i) = counters[pool_index]
+                                .index
+                                .get(&(consumption.counter_set.clone(), name.clone()))
                             {
                                 device_counters.push((i, counter.value.clone()));
                             }
@@ -254,7 +293,8 @@ impl<'a> Problem<'a> {
                         device,
                         driver: pool.driver,
                         pool_name: pool.name,
-                        multi: features.consumable_capacity && device.allow_multiple_allocations == Some(true),
+                        multi: features.consumable_capacity
+                            && device.allow_multiple_allocations == Some(true),
                         taints: device.taints.clone(),
                         counters: device_counters,
                         allocated: dedicated.contains(&id),
@@ -278,6 +318,7 @@ impl<'a> Problem<'a> {
             verdicts: Vec::new(),
             cap_verdicts: Vec::new(),
             cel_devices: (0..n_devs).map(|_| None).collect(),
+            dev_hashes: vec![None; n_devs],
             clean: false,
             prune: true,
         };
@@ -299,15 +340,29 @@ impl<'a> Problem<'a> {
                     continue;
                 };
                 let dev = &self.devs[d];
-                if selector.driver.as_deref().is_some_and(|driver| driver != dev.driver)
-                    || selector.pool.as_deref().is_some_and(|pool| pool != dev.pool_name)
-                    || selector.device.as_deref().is_some_and(|device| device != dev.device.name)
+                if selector
+                    .driver
+                    .as_deref()
+                    .is_some_and(|driver| driver != dev.driver)
+                    || selector
+                        .pool
+                        .as_deref()
+                        .is_some_and(|pool| pool != dev.pool_name)
+                    || selector
+                        .device
+                        .as_deref()
+                        .is_some_and(|device| device != dev.device.name)
                 {
                     continue;
                 }
                 let mut matches = true;
                 if let Some(class_name) = &selector.device_class_name {
-                    match self.input.classes.iter().find(|class| &class.metadata.name == class_name) {
+                    match self
+                        .input
+                        .classes
+                        .iter()
+                        .find(|class| &class.metadata.name == class_name)
+                    {
                         Some(class) => {
                             matches = self.selectors_match_quiet(d, &class.spec.selectors);
                         }
@@ -327,10 +382,16 @@ impl<'a> Problem<'a> {
     /// Selector evaluation for DeviceTaintRules: an error means "does not select".
     fn selectors_match_quiet(&mut self, d: usize, selectors: &[DeviceSelector]) -> bool {
         for selector in selectors {
-            let Some(cel) = &selector.cel else { return false };
+            let Some(cel) = &selector.cel else {
+                return false;
+            };
             let compiled = self.cache.get(&cel.expression);
-            let Ok(compiled) = compiled.as_ref() else { return false };
-            let Ok(device) = self.cel_device(d) else { return false };
+            let Ok(compiled) = compiled.as_ref() else {
+                return false;
+            };
+            let Ok(device) = self.cel_device(d) else {
+                return false;
+            };
             if cel::evaluate(compiled, device) != Ok(true) {
                 return false;
             }
@@ -341,7 +402,11 @@ impl<'a> Problem<'a> {
     fn cel_device(&mut self, d: usize) -> Result<&allot_cel::CelDevice, String> {
         if self.cel_devices[d].is_none() {
             let dev = &self.devs[d];
-            self.cel_devices[d] = Some(cel::cel_device(dev.driver, dev.device, dev.device.allow_multiple_allocations == Some(true)));
+            self.cel_devices[d] = Some(cel::cel_device(
+                dev.driver,
+                dev.device,
+                dev.device.allow_multiple_allocations == Some(true),
+            ));
         }
         match self.cel_devices[d].as_ref() {
             Some(Ok(device)) => Ok(device),
@@ -361,9 +426,17 @@ impl<'a> Problem<'a> {
             for request in &claim.spec.devices.requests {
                 let has_subs = !request.first_available.is_empty();
                 if !features.prioritized_list && has_subs {
-                    return Err(Error::PrioritizedListDisabled { claim: name, request: request.name.clone() });
+                    return Err(Error::PrioritizedListDisabled {
+                        claim: name,
+                        request: request.name.clone(),
+                    });
                 }
-                if !features.consumable_capacity && request.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
+                if !features.consumable_capacity
+                    && request
+                        .exactly
+                        .as_ref()
+                        .is_some_and(|e| e.capacity.is_some())
+                {
                     return Err(Error::ConsumableCapacityDisabled {
                         claim: name,
                         kind: "request",
@@ -423,9 +496,15 @@ impl<'a> Problem<'a> {
                         },
                     )?;
                     if req.admin
-                        && let Some(namespace) =
-                            namespaces.iter().find(|ns| ns.metadata.name == claim.metadata.namespace)
-                        && namespace.metadata.labels.get(DRA_ADMIN_NAMESPACE_LABEL_KEY).map(String::as_str) != Some("true")
+                        && let Some(namespace) = namespaces
+                            .iter()
+                            .find(|ns| ns.metadata.name == claim.metadata.namespace)
+                        && namespace
+                            .metadata
+                            .labels
+                            .get(DRA_ADMIN_NAMESPACE_LABEL_KEY)
+                            .map(String::as_str)
+                            != Some("true")
                     {
                         return Err(Error::AdminAccessForbidden {
                             claim: name,
@@ -450,34 +529,69 @@ impl<'a> Problem<'a> {
             let mut constraints = Vec::new();
             for (index, constraint) in claim.spec.devices.constraints.iter().enumerate() {
                 let c = if let Some(attribute) = &constraint.match_attribute {
-                    Constraint::new(ConstraintKind::Match, attribute.clone(), constraint.requests.clone(), features.list_type_attributes)
+                    Constraint::new(
+                        ConstraintKind::Match,
+                        attribute.clone(),
+                        constraint.requests.clone(),
+                        features.list_type_attributes,
+                    )
                 } else if let Some(attribute) = &constraint.distinct_attribute {
-                    Constraint::new(ConstraintKind::Distinct, attribute.clone(), constraint.requests.clone(), features.list_type_attributes)
+                    Constraint::new(
+                        ConstraintKind::Distinct,
+                        attribute.clone(),
+                        constraint.requests.clone(),
+                        features.list_type_attributes,
+                    )
                 } else {
                     return Err(Error::EmptyConstraint { claim: name, index });
                 };
                 constraints.push(c);
             }
             self.constraints.push(constraints);
-            self.claims.push(ClaimData { claim, name, slots, max_devices });
+            self.claims.push(ClaimData {
+                claim,
+                name,
+                slots,
+                max_devices,
+            });
         }
         Ok(())
     }
 
-    fn validate_request(&mut self, claim: usize, claim_name: &str, view: RequestView<'a>) -> Result<Req<'a>, Error> {
+    fn validate_request(
+        &mut self,
+        claim: usize,
+        claim_name: &str,
+        view: RequestView<'a>,
+    ) -> Result<Req<'a>, Error> {
         let own = view.sub.unwrap_or(view.parent).to_string();
         for (index, selector) in view.selectors.iter().enumerate() {
             if selector.cel.is_none() {
-                return Err(Error::EmptySelector { claim: claim_name.to_string(), request: own, index });
+                return Err(Error::EmptySelector {
+                    claim: claim_name.to_string(),
+                    request: own,
+                    index,
+                });
             }
         }
         if !self.features.admin_access && view.admin.is_some() {
-            return Err(Error::AdminAccessDisabled { claim: claim_name.to_string(), request: own });
+            return Err(Error::AdminAccessDisabled {
+                claim: claim_name.to_string(),
+                request: own,
+            });
         }
         if view.class.is_empty() {
-            return Err(Error::MissingDeviceClass { claim: claim_name.to_string(), request: own });
+            return Err(Error::MissingDeviceClass {
+                claim: claim_name.to_string(),
+                request: own,
+            });
         }
-        let Some(class) = self.input.classes.iter().find(|class| class.metadata.name == view.class) else {
+        let Some(class) = self
+            .input
+            .classes
+            .iter()
+            .find(|class| class.metadata.name == view.class)
+        else {
             return Err(Error::UnknownDeviceClass {
                 claim: claim_name.to_string(),
                 request: own,
@@ -499,7 +613,8 @@ impl<'a> Problem<'a> {
         };
         let req_index = self.reqs.len();
         self.verdicts.push(vec![Verdict::Unknown; self.devs.len()]);
-        self.cap_verdicts.push(vec![CapVerdict::Unknown; self.devs.len()]);
+        self.cap_verdicts
+            .push(vec![CapVerdict::Unknown; self.devs.len()]);
         match view.mode.unwrap_or(&DeviceAllocationMode::ExactCount) {
             DeviceAllocationMode::ExactCount => {
                 let count = view.count.unwrap_or(1);
@@ -547,7 +662,10 @@ impl<'a> Problem<'a> {
                     all.push(d);
                 }
                 let Some(mut req) = self.reqs.pop() else {
-                    return Err(Error::MissingDeviceClass { claim: claim_name.to_string(), request: own });
+                    return Err(Error::MissingDeviceClass {
+                        claim: claim_name.to_string(),
+                        request: own,
+                    });
                 };
                 req.num_devices = all.len();
                 req.all_devices = all;
@@ -601,26 +719,58 @@ impl<'a> Problem<'a> {
         let class = self.reqs[r].class;
         let claim = &self.claims_name(self.reqs[r].claim);
         for (owner, selectors) in [
-            (format!("class {}", class.metadata.name), class.spec.selectors.as_slice()),
+            (
+                format!("class {}", class.metadata.name),
+                class.spec.selectors.as_slice(),
+            ),
             (format!("claim {claim}"), self.reqs[r].selectors),
         ] {
             for (index, selector) in selectors.iter().enumerate() {
-                let Some(cel_selector) = &selector.cel else { continue };
-                let compiled = self.cache.get(&cel_selector.expression);
+                let Some(cel_selector) = &selector.cel else {
+                    continue;
+                };
+                let (id, compiled) = self.cache.get_with_id(&cel_selector.expression);
+                let hash = *self.dev_hashes[d].get_or_insert_with(|| {
+                    cel::device_hash(self.devs[d].driver, self.devs[d].device)
+                });
+                match self.cache.verdict(id, hash) {
+                    Some(true) => continue,
+                    Some(false) => return Verdict::No,
+                    None => {}
+                }
                 let compiled = match compiled.as_ref() {
                     Ok(compiled) => compiled,
                     Err(message) => {
-                        return Verdict::Fail(Error::CelCompile { owner, index, message: message.clone() });
+                        return Verdict::Fail(Error::CelCompile {
+                            owner,
+                            index,
+                            message: message.clone(),
+                        });
                     }
                 };
                 let device = match self.cel_device(d) {
                     Ok(device) => device,
-                    Err(message) => return Verdict::Fail(Error::CelRuntime { owner, index, message }),
+                    Err(message) => {
+                        return Verdict::Fail(Error::CelRuntime {
+                            owner,
+                            index,
+                            message,
+                        });
+                    }
                 };
                 match cel::evaluate(compiled, device) {
-                    Ok(true) => {}
-                    Ok(false) => return Verdict::No,
-                    Err(message) => return Verdict::Fail(Error::CelRuntime { owner, index, message }),
+                    Ok(true) => self.cache.remember(id, hash, true),
+                    Ok(false) => {
+                        self.cache.remember(id, hash, false);
+                        return Verdict::No;
+                    }
+                    Err(message) => {
+                        return Verdict::Fail(Error::CelRuntime {
+                            owner,
+                            index,
+                            message,
+                        });
+                    }
                 }
             }
         }
@@ -636,7 +786,10 @@ impl<'a> Problem<'a> {
                 Ok(false) => return Verdict::No,
                 Err(message) => {
                     return Verdict::Fail(Error::NodeSelection {
-                        what: format!("device {} in slice {}", dev.device.name, dev.slice.metadata.name),
+                        what: format!(
+                            "device {} in slice {}",
+                            dev.device.name, dev.slice.metadata.name
+                        ),
                         message,
                     });
                 }
@@ -648,7 +801,12 @@ impl<'a> Problem<'a> {
     fn claims_name(&self, claim: usize) -> String {
         match self.claims.get(claim) {
             Some(data) => data.name.clone(),
-            None => self.input.claims.get(claim).map(claim_name).unwrap_or_default(),
+            None => self
+                .input
+                .claims
+                .get(claim)
+                .map(claim_name)
+                .unwrap_or_default(),
         }
     }
 
@@ -663,23 +821,27 @@ impl<'a> Problem<'a> {
         let verdict = match capacity::consumption(req.capacity, dev.device, dev.driver) {
             Ok(Some(consumed)) => {
                 if capacity::fits(&consumed, None, dev.device) {
-                    CapVerdict::Ok(consumed)
+                    CapVerdict::Ok(std::rc::Rc::new(consumed))
                 } else {
                     CapVerdict::No
                 }
             }
             Ok(None) => CapVerdict::No,
-            Err(CapacityError::NotRepresentable(capacity)) => CapVerdict::Fail(Error::CapacityNotRepresentable {
-                claim: self.claims_name(req.claim),
-                request: req.name(),
-                device: dev.id(),
-                capacity,
-            }),
-            Err(CapacityError::RequestedTwice(capacity)) => CapVerdict::Fail(Error::CapacityRequestedTwice {
-                claim: self.claims_name(req.claim),
-                request: req.name(),
-                capacity,
-            }),
+            Err(CapacityError::NotRepresentable(capacity)) => {
+                CapVerdict::Fail(Error::CapacityNotRepresentable {
+                    claim: self.claims_name(req.claim),
+                    request: req.name(),
+                    device: dev.id(),
+                    capacity,
+                })
+            }
+            Err(CapacityError::RequestedTwice(capacity)) => {
+                CapVerdict::Fail(Error::CapacityRequestedTwice {
+                    claim: self.claims_name(req.claim),
+                    request: req.name(),
+                    capacity,
+                })
+            }
         };
         self.cap_verdicts[r][d] = verdict.clone();
         verdict
@@ -692,8 +854,12 @@ impl<'a> Problem<'a> {
         }
         let tolerations = self.reqs[r].tolerations;
         self.devs[d].taints.iter().any(|taint| {
-            matches!(taint.effect, DeviceTaintEffect::NoSchedule | DeviceTaintEffect::NoExecute)
-                && !tolerations.iter().any(|toleration| tolerates(toleration, taint))
+            matches!(
+                taint.effect,
+                DeviceTaintEffect::NoSchedule | DeviceTaintEffect::NoExecute
+            ) && !tolerations
+                .iter()
+                .any(|toleration| tolerates(toleration, taint))
         })
     }
 }
@@ -712,7 +878,11 @@ struct RequestView<'a> {
 
 /// Upstream's `ToleratesTaint`.
 pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
-    if toleration.effect.as_ref().is_some_and(|effect| effect != &taint.effect) {
+    if toleration
+        .effect
+        .as_ref()
+        .is_some_and(|effect| effect != &taint.effect)
+    {
         return false;
     }
     if !toleration.key.is_empty() && toleration.key != taint.key {
@@ -785,7 +955,11 @@ impl Search {
                 .map(|pc| vec![Quantity::zero(); pc.available.len()])
                 .collect(),
             picked: problem.claims.iter().map(|_| Vec::new()).collect(),
-            selected_sub: problem.claims.iter().map(|c| vec![0; c.slots.len()]).collect(),
+            selected_sub: problem
+                .claims
+                .iter()
+                .map(|c| vec![0; c.slots.len()])
+                .collect(),
             steps: 0,
             failed_states: HashSet::new(),
         }
@@ -842,7 +1016,12 @@ impl Search {
         }
     }
 
-    pub(crate) fn allocate_one(&mut self, problem: &mut Problem<'_>, pos: Pos, allocate_sub: bool) -> Result<bool, Stop> {
+    pub(crate) fn allocate_one(
+        &mut self,
+        problem: &mut Problem<'_>,
+        pos: Pos,
+        allocate_sub: bool,
+    ) -> Result<bool, Stop> {
         self.steps += 1;
         if pos.claim >= problem.claims.len() {
             return Ok(true);
@@ -851,14 +1030,23 @@ impl Search {
             // What happens from the next claim on depends only on which devices, capacities
             // and counters are taken, not on which earlier claim took them: remember states
             // from which the rest failed, and do not explore them twice.
-            let key = (problem.prune && self.steps > MEMO_AFTER_STEPS && pos.claim + 1 < problem.claims.len())
-                .then(|| self.state_key(pos.claim + 1));
+            let key = (problem.prune
+                && self.steps > MEMO_AFTER_STEPS
+                && pos.claim + 1 < problem.claims.len())
+            .then(|| self.state_key(pos.claim + 1));
             if let Some(key) = &key
                 && self.failed_states.contains(key)
             {
                 return Ok(false);
             }
-            let result = match self.allocate_one(problem, Pos { claim: pos.claim + 1, ..Pos::default() }, false) {
+            let result = match self.allocate_one(
+                problem,
+                Pos {
+                    claim: pos.claim + 1,
+                    ..Pos::default()
+                },
+                false,
+            ) {
                 Err(Stop::MaxSize) => Ok(false),
                 other => other,
             };
@@ -881,7 +1069,11 @@ impl Search {
                     Ok(false) => all_exceeded = false,
                 }
             }
-            return if all_exceeded { Err(Stop::MaxSize) } else { Ok(false) };
+            return if all_exceeded {
+                Err(Stop::MaxSize)
+            } else {
+                Ok(false)
+            };
         }
         let r = Self::req_index(problem, pos);
         let (all, num_devices, admin) = {
@@ -898,7 +1090,10 @@ impl Search {
             let key = (problem.prune && self.steps > MEMO_AFTER_STEPS).then(|| {
                 use std::fmt::Write;
                 let mut key = self.state_key(pos.claim);
-                let mut picks: Vec<(usize, usize)> = self.picked[pos.claim].iter().map(|p| (p.dev, p.req)).collect();
+                let mut picks: Vec<(usize, usize)> = self.picked[pos.claim]
+                    .iter()
+                    .map(|p| (p.dev, p.req))
+                    .collect();
                 picks.sort_unstable();
                 let _ = write!(key, "|{}|{picks:?}", pos.request + 1);
                 key
@@ -910,7 +1105,12 @@ impl Search {
             }
             let result = self.allocate_one(
                 problem,
-                Pos { claim: pos.claim, request: pos.request + 1, sub: 0, device: 0 },
+                Pos {
+                    claim: pos.claim,
+                    request: pos.request + 1,
+                    sub: 0,
+                    device: 0,
+                },
                 false,
             );
             if let (Some(key), Ok(false)) = (key, &result) {
@@ -929,14 +1129,18 @@ impl Search {
             if !self.allocate_device(problem, pos.claim, r, d, true)? {
                 return Ok(false);
             }
-            let next = Pos { device: pos.device + 1, ..pos };
+            let next = Pos {
+                device: pos.device + 1,
+                ..pos
+            };
             let done = self.allocate_one(problem, next, allocate_sub);
             if !matches!(done, Ok(true)) {
                 self.deallocate(problem, pos.claim);
             }
             return done;
         }
-        if problem.prune && !self.enough_candidates(problem, pos.claim, r, num_devices - pos.device) {
+        if problem.prune && !self.enough_candidates(problem, pos.claim, r, num_devices - pos.device)
+        {
             return Ok(false);
         }
         for d in 0..problem.devs.len() {
@@ -965,7 +1169,10 @@ impl Search {
             if !self.allocate_device(problem, pos.claim, r, d, false)? {
                 continue;
             }
-            let next = Pos { device: pos.device + 1, ..pos };
+            let next = Pos {
+                device: pos.device + 1,
+                ..pos
+            };
             match self.allocate_one(problem, next, allocate_sub) {
                 Ok(true) => return Ok(true),
                 Ok(false) => self.deallocate(problem, pos.claim),
@@ -994,7 +1201,14 @@ impl Search {
 
     /// Upstream's `allocateDevice`: checks availability and constraints for one candidate and,
     /// if it works, records it. `must` turns a constraint violation into an error (for `All`).
-    fn allocate_device(&mut self, problem: &mut Problem<'_>, claim: usize, r: usize, d: usize, must: bool) -> Result<bool, Stop> {
+    fn allocate_device(
+        &mut self,
+        problem: &mut Problem<'_>,
+        claim: usize,
+        r: usize,
+        d: usize,
+        must: bool,
+    ) -> Result<bool, Stop> {
         let features = problem.features;
         let admin = problem.reqs[r].admin;
         let multi = problem.devs[d].multi;
@@ -1036,7 +1250,8 @@ impl Search {
                 added += 1;
                 continue;
             }
-            let attribute = attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute);
+            let attribute =
+                attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute);
             if !constraint.admits(attribute) {
                 rejected = true;
                 break;
@@ -1071,7 +1286,7 @@ impl Search {
                 CapVerdict::Ok(c) => {
                     let fits = self.fits_allocating(problem, d, &c);
                     if fits && multi {
-                        consumed = Some(c);
+                        consumed = Some(Consumed::clone(&c));
                     }
                     fits
                 }
@@ -1097,9 +1312,18 @@ impl Search {
             self.allocating[d].push(claim);
         }
         if let Some(c) = &consumed {
-            capacity::add_into(self.allocating_capacity[d].get_or_insert_with(Consumed::new), c);
+            capacity::add_into(
+                self.allocating_capacity[d].get_or_insert_with(Consumed::new),
+                c,
+            );
         }
-        self.picked[claim].push(Picked { dev: d, req: r, consumed, charged_counters: charged, marked });
+        self.picked[claim].push(Picked {
+            dev: d,
+            req: r,
+            consumed,
+            charged_counters: charged,
+            marked,
+        });
         Ok(true)
     }
 
@@ -1113,10 +1337,14 @@ impl Search {
     }
 
     fn deallocate(&mut self, problem: &mut Problem<'_>, claim: usize) {
-        let Some(picked) = self.picked[claim].pop() else { return };
+        let Some(picked) = self.picked[claim].pop() else {
+            return;
+        };
         self.undo_constraints(problem, claim, picked.req, picked.dev);
         if picked.marked
-            && let Some(i) = self.allocating[picked.dev].iter().rposition(|&c| c == claim)
+            && let Some(i) = self.allocating[picked.dev]
+                .iter()
+                .rposition(|&c| c == claim)
         {
             self.allocating[picked.dev].remove(i);
         }
@@ -1141,7 +1369,10 @@ impl Search {
         for (i, amount) in &dev.counters {
             consumed[*i] += amount;
         }
-        let ok = dev.counters.iter().all(|(i, _)| consumed[*i] <= pc.available[*i]);
+        let ok = dev
+            .counters
+            .iter()
+            .all(|(i, _)| consumed[*i] <= pc.available[*i]);
         if !ok {
             for (i, amount) in &dev.counters {
                 consumed[*i] -= amount;
@@ -1163,7 +1394,13 @@ impl Search {
     /// of the remaining devices exists, and picking devices for such a request never raises an
     /// error, so the subtree can be skipped. Stays out of the way when a device would raise an
     /// error on evaluation.
-    fn enough_candidates(&mut self, problem: &mut Problem<'_>, claim: usize, r: usize, needed: usize) -> bool {
+    fn enough_candidates(
+        &mut self,
+        problem: &mut Problem<'_>,
+        claim: usize,
+        r: usize,
+        needed: usize,
+    ) -> bool {
         let admin = problem.reqs[r].admin;
         let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
         let mut count = 0usize;
@@ -1174,7 +1411,8 @@ impl Search {
             .filter(|(_, c)| c.kind == ConstraintKind::Match && c.applies(parent, sub))
             .map(|(i, _)| i)
             .collect();
-        let mut groups: Vec<HashMap<attributes::Value, usize>> = vec![HashMap::new(); match_constraints.len()];
+        let mut groups: Vec<HashMap<attributes::Value, usize>> =
+            vec![HashMap::new(); match_constraints.len()];
         for d in 0..problem.devs.len() {
             if admin && self.allocating[d].contains(&claim) {
                 continue;
@@ -1208,7 +1446,11 @@ impl Search {
             let mut admitted = true;
             for constraint in &problem.constraints[claim] {
                 if constraint.applies(parent, sub)
-                    && !constraint.admits(attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute))
+                    && !constraint.admits(attributes::lookup(
+                        &dev.device.attributes,
+                        dev.driver,
+                        &constraint.attribute,
+                    ))
                 {
                     admitted = false;
                     break;
@@ -1224,7 +1466,9 @@ impl Search {
             count += weight;
             for (g, &ci) in match_constraints.iter().enumerate() {
                 let constraint = &problem.constraints[claim][ci];
-                let Some(attribute) = attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute) else {
+                let Some(attribute) =
+                    attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute)
+                else {
                     continue;
                 };
                 for key in attributes::match_keys(attribute, constraint.list_semantics()) {
@@ -1238,7 +1482,11 @@ impl Search {
         for (g, &ci) in match_constraints.iter().enumerate() {
             let constraint = &problem.constraints[claim][ci];
             let best = match constraint.required_values() {
-                Some(required) => required.iter().map(|v| groups[g].get(v).copied().unwrap_or(0)).max().unwrap_or(0),
+                Some(required) => required
+                    .iter()
+                    .map(|v| groups[g].get(v).copied().unwrap_or(0))
+                    .max()
+                    .unwrap_or(0),
                 None => groups[g].values().copied().max().unwrap_or(0),
             };
             if best < needed {
@@ -1282,7 +1530,9 @@ impl Search {
                 if req.admin {
                     return false;
                 }
-                let constrained = problem.constraints[claim_index].iter().any(|c| c.applies(req.parent, req.sub));
+                let constrained = problem.constraints[claim_index]
+                    .iter()
+                    .any(|c| c.applies(req.parent, req.sub));
                 let start = if current { pos.device } else { 0 };
                 for &d in req.all_devices.iter().skip(start) {
                     if !problem.devs[d].multi && self.in_use(problem, d) {
@@ -1329,7 +1579,8 @@ impl Search {
                 }
                 if features.binding_and_status() {
                     result.binding_conditions = dev.device.binding_conditions.clone();
-                    result.binding_failure_conditions = dev.device.binding_failure_conditions.clone();
+                    result.binding_failure_conditions =
+                        dev.device.binding_failure_conditions.clone();
                 }
                 if features.optional_node_operations {
                     result.skip_node_operations = dev.slice.spec.skip_node_operations.clone();
@@ -1367,7 +1618,10 @@ impl Search {
         for &r in &selected {
             let req = &problem.reqs[r];
             let class = req.class;
-            if let Some((_, start, end)) = class_ranges.iter().find(|(name, _, _)| *name == class.metadata.name) {
+            if let Some((_, start, end)) = class_ranges
+                .iter()
+                .find(|(name, _, _)| *name == class.metadata.name)
+            {
                 for entry in &mut config[*start..*end] {
                     entry.requests.push(req.name());
                 }
@@ -1402,7 +1656,10 @@ impl Search {
                 .iter()
                 .map(|&r| {
                     let req = &problem.reqs[r];
-                    claim_config.requests.iter().any(|name| name == req.parent || *name == req.name())
+                    claim_config
+                        .requests
+                        .iter()
+                        .any(|name| name == req.parent || *name == req.name())
                 })
                 .collect();
             if !covered.iter().any(|&c| c) {
@@ -1410,21 +1667,35 @@ impl Search {
             }
             config.push(DeviceAllocationConfiguration {
                 source: AllocationConfigSource::FromClaim,
-                requests: if covered.iter().all(|&c| c) { Vec::new() } else { claim_config.requests.clone() },
+                requests: if covered.iter().all(|&c| c) {
+                    Vec::new()
+                } else {
+                    claim_config.requests.clone()
+                },
                 opaque: claim_config.opaque.clone(),
             });
         }
         config
     }
 
-    fn node_selector(&self, problem: &Problem<'_>, claim: usize) -> Result<Option<NodeSelector>, Error> {
+    fn node_selector(
+        &self,
+        problem: &Problem<'_>,
+        claim: usize,
+    ) -> Result<Option<NodeSelector>, Error> {
         let mut term = NodeSelectorTerm::default();
         for picked in &self.picked[claim] {
             let dev = &problem.devs[picked.dev];
             let (node_name, selector) = if dev.slice.spec.per_device_node_selection == Some(true) {
-                (dev.device.node_name.as_deref(), dev.device.node_selector.as_ref())
+                (
+                    dev.device.node_name.as_deref(),
+                    dev.device.node_selector.as_ref(),
+                )
             } else {
-                (dev.slice.spec.node_name.as_deref(), dev.slice.spec.node_selector.as_ref())
+                (
+                    dev.slice.spec.node_name.as_deref(),
+                    dev.slice.spec.node_selector.as_ref(),
+                )
             };
             if node_name.is_some() || dev.device.binds_to_node == Some(true) {
                 return Ok(Some(NodeSelector {
@@ -1457,7 +1728,9 @@ impl Search {
         if term.match_fields.is_empty() && term.match_expressions.is_empty() {
             return Ok(None);
         }
-        Ok(Some(NodeSelector { node_selector_terms: vec![term] }))
+        Ok(Some(NodeSelector {
+            node_selector_terms: vec![term],
+        }))
     }
 }
 

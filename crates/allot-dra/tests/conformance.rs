@@ -4,11 +4,14 @@
 
 use std::path::Path;
 
-use allot_dra::{allocate, Error, Outcome, Scenario};
+use allot_dra::{Error, Outcome, Scenario, allocate};
 use serde_json::Value;
 
 const DRA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/dra");
-const DRA_RANDOM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/dra-random");
+const DRA_RANDOM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/conformance/dra-random"
+);
 
 /// Cases where we are sure the expected answer encodes an upstream bug: (case, the result we
 /// give instead, why). Each one is still run and must give the result written here (its
@@ -21,9 +24,21 @@ const DRA_RANDOM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/confo
 /// share of the first), and a distinct constraint that holds the same value twice is violated
 /// by definition.
 const KNOWN_DEVIATIONS: &[(&str, &str, &str)] = &[
-    ("rand-00020", "allocated", "claim-1: gpu-1 (index 1) for req-0 and again for req-1"),
-    ("rand-00034", "unschedulable", "claim-2: gpu-0 and gpu-6 for req-0 (All) and again for req-1"),
-    ("rand-00234", "allocated", "claim-0: gpu-0 (index 0) for req-0 and again for req-1/alt-0"),
+    (
+        "rand-00020",
+        "allocated",
+        "claim-1: gpu-1 (index 1) for req-0 and again for req-1",
+    ),
+    (
+        "rand-00034",
+        "unschedulable",
+        "claim-2: gpu-0 and gpu-6 for req-0 (All) and again for req-1",
+    ),
+    (
+        "rand-00234",
+        "allocated",
+        "claim-0: gpu-0 (index 0) for req-0 and again for req-1/alt-0",
+    ),
 ];
 
 /// What one scenario produced.
@@ -44,7 +59,11 @@ fn run(scenario: &Scenario) -> Result<Actual, Error> {
             claims
                 .iter()
                 .map(allot_dra::display_claim)
-                .zip(results.iter().map(|r| serde_json::to_value(r).expect("results serialise")))
+                .zip(
+                    results
+                        .iter()
+                        .map(|r| serde_json::to_value(r).expect("results serialise")),
+                )
                 .collect(),
         ),
         Ok(Outcome::Unschedulable(_)) => Actual::Unschedulable,
@@ -58,10 +77,16 @@ fn canonical(value: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let fields: Vec<String> = keys.iter().map(|k| format!("{:?}:{}", k, canonical(&map[k.as_str()]))).collect();
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{:?}:{}", k, canonical(&map[k.as_str()])))
+                .collect();
             format!("{{{}}}", fields.join(","))
         }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
         other => other.to_string(),
     }
 }
@@ -100,7 +125,10 @@ fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|err| format!("read: {err}"))?;
     let scenario = Scenario::parse(&text).map_err(|err| format!("parse: {err}"))?;
     let expected = scenario.expected.clone().ok_or("no Expected document")?;
-    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
     let actual = run(&scenario).map_err(|err| format!("scenario: {err}"))?;
     let deviation = KNOWN_DEVIATIONS.iter().find(|(case, _, _)| *case == name);
     let want = match deviation {
@@ -117,15 +145,22 @@ fn check(path: &Path) -> Result<(), String> {
             if message.contains(error_contains) {
                 Ok(())
             } else {
-                Err(format!("error {message:?} does not contain {error_contains:?}"))
+                Err(format!(
+                    "error {message:?} does not contain {error_contains:?}"
+                ))
             }
         }
         (Actual::Unschedulable, "unschedulable") => Ok(()),
         (Actual::Unschedulable, "error") if invalid_pools => Ok(()),
-        (Actual::Error(message), "unschedulable") if message.contains("invalid resource pools") => Ok(()),
+        (Actual::Error(message), "unschedulable") if message.contains("invalid resource pools") => {
+            Ok(())
+        }
         (Actual::Allocated(_), "allocated") if deviation.is_some() => Ok(()),
         (Actual::Allocated(results), "allocated") => compare(&expected, results),
-        (Actual::Allocated(results), _) => Err(format!("expected {want}, got allocated: {}", Value::Array(results.iter().map(|(_, v)| v.clone()).collect()))),
+        (Actual::Allocated(results), _) => Err(format!(
+            "expected {want}, got allocated: {}",
+            Value::Array(results.iter().map(|(_, v)| v.clone()).collect())
+        )),
         (Actual::Unschedulable, _) => Err(format!("expected {want}, got unschedulable")),
         (Actual::Error(message), _) => Err(format!("expected {want}, got error {message:?}")),
     }
@@ -135,7 +170,11 @@ fn compare(expected: &Value, actual: &[(String, Value)]) -> Result<(), String> {
     if let Some(allocations) = expected["allocations"].as_array() {
         // exact-per-claim
         if allocations.len() != actual.len() {
-            return Err(format!("expected {} allocations, got {}", allocations.len(), actual.len()));
+            return Err(format!(
+                "expected {} allocations, got {}",
+                allocations.len(),
+                actual.len()
+            ));
         }
         for entry in allocations {
             let claim = entry["claim"].as_str().unwrap_or_default();
@@ -152,7 +191,11 @@ fn compare(expected: &Value, actual: &[(String, Value)]) -> Result<(), String> {
     }
     let results = expected["results"].as_array().cloned().unwrap_or_default();
     if results.len() != actual.len() {
-        return Err(format!("expected {} results, got {}", results.len(), actual.len()));
+        return Err(format!(
+            "expected {} results, got {}",
+            results.len(),
+            actual.len()
+        ));
     }
     // Results come in no particular claim order: match each actual to an unused expected.
     let mut used = vec![false; results.len()];
@@ -163,15 +206,24 @@ fn compare(expected: &Value, actual: &[(String, Value)]) -> Result<(), String> {
                 continue;
             }
             let unordered = entry["match"].as_str() == Some("unordered");
-            if canonical(&normalise(&entry["allocation"], unordered)) == canonical(&normalise(got, unordered)) {
+            if canonical(&normalise(&entry["allocation"], unordered))
+                == canonical(&normalise(got, unordered))
+            {
                 used[i] = true;
                 found = true;
                 break;
             }
         }
         if !found {
-            let wants: Vec<String> = results.iter().map(|e| normalise(&e["allocation"], false).to_string()).collect();
-            return Err(format!("claim {claim}: {} matches no expected result:\n  want one of {}", normalise(got, false), wants.join("\n    ")));
+            let wants: Vec<String> = results
+                .iter()
+                .map(|e| normalise(&e["allocation"], false).to_string())
+                .collect();
+            return Err(format!(
+                "claim {claim}: {} matches no expected result:\n  want one of {}",
+                normalise(got, false),
+                wants.join("\n    ")
+            ));
         }
     }
     Ok(())
@@ -192,7 +244,12 @@ fn run_dir(dir: &str) -> (usize, Vec<String>) {
             eprintln!("slow: {} took {:?}", path.display(), started.elapsed());
         }
         if let Err(message) = checked {
-            failures.push(format!("{}: {message}", path.file_name().and_then(|n| n.to_str()).unwrap_or_default()));
+            failures.push(format!(
+                "{}: {message}",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+            ));
         }
     }
     (entries.len(), failures)
@@ -212,14 +269,24 @@ fn conformance_table() {
         eprintln!("FAIL {failure}");
     }
     assert!(total >= 526, "expected all 526 scenarios, found {total}");
-    assert!(failures.is_empty(), "{} of {total} scenarios failed", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {total} scenarios failed",
+        failures.len()
+    );
 }
 
 /// Runs one scenario (named by `ALLOT_CASE`) with and without pruning; for debugging.
 #[test]
 fn single_case_debug() {
-    let Ok(case) = std::env::var("ALLOT_CASE") else { return };
-    let path = [DRA, DRA_RANDOM].iter().map(|dir| Path::new(dir).join(format!("{case}.yaml"))).find(|p| p.exists()).expect("case exists");
+    let Ok(case) = std::env::var("ALLOT_CASE") else {
+        return;
+    };
+    let path = [DRA, DRA_RANDOM]
+        .iter()
+        .map(|dir| Path::new(dir).join(format!("{case}.yaml")))
+        .find(|p| p.exists())
+        .expect("case exists");
     let scenario = Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let features = scenario.features().unwrap();
     let node = scenario.node(None).unwrap();
@@ -227,9 +294,16 @@ fn single_case_debug() {
     let allocated = scenario.allocated_claims(&claims);
     let input = scenario.input(node, &claims, &allocated);
     let started = std::time::Instant::now();
-    eprintln!("pruned:   {:?} in {:?}", allocate(&input, &features).map(|o| o.is_allocated()), started.elapsed());
+    eprintln!(
+        "pruned:   {:?} in {:?}",
+        allocate(&input, &features).map(|o| o.is_allocated()),
+        started.elapsed()
+    );
     if std::env::var("ALLOT_SKIP_UNPRUNED").is_ok() {
         return;
     }
-    eprintln!("unpruned: {:?}", allot_dra::allocate_without_pruning(&input, &features).map(|o| o.is_allocated()));
+    eprintln!(
+        "unpruned: {:?}",
+        allot_dra::allocate_without_pruning(&input, &features).map(|o| o.is_allocated())
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use allot_dra::{allocate, Features, Outcome, Scenario};
+use allot_dra::{Features, Outcome, Scenario, allocate};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -29,21 +29,40 @@ struct ClaimSpec {
 }
 
 fn device() -> impl Strategy<Value = DeviceSpec> {
-    (any::<bool>(), 0u8..3, any::<bool>(), 1u8..8, proptest::option::of(1u8..4)).prop_map(
-        |(driver_b, numa, multi, memory_gi, counter)| DeviceSpec { driver_b, numa, multi, memory_gi, counter },
+    (
+        any::<bool>(),
+        0u8..3,
+        any::<bool>(),
+        1u8..8,
+        proptest::option::of(1u8..4),
     )
+        .prop_map(|(driver_b, numa, multi, memory_gi, counter)| DeviceSpec {
+            driver_b,
+            numa,
+            multi,
+            memory_gi,
+            counter,
+        })
 }
 
 fn claim() -> impl Strategy<Value = ClaimSpec> {
     (
         proptest::collection::vec(
-            (any::<bool>(), 1u8..3, proptest::option::of(1u8..4))
-                .prop_map(|(class_b, count, memory_gi)| RequestSpec { class_b, count, memory_gi }),
+            (any::<bool>(), 1u8..3, proptest::option::of(1u8..4)).prop_map(
+                |(class_b, count, memory_gi)| RequestSpec {
+                    class_b,
+                    count,
+                    memory_gi,
+                },
+            ),
             1..3,
         ),
         0u8..3,
     )
-        .prop_map(|(requests, constraint)| ClaimSpec { requests, constraint })
+        .prop_map(|(requests, constraint)| ClaimSpec {
+            requests,
+            constraint,
+        })
 }
 
 fn scenario_yaml(devices: &[DeviceSpec], claims: &[ClaimSpec], counter_total: u8) -> String {
@@ -53,17 +72,17 @@ fn scenario_yaml(devices: &[DeviceSpec], claims: &[ClaimSpec], counter_total: u8
          apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: class-b\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"driver-b\"\n",
     );
     for driver in ["driver-a", "driver-b"] {
-        let mine: Vec<(usize, &DeviceSpec)> =
-            devices.iter().enumerate().filter(|(_, d)| d.driver_b == (driver == "driver-b")).collect();
+        let mine: Vec<(usize, &DeviceSpec)> = devices
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.driver_b == (driver == "driver-b"))
+            .collect();
         out.push_str(&format!(
             "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: {driver}-counters\nspec:\n  driver: {driver}\n  nodeName: node-1\n  pool:\n    name: pool\n    generation: 1\n    resourceSliceCount: 2\n  sharedCounters:\n  - name: set\n    counters:\n      units:\n        value: \"{counter_total}\"\n"
         ));
         out.push_str(&format!(
             "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: {driver}-devices\nspec:\n  driver: {driver}\n  nodeName: node-1\n  pool:\n    name: pool\n    generation: 1\n    resourceSliceCount: 2\n  devices:\n"
         ));
-        if mine.is_empty() {
-            out.push_str("  - name: placeholder\n    attributes:\n      numa:\n        int: 9\n");
-        }
         for (i, d) in mine {
             out.push_str(&format!(
                 "  - name: dev-{i}\n    attributes:\n      numa:\n        int: {}\n    capacity:\n      memory:\n        value: {}Gi\n",
@@ -90,7 +109,9 @@ fn scenario_yaml(devices: &[DeviceSpec], claims: &[ClaimSpec], counter_total: u8
                 req.count
             ));
             if let Some(memory) = req.memory_gi {
-                out.push_str(&format!("        capacity:\n          requests:\n            memory: {memory}Gi\n"));
+                out.push_str(&format!(
+                    "        capacity:\n          requests:\n            memory: {memory}Gi\n"
+                ));
             }
         }
         match claim.constraint {
@@ -118,9 +139,17 @@ proptest! {
         let allocated = scenario.allocated_claims(&to_allocate);
         let input = scenario.input(node, &to_allocate, &allocated);
         let outcome = allocate(&input, &Features::all());
+        // The prunings never change the answer (first solution, or the same error).
+        let plain = allot_dra::allocate_without_pruning(&input, &Features::all());
+        match (&outcome, &plain) {
+            (Ok(Outcome::Allocated(a)), Ok(Outcome::Allocated(b))) => prop_assert_eq!(a, b),
+            (Ok(Outcome::Unschedulable(_)), Ok(Outcome::Unschedulable(_))) => {}
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            _ => prop_assert!(false, "pruned {:?} but plain {:?}", outcome, plain),
+        }
         let Ok(Outcome::Allocated(results)) = outcome else {
             // Not fitting is a valid answer; errors must not happen on this well-formed input.
-            prop_assert!(!matches!(outcome, Err(_)), "unexpected error: {outcome:?}");
+            prop_assert!(outcome.is_ok(), "unexpected error: {outcome:?}");
             return Ok(());
         };
         prop_assert_eq!(results.len(), claims.len());

@@ -9,7 +9,10 @@ const DRA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/
 const BENCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/dra");
 
 fn allot(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_allot")).args(args).output().expect("run allot");
+    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(args)
+        .output()
+        .expect("run allot");
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -19,7 +22,8 @@ fn allot(args: &[&str]) -> (i32, String, String) {
 
 fn json(args: &[&str]) -> (i32, Value) {
     let (code, stdout, stderr) = allot(args);
-    let value = serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}{stderr}"));
+    let value =
+        serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}{stderr}"));
     (code, value)
 }
 
@@ -37,7 +41,11 @@ fn allocated_scenario_prints_the_contract_and_exits_0() {
     let result = &allocations[0]["allocation"]["devices"]["results"][0];
     assert_eq!(result["device"], "device-1");
     assert_eq!(result["pool"], "pool-1");
-    assert_eq!(allocations[0]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0], "node-1");
+    assert_eq!(
+        allocations[0]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
+            [0],
+        "node-1"
+    );
 }
 
 #[test]
@@ -67,12 +75,18 @@ fn unschedulable_scenario_exits_1_with_an_explanation() {
     assert_eq!(claim["requests"][0]["filters"]["visible"], 64);
     assert_eq!(claim["requests"][0]["filters"]["inUse"], 40);
     let constraint = &claim["constraints"][0];
-    assert_eq!(constraint["constraint"], "matchAttribute: gpu.example.com/numa");
+    assert_eq!(
+        constraint["constraint"],
+        "matchAttribute: gpu.example.com/numa"
+    );
     assert!(constraint["sampleDevice"].is_string());
     // The table form says the same.
     let (code, text, _) = allot(&["allocate", "-f", &file]);
     assert_eq!(code, 1);
-    assert!(text.contains("constraint matchAttribute: gpu.example.com/numa cannot be met"), "{text}");
+    assert!(
+        text.contains("constraint matchAttribute: gpu.example.com/numa cannot be met"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -81,7 +95,12 @@ fn bad_input_exits_2() {
     let (code, out) = json(&["allocate", "-f", &file, "-o", "json"]);
     assert_eq!(code, 2);
     assert_eq!(out["result"], "error");
-    assert!(out["error"].as_str().unwrap().contains("could not retrieve device class unknown-class"));
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not retrieve device class unknown-class")
+    );
     let (code, _, stderr) = allot(&["allocate", "-f", "/nonexistent/scenario.yaml"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("nonexistent"), "{stderr}");
@@ -93,19 +112,42 @@ fn feature_gates_flag_overrides_the_scenario() {
     let file = format!("{DRA}/admin-access-enabled.yaml");
     let (code, _) = json(&["allocate", "-f", &file, "-o", "json"]);
     assert_eq!(code, 0);
-    let (code, out) = json(&["allocate", "-f", &file, "-o", "json", "--feature-gates", "DRAAdminAccess=false"]);
+    let (code, out) = json(&[
+        "allocate",
+        "-f",
+        &file,
+        "-o",
+        "json",
+        "--feature-gates",
+        "DRAAdminAccess=false",
+    ]);
     assert_eq!(code, 2);
-    assert!(out["error"].as_str().unwrap().contains("admin access is requested, but the feature is disabled"));
-    let (code, _, _) = allot(&["allocate", "-f", &file, "--feature-gates", "DRANoSuchGate=true"]);
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("admin access is requested, but the feature is disabled")
+    );
+    let (code, _, _) = allot(&[
+        "allocate",
+        "-f",
+        &file,
+        "--feature-gates",
+        "DRANoSuchGate=true",
+    ]);
     assert_eq!(code, 2);
 }
 
 #[test]
 fn node_flag_picks_the_node_and_yaml_output_works() {
     let file = format!("{DRA}/other-node.yaml");
-    let (code, stdout, stderr) = allot(&["allocate", "-f", &file, "-o", "yaml", "--node", "node-2"]);
+    let (code, stdout, stderr) =
+        allot(&["allocate", "-f", &file, "-o", "yaml", "--node", "node-2"]);
     assert!(code == 0 || code == 1, "{stdout}{stderr}");
-    assert!(stdout.lines().any(|line| line.starts_with("result: ")), "{stdout}");
+    assert!(
+        stdout.lines().any(|line| line.starts_with("result: ")),
+        "{stdout}"
+    );
     let (code, _, stderr) = allot(&["allocate", "-f", &file, "--node", "no-such-node"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no-such-node"), "{stderr}");

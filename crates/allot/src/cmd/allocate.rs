@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use allot_dra::{AllocationInput, Explanation, Outcome, Scenario};
 use anyhow::Context;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -48,13 +48,17 @@ pub struct Args {
 
 /// What one run produced, before formatting.
 enum Answer {
-    Allocated { node: String, allocations: Vec<(String, allot_dra::AllocationResult)> },
+    Allocated {
+        node: String,
+        allocations: Vec<(String, allot_dra::AllocationResult)>,
+    },
     Unschedulable(Explanation),
     Error(String),
 }
 
 fn decide(args: &Args) -> anyhow::Result<Answer> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
     let scenario = match Scenario::parse(&text) {
         Ok(scenario) => scenario,
         Err(err) => return Ok(Answer::Error(format!("{}: {err}", args.file.display()))),
@@ -77,7 +81,11 @@ fn decide(args: &Args) -> anyhow::Result<Answer> {
     Ok(match allot_dra::allocate(&input, &features) {
         Ok(Outcome::Allocated(results)) => Answer::Allocated {
             node: node.metadata.name.clone(),
-            allocations: claims.iter().map(allot_dra::display_claim).zip(results).collect(),
+            allocations: claims
+                .iter()
+                .map(allot_dra::display_claim)
+                .zip(results)
+                .collect(),
         },
         Ok(Outcome::Unschedulable(explanation)) => Answer::Unschedulable(explanation),
         Err(err) => Answer::Error(err.to_string()),
@@ -89,7 +97,9 @@ fn document(answer: &Answer) -> anyhow::Result<Value> {
         Answer::Allocated { allocations, .. } => {
             let allocations: Vec<Value> = allocations
                 .iter()
-                .map(|(claim, allocation)| Ok(json!({"claim": claim, "allocation": serde_json::to_value(allocation)?})))
+                .map(|(claim, allocation)| {
+                    Ok(json!({"claim": claim, "allocation": serde_json::to_value(allocation)?}))
+                })
                 .collect::<anyhow::Result<_>>()?;
             json!({"result": "allocated", "error": null, "allocations": allocations, "explanation": null})
         }
@@ -99,16 +109,28 @@ fn document(answer: &Answer) -> anyhow::Result<Value> {
             "allocations": [],
             "explanation": serde_json::to_value(explanation)?,
         }),
-        Answer::Error(message) => json!({"result": "error", "error": message, "allocations": [], "explanation": null}),
+        Answer::Error(message) => {
+            json!({"result": "error", "error": message, "allocations": [], "explanation": null})
+        }
     })
 }
 
 fn table(answer: &Answer) -> String {
     match answer {
         Answer::Allocated { node, allocations } => {
-            let mut rows = vec![["CLAIM".to_string(), "REQUEST".into(), "DEVICE".into(), "POOL".into(), "NODE".into()]];
+            let mut rows = vec![[
+                "CLAIM".to_string(),
+                "REQUEST".into(),
+                "DEVICE".into(),
+                "POOL".into(),
+                "NODE".into(),
+            ]];
             for (claim, allocation) in allocations {
-                let node_column = if allocation.node_selector.is_some() { node.clone() } else { "*".to_string() };
+                let node_column = if allocation.node_selector.is_some() {
+                    node.clone()
+                } else {
+                    "*".to_string()
+                };
                 for result in &allocation.devices.results {
                     rows.push([
                         claim.clone(),
@@ -119,10 +141,16 @@ fn table(answer: &Answer) -> String {
                     ]);
                 }
             }
-            let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|row| row[i].len()).max().unwrap_or(0)).collect();
+            let widths: Vec<usize> = (0..5)
+                .map(|i| rows.iter().map(|row| row[i].len()).max().unwrap_or(0))
+                .collect();
             let mut out = String::new();
             for row in rows {
-                let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+                let line: Vec<String> = row
+                    .iter()
+                    .zip(&widths)
+                    .map(|(cell, width)| format!("{cell:<width$}"))
+                    .collect();
                 out.push_str(line.join("   ").trim_end());
                 out.push('\n');
             }
@@ -151,7 +179,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.output {
         Format::Table => {
             let text = table(&answer);
-            if code == 2 { eprint!("{text}") } else { print!("{text}") }
+            if code == 2 {
+                eprint!("{text}")
+            } else {
+                print!("{text}")
+            }
         }
         format => print!("{}", render(&document(&answer)?, format)?),
     }
