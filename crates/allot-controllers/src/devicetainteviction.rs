@@ -438,6 +438,13 @@ impl DeviceTaintEvictionController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
+        // Nothing can evict while no rule and no slice carries a NoExecute taint.
+        let no_rules = !store
+            .list::<DeviceTaintRule>()
+            .any(|r| r.spec.taint.effect == DeviceTaintEffect::NoExecute);
+        if no_rules && self.tainted_pools.borrow().is_empty() {
+            return Ok(Action::Done);
+        }
         let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
             return Ok(Action::Done);
         };

@@ -5,6 +5,12 @@
 //! decision to the store, so the scheduler and node agents are woken by the same events a
 //! real cluster would produce. The cost: a controller's view can lag one event behind, so every
 //! reconcile re-reads what it needs and is idempotent.
+//!
+//! The loops: [`ResourceClaimController`] (claims from templates, reservations, deallocation),
+//! [`DeviceTaintEvictionController`] (evicts pods from NoExecute-tainted devices once their
+//! tolerations run out; `EvictionInProgress` on DeviceTaintRules) and [`PoolStatusController`]
+//! (answers ResourcePoolStatusRequests once). Waiting is never sleeping: a toleration that runs
+//! out later is a reconcile that asks to come back at that simulated time.
 
 #![deny(missing_docs)]
 

@@ -480,3 +480,37 @@ fn a_pod_not_in_reserved_for_is_not_evicted() {
     run_for(&mut rt, 1);
     assert!(rt.store.get::<Pod>("ns", "trainer").is_some());
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn pods_live_exactly_until_their_toleration_expires(
+            added in 0u64..100,
+            seconds in prop::collection::vec(prop::option::of(-5i64..200), 1..5),
+            at in 0u64..400,
+        ) {
+            let mut store = Store::new();
+            let time = SimTime::ZERO.plus_seconds(added).rfc3339();
+            store
+                .create(slice(vec![taint(DeviceTaintEffect::NoExecute, Some(&time))]), "2026-01-01T00:00:00Z")
+                .unwrap();
+            for (i, s) in seconds.iter().enumerate() {
+                add_user(&mut store, "ns", &format!("pod-{i}"), "gpu-0", vec![no_execute_toleration(*s)]);
+            }
+            let mut rt = runtime(store, EvictionMode::Delete);
+            run_for(&mut rt, at);
+            for (i, s) in seconds.iter().enumerate() {
+                let alive = rt.store.get::<Pod>("ns", &format!("pod-{i}")).is_some();
+                let expected = match s {
+                    None => true,
+                    Some(s) => at < added + (*s).max(0) as u64,
+                };
+                prop_assert_eq!(alive, expected, "pod-{} with {:?} at {}s", i, s, at);
+            }
+        }
+    }
+}

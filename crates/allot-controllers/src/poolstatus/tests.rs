@@ -500,3 +500,65 @@ fn a_rule_selecting_by_class_marks_only_the_class_devices_unavailable() {
         (Some(1), Some(1))
     );
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Per pool: per device, (tainted, number of claims allocating it).
+    fn pools() -> impl Strategy<Value = Vec<Vec<(bool, u8)>>> {
+        prop::collection::vec(prop::collection::vec((any::<bool>(), 0u8..3), 0..6), 1..6)
+    }
+
+    proptest! {
+        #[test]
+        fn counts_match_a_model(pools in pools(), limit in 1i32..8) {
+            let mut store = Store::new();
+            let mut claim = 0;
+            for (p, devices) in pools.iter().enumerate() {
+                let pool = format!("pool-{p}");
+                let mut list = Vec::new();
+                for (d, (tainted, claims)) in devices.iter().enumerate() {
+                    let mut dev = device(&format!("dev-{d}"));
+                    if *tainted {
+                        dev.taints.push(DeviceTaint {
+                            key: "k".into(),
+                            value: String::new(),
+                            effect: DeviceTaintEffect::NoExecute,
+                            time_added: None,
+                        });
+                    }
+                    list.push(dev);
+                    for _ in 0..*claims {
+                        claim += 1;
+                        allocate(&mut store, &format!("c-{claim}"), &pool, &format!("dev-{d}"), &[]);
+                    }
+                }
+                store.create(slice(&pool, DRIVER, &pool, list), "t").unwrap();
+            }
+            let mut r = request("r");
+            r.spec.limit = Some(limit);
+            store.create(r, "t").unwrap();
+            let rt = run(store, PoolStatusControllerConfig::default());
+            let status = answer(&rt, "r");
+            prop_assert_eq!(status.pool_count, Some(pools.len() as i32));
+            prop_assert_eq!(status.pools.len(), pools.len().min(limit as usize));
+            let names: Vec<&str> = status.pools.iter().map(|p| p.pool_name.as_str()).collect();
+            let mut sorted = names.clone();
+            sorted.sort();
+            sorted.dedup();
+            prop_assert_eq!(&names, &sorted);
+            for pool in &status.pools {
+                let index: usize = pool.pool_name["pool-".len()..].parse().unwrap();
+                let devices = &pools[index];
+                let total = devices.len() as i32;
+                let allocated = devices.iter().filter(|(_, c)| *c > 0).count() as i32;
+                let unavailable = devices.iter().filter(|(t, _)| *t).count() as i32;
+                prop_assert_eq!(pool.total_devices, Some(total));
+                prop_assert_eq!(pool.allocated_devices, Some(allocated));
+                prop_assert_eq!(pool.unavailable_devices, Some(unavailable));
+                prop_assert_eq!(pool.available_devices, Some((total - allocated - unavailable).max(0)));
+            }
+        }
+    }
+}
