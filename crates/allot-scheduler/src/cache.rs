@@ -39,6 +39,9 @@ pub struct NodeState {
     /// The slices the allocator sees on this node (its own plus the cluster's non-local ones),
     /// rebuilt when `None`.
     pub visible_slices: Option<Vec<ResourceSlice>>,
+    /// The allocated claims using devices the node sees, with the claims version they were
+    /// gathered at.
+    in_use: Option<(u64, Vec<ResourceClaim>)>,
 }
 
 /// Devices of one pool and how many of them are allocated exclusively.
@@ -48,6 +51,8 @@ pub struct PoolState {
     pub slices: BTreeMap<String, (usize, bool)>,
     total: usize,
     multi: usize,
+    /// The claims version of the last change to `claims`.
+    changed_at: u64,
     /// Claims with at least one device of this pool, reduced to their allocation.
     pub claims: BTreeMap<ObjectKey, ResourceClaim>,
     /// Exclusively allocated devices of this pool, by name, with how many claims hold them.
@@ -85,6 +90,7 @@ pub struct Cache {
     /// Bumped by every change that can make a pod fit where it did not, or the other way
     /// round (anything but status writes on unscheduled pods).
     pub epoch: u64,
+    claims_version: u64,
     nodes: Vec<Option<NodeState>>,
     node_index: BTreeMap<String, usize>,
     order: Vec<usize>,
@@ -171,6 +177,11 @@ impl Cache {
         self.nodes.get(index).and_then(Option::as_ref)
     }
 
+    /// A node's slot.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        self.node_index.get(name).copied()
+    }
+
     /// One node by name.
     pub fn node_by_name(&self, name: &str) -> Option<&NodeState> {
         self.node_index.get(name).and_then(|i| self.node(*i))
@@ -237,6 +248,7 @@ impl Cache {
             slices: BTreeMap::new(),
             pool_ids: Vec::new(),
             visible_slices: None,
+            in_use: None,
         };
         // Pods and slices may have arrived before their node.
         for assigned in self.assigned.values().filter(|a| a.node == name) {
@@ -342,9 +354,12 @@ impl Cache {
         };
         let key = event.key.clone();
         let had = self.claim_pools.remove(&key);
+        self.claims_version += 1;
+        let version = self.claims_version;
         if let Some(old) = &had {
             for (id, device, dedicated) in old {
                 let state = &mut self.pools[*id];
+                state.changed_at = version;
                 state.claims.remove(&key);
                 if *dedicated && let Some(n) = state.allocated.get_mut(device) {
                     *n -= 1;
@@ -370,6 +385,7 @@ impl Cache {
             let dedicated = result.admin_access != Some(true) && result.share_id.is_none();
             let id = self.pool_id(&pool);
             let state = &mut self.pools[id];
+            state.changed_at = version;
             state.claims.insert(key.clone(), reduced.clone());
             if dedicated {
                 *state.allocated.entry(result.device.clone()).or_insert(0) += 1;
@@ -447,15 +463,7 @@ impl Cache {
         }
     }
 
-    /// The allocated claims whose devices come from pools the node sees, except `exclude`.
-    pub fn allocated_claims_for(
-        &self,
-        index: usize,
-        exclude: &BTreeSet<ObjectKey>,
-    ) -> Vec<ResourceClaim> {
-        let Some(state) = self.node(index) else {
-            return Vec::new();
-        };
+    fn node_pool_ids(&self, state: &NodeState) -> Vec<usize> {
         let mut ids: Vec<usize> = state.pool_ids.clone();
         for slice in self.global_slices.values() {
             if let Some(id) = self
@@ -467,6 +475,25 @@ impl Cache {
         }
         ids.sort_unstable();
         ids.dedup();
+        ids
+    }
+
+    /// Gathers the allocated claims whose devices come from pools the node sees (every
+    /// allocated claim is in use, including the pod's own), when not cached.
+    pub fn prepare_in_use(&mut self, index: usize) {
+        let Some(state) = self.node(index) else {
+            return;
+        };
+        let ids = self.node_pool_ids(state);
+        let newest = ids
+            .iter()
+            .filter_map(|id| self.pools.get(*id))
+            .map(|p| p.changed_at)
+            .max()
+            .unwrap_or(0);
+        if state.in_use.as_ref().is_some_and(|(at, _)| *at >= newest) {
+            return;
+        }
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
         for id in ids {
@@ -474,12 +501,23 @@ impl Cache {
                 continue;
             };
             for (key, claim) in &pool_state.claims {
-                if !exclude.contains(key) && keys.insert(key.clone()) {
+                if keys.insert(key) {
                     out.push(claim.clone());
                 }
             }
         }
-        out
+        let version = self.claims_version;
+        if let Some(state) = self.nodes.get_mut(index).and_then(Option::as_mut) {
+            state.in_use = Some((version, out));
+        }
+    }
+
+    /// The claims gathered by [`Cache::prepare_in_use`].
+    pub fn in_use(&self, index: usize) -> &[ResourceClaim] {
+        self.node(index)
+            .and_then(|s| s.in_use.as_ref())
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[])
     }
 }
 

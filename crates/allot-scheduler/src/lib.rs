@@ -677,16 +677,6 @@ impl Scheduler {
             .filter(|pc| pc.claim.status.allocation.is_none())
             .map(|pc| pc.claim.clone())
             .collect();
-        let own_keys: BTreeSet<ObjectKey> = claims
-            .iter()
-            .map(|pc| {
-                ObjectKey::new(
-                    Kind::ResourceClaim,
-                    pc.claim.metadata.namespace.clone(),
-                    pc.claim.metadata.name.clone(),
-                )
-            })
-            .collect();
         let needed_devices = min_devices(&to_allocate);
         let prioritized = self.config.features.prioritized_list
             && to_allocate.iter().any(|c| {
@@ -711,10 +701,17 @@ impl Scheduler {
             );
         }
         // A pod that failed before in the same cluster state fails the same way again.
-        let signature = (to_allocate.iter().all(|c| c.status.allocation.is_none())
-            && claims.iter().all(|pc| pc.claim.status.allocation.is_none())
-            && avoid.is_empty())
-        .then(|| equivalence_signature(&pod, &request, &to_allocate));
+        let cacheable =
+            claims.iter().all(|pc| pc.claim.status.allocation.is_none()) && avoid.is_empty();
+        if self
+            .failures
+            .first_key_value()
+            .is_some_and(|(_, f)| f.epoch != self.cache.epoch)
+        {
+            self.failures.clear();
+        }
+        let signature = (cacheable && !self.failures.is_empty())
+            .then(|| equivalence_signature(&pod, &request, &to_allocate));
         if let Some(signature) = &signature
             && let Some(failure) = self.failures.get(signature)
             && failure.epoch == self.cache.epoch
@@ -744,9 +741,11 @@ impl Scheduler {
         let check_dra_bound = !to_allocate.is_empty();
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
-            let mut candidates: Vec<usize> = Vec::new();
+            // (slot, rank in name order)
+            let mut candidates: Vec<(usize, usize)> = Vec::new();
             while processed < n && candidates.len() < to_find {
-                let index = order[(start + processed) % n];
+                let rank = (start + processed) % n;
+                let index = order[rank];
                 processed += 1;
                 let Some(state) = self.cache.node(index) else {
                     continue;
@@ -808,7 +807,7 @@ impl Scheduler {
                     }
                     continue;
                 }
-                candidates.push(index);
+                candidates.push((index, rank));
             }
             if first_batch {
                 // Upstream advances the start index by the nodes it looked at.
@@ -821,7 +820,7 @@ impl Scheduler {
             let mut affinity_max = 0i64;
             let prefs: Vec<(usize, i64)> = candidates
                 .iter()
-                .map(|&index| {
+                .map(|&(index, _)| {
                     let node = self.cache.node(index).map(|s| &s.node);
                     let taints =
                         node.map_or(0, |n| filters::intolerable_prefer_no_schedule(&pod, n));
@@ -831,9 +830,9 @@ impl Scheduler {
                     (taints, affinity)
                 })
                 .collect();
-            let mut scored: Vec<(i64, i64, usize, Option<Vec<AllocationResult>>)> =
+            let mut scored: Vec<(i64, i64, usize, usize, Option<Vec<AllocationResult>>)> =
                 Vec::with_capacity(candidates.len());
-            for (&index, (taints, affinity)) in candidates.iter().zip(prefs) {
+            for (&(index, rank), (taints, affinity)) in candidates.iter().zip(prefs) {
                 let Some(state) = self.cache.node(index) else {
                     continue;
                 };
@@ -852,16 +851,16 @@ impl Scheduler {
                 if affinity_max > 0 {
                     score += 2 * (100 * affinity / affinity_max);
                 }
-                scored.push((0, score, index, None));
+                scored.push((0, score, rank, index, None));
             }
             if prioritized {
                 // The DRA score needs the allocator's choice on every candidate.
                 let mut kept = Vec::new();
-                for (_, score, index, _) in scored {
-                    match self.try_allocate(index, &to_allocate, &own_keys) {
+                for (_, score, rank, index, _) in scored {
+                    match self.try_allocate(index, &to_allocate) {
                         Ok(Some(results)) => {
                             let dra = dra_score(&to_allocate, &results);
-                            kept.push((dra, score, index, Some(results)));
+                            kept.push((dra, score, rank, index, Some(results)));
                         }
                         Ok(None) => {
                             *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
@@ -878,19 +877,55 @@ impl Scheduler {
                     s.0 = if max_dra > 0 { 100 * s.0 / max_dra } else { 0 };
                 }
             }
-            let cache = &self.cache;
-            let name_of = |index: usize| cache.node(index).map(|s| s.name.as_str()).unwrap_or("");
-            scored.sort_by(|a, b| {
-                let (na, nb) = (name_of(a.2), name_of(b.2));
-                avoid
-                    .contains(na)
-                    .cmp(&avoid.contains(nb))
-                    .then(b.0.cmp(&a.0))
-                    .then(b.1.cmp(&a.1))
-                    .then(na.cmp(nb))
-                    .then(a.2.cmp(&b.2))
-            });
-            for (_, _, index, results) in scored {
+            // Best first: nodes where binding failed before last, then the DRA score, then the
+            // resource score, then the node name (the rank in name order).
+            let avoid_slots: BTreeSet<usize> =
+                avoid.iter().filter_map(|n| self.cache.slot_of(n)).collect();
+            let avoided = |index: usize| avoid_slots.contains(&index);
+            let better =
+                |a: &(i64, i64, usize, usize, Option<Vec<AllocationResult>>),
+                 b: &(i64, i64, usize, usize, Option<Vec<AllocationResult>>)| {
+                    avoided(a.3)
+                        .cmp(&avoided(b.3))
+                        .then(b.0.cmp(&a.0))
+                        .then(b.1.cmp(&a.1))
+                        .then(a.2.cmp(&b.2))
+                };
+            let mut ordered = Vec::with_capacity(scored.len());
+            while !scored.is_empty() {
+                let best = (0..scored.len())
+                    .min_by(|&i, &j| better(&scored[i], &scored[j]))
+                    .unwrap_or(0);
+                ordered.push(scored.swap_remove(best));
+                if to_allocate.is_empty() || prioritized {
+                    // The first one wins.
+                    break;
+                }
+                // Keep selecting lazily: the allocator usually succeeds on the first node.
+                let (_, _, _, index, _) = ordered[ordered.len() - 1];
+                match self.try_allocate(index, &to_allocate) {
+                    Ok(Some(results)) => {
+                        chosen = Some((index, results));
+                        break;
+                    }
+                    Ok(None) => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                    }
+                    Err(e) => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                        self.note_explanation(&mut explanation, index, e);
+                    }
+                }
+            }
+            if chosen.is_some() {
+                break;
+            }
+            let scored = if to_allocate.is_empty() || prioritized {
+                ordered
+            } else {
+                Vec::new()
+            };
+            for (_, _, _, index, results) in scored {
                 if to_allocate.is_empty() {
                     chosen = Some((index, Vec::new()));
                     break;
@@ -899,7 +934,7 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
-                match self.try_allocate(index, &to_allocate, &own_keys) {
+                match self.try_allocate(index, &to_allocate) {
                     Ok(Some(results)) => {
                         chosen = Some((index, results));
                         break;
@@ -917,7 +952,7 @@ impl Scheduler {
         let Some((node_index, results)) = chosen else {
             if explanation.is_none()
                 && let Some(index) = pruned_dra
-                && let Err(e) = self.try_allocate(index, &to_allocate, &own_keys)
+                && let Err(e) = self.try_allocate(index, &to_allocate)
             {
                 explanation = Some((String::new(), e));
             }
@@ -928,6 +963,8 @@ impl Scheduler {
                 .collect();
             histogram.sort();
             let message = format!("0/{n} nodes are available: {}.", histogram.join(", "));
+            let signature = signature
+                .or_else(|| cacheable.then(|| equivalence_signature(&pod, &request, &to_allocate)));
             if let Some(signature) = signature {
                 self.failures.insert(
                     signature,
@@ -1057,10 +1094,9 @@ impl Scheduler {
         &mut self,
         index: usize,
         claims: &[ResourceClaim],
-        own: &BTreeSet<ObjectKey>,
     ) -> Result<Option<Vec<AllocationResult>>, Explanation> {
         self.cache.prepare_slices(index);
-        let allocated = self.cache.allocated_claims_for(index, own);
+        self.cache.prepare_in_use(index);
         let Some(state) = self.cache.node(index) else {
             return Ok(None);
         };
@@ -1068,7 +1104,7 @@ impl Scheduler {
             node: &state.node,
             classes: &self.cache.classes,
             slices: state.visible_slices.as_deref().unwrap_or(&[]),
-            allocated_claims: &allocated,
+            allocated_claims: self.cache.in_use(index),
             claims,
             taint_rules: &self.cache.taint_rules,
             namespaces: &self.cache.namespaces,

@@ -597,3 +597,95 @@ fn missing_device_class_is_reported() {
         message(&rt, "p").starts_with("0/3 nodes are available: 3 cannot allocate all claims.")
     );
 }
+
+#[test]
+fn repeated_failures_name_each_pods_own_claim() {
+    let mut docs = dra_docs();
+    for i in 0..5 {
+        docs.push(claim(&format!("c{i}"), 1));
+        docs.push(pod(
+            &format!("p{i}"),
+            "100m",
+            &claim_ref(&[&format!("c{i}")]),
+        ));
+    }
+    let mut rt = runtime(store_of(&docs));
+    settle(&mut rt);
+    let m3 = message(&rt, "p3");
+    let m4 = message(&rt, "p4");
+    assert!(m3.contains("claim default/c3"), "{m3}");
+    assert!(m4.contains("claim default/c4"), "{m4}");
+    assert_eq!(
+        m3.replace("c3", "cX"),
+        m4.replace("c4", "cX"),
+        "the same failure, told for each pod"
+    );
+}
+
+#[test]
+fn podgroup_claims_are_reserved_for_the_group() {
+    let mut docs = dra_docs();
+    docs.push(claim("shared", 1));
+    docs.push(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: default}\nspec:\n  schedulingPolicy: {basic: {}}\n  resourceClaims:\n  - name: shared\n    resourceClaimName: shared\n"
+            .to_string(),
+    );
+    for i in 0..2 {
+        docs.push(pod(
+            &format!("m{i}"),
+            "100m",
+            &format!(
+                "{}  schedulingGroup: {{podGroupName: g}}\n",
+                claim_ref(&["shared"])
+            ),
+        ));
+    }
+    let mut rt = runtime(store_of(&docs));
+    settle(&mut rt);
+    assert!(node_of(&rt, "m0").is_some());
+    assert_eq!(node_of(&rt, "m0"), node_of(&rt, "m1"));
+    let claim = rt.store.get::<ResourceClaim>("default", "shared").unwrap();
+    assert_eq!(
+        claim.status.reserved_for.len(),
+        1,
+        "{:?}",
+        claim.status.reserved_for
+    );
+    assert_eq!(claim.status.reserved_for[0].resource, "podgroups");
+    assert_eq!(claim.status.reserved_for[0].api_group, "scheduling.k8s.io");
+    assert_eq!(claim.status.reserved_for[0].name, "g");
+}
+
+#[test]
+fn full_claims_are_in_use() {
+    let mut docs = dra_docs();
+    docs.push(claim("c", 1));
+    docs.push(pod("p", "100m", &claim_ref(&["c"])));
+    let mut store = store_of(&docs);
+    store
+        .modify::<ResourceClaim, _>("default", "c", |c| {
+            let mut allocation = allot_api::resource::v1::AllocationResult::default();
+            allocation.devices.results.push(
+                allot_api::resource::v1::DeviceRequestAllocationResult {
+                    request: "gpu".into(),
+                    driver: "gpu.example.com".into(),
+                    pool: "node-b".into(),
+                    device: "gpu-0".into(),
+                    ..Default::default()
+                },
+            );
+            c.status.allocation = Some(allocation);
+            c.status.reserved_for = (0..RESERVED_FOR_MAX)
+                .map(|i| ResourceClaimConsumerReference {
+                    resource: "pods".into(),
+                    name: format!("other-{i}"),
+                    uid: format!("uid-{i}"),
+                    ..Default::default()
+                })
+                .collect();
+        })
+        .unwrap();
+    let mut rt = runtime(store);
+    settle(&mut rt);
+    assert!(message(&rt, "p").starts_with("0/3 nodes are available: resourceclaim in use"));
+}
