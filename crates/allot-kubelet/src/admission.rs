@@ -34,8 +34,11 @@ use crate::devices::{DeviceManager, DeviceShortage};
 use crate::metrics::{AssignmentType, Metrics, Source};
 use crate::qos::{QosClass, compute_pod_qos};
 
-/// The reason given when pod-level exclusive slices leave nothing for the pod's shared pool.
-pub const EMPTY_POD_SHARED_POOL: &str = "PodLevelResourcesEmptySharedPool";
+/// The reason given when pod-level exclusive slices leave nothing for the pod's shared pool:
+/// upstream's `admission.ErrorReasonEmptyPodSharedPool` (pkg/kubelet/cm/admission), returned by
+/// the CPU and Memory Managers' `AllocatePod` with the message of their
+/// `validatePodScopeResources`.
+pub const EMPTY_POD_SHARED_POOL: &str = "EmptyPodSharedPoolError";
 
 /// What one container was given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -385,9 +388,6 @@ impl Node {
             explanation,
             containers: Vec::new(),
         };
-        if let Some((reason, message)) = plan.pod_level.as_ref().and_then(PodLevel::check) {
-            return reject(reason, message, None);
-        }
         let names: Vec<String> = plan
             .cpu
             .init_containers
@@ -449,6 +449,29 @@ impl Node {
             explanation: None,
             containers: results,
         }
+    }
+
+    /// Removes an admitted pod, as the kubelet does once its containers are gone: exclusive
+    /// CPUs (or the pod's pool) go back to the shared pool, pinned memory (or the pod's memory
+    /// budget, with its last container) back to its NUMA nodes, devices back to the free set.
+    /// `containers` are the pod's container names (init containers first); unknown names are
+    /// ignored.
+    pub fn remove_pod(&mut self, uid: &str, containers: &[String]) {
+        if let CpuPolicy::Static(p) = &mut self.cpu {
+            if self.cpu_state.pod_pools.contains_key(uid) {
+                p.release_pod_pool(&mut self.cpu_state, uid);
+            } else {
+                for n in containers {
+                    p.remove_container(&mut self.cpu_state, uid, n);
+                }
+            }
+        }
+        for n in containers {
+            self.memory.remove_container(&mut self.memory_state, uid, n);
+            self.devices.remove_container(uid, n);
+        }
+        self.topology_manager.remove_pod(uid);
+        self.admitted.retain(|(u, _)| u != uid);
     }
 
     fn release(&mut self, plan: &Plan, names: &[String]) {
@@ -548,22 +571,48 @@ impl Node {
             init_containers: pod.spec.init_containers.iter().map(view).collect(),
             containers: pod.spec.containers.iter().map(view).collect(),
         };
+        // With pod-level resource managers, a container of a pod with `.spec.resources` has
+        // exclusive memory only when it is Guaranteed on its own (upstream
+        // `getContainerRequestedResources`); the others get no requests.
+        let pod_level_memory = managers_gate && pod_resources.is_some();
+        let none = BTreeMap::new();
         let mem_container = |c: &Container| -> ContainerResources {
             let res = c.resources.as_ref().unwrap_or(&empty);
+            let requests = if pod_level_memory && !container_guaranteed(res) {
+                &none
+            } else {
+                &res.requests
+            };
             ContainerResources::from_requests(
                 &c.name,
                 c.restart_policy.as_deref() == Some("Always"),
-                &res.requests,
+                requests,
             )
             .unwrap_or_else(|_| ContainerResources {
                 name: c.name.clone(),
                 ..ContainerResources::default()
             })
         };
+        // Pod scope: the Memory Manager aligns and allocates the pod's `.spec.resources` memory
+        // budget at once (upstream `AllocatePod`). Requests fall back to limits, as API
+        // defaulting would have set them.
+        let memory_budget = (pod_level_memory
+            && guaranteed
+            && self.topology_manager.scope() == allot_topologymanager::Scope::Pod)
+            .then(|| {
+                let mut requests = pod_resources.map(|r| r.limits.clone()).unwrap_or_default();
+                if let Some(r) = pod_resources {
+                    requests.extend(r.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                // Upstream logs a quantity it cannot represent and leaves the pod unmanaged.
+                allot_memorymanager::pod_budget(&requests).unwrap_or_default()
+            });
         let memory = PodResources {
             uid: uid.to_string(),
             guaranteed,
-            pod_level_resources: pod_resources.is_some(),
+            // Without the PodLevelResourceManagers gate the Static policy neither hints nor
+            // allocates for such pods.
+            pod_level_resources: pod_resources.is_some() && !managers_gate,
             init_containers: pod.spec.init_containers.iter().map(mem_container).collect(),
             containers: pod.spec.containers.iter().map(mem_container).collect(),
         };
@@ -597,6 +646,8 @@ impl Node {
         Plan {
             cpu,
             memory,
+            memory_budget,
+            pod_level_memory,
             devices,
             cpu_limit,
             pod_level: pod_level.flatten(),
@@ -619,6 +670,11 @@ fn container_guaranteed(res: &ResourceRequirements) -> bool {
 pub struct Plan {
     cpu: PodView,
     memory: PodResources,
+    /// The pod's memory budget when the Memory Manager allocates it at once (pod scope with
+    /// pod-level resources); empty when the pod sets no memory.
+    memory_budget: Option<BTreeMap<String, u64>>,
+    /// Whether the pod sets `.spec.resources` with the PodLevelResourceManagers gate on.
+    pod_level_memory: bool,
     devices: BTreeMap<String, BTreeMap<String, usize>>,
     cpu_limit: BTreeMap<String, bool>,
     pod_level: Option<PodLevel>,
@@ -628,12 +684,9 @@ pub struct Plan {
 /// exclusive slices for Guaranteed containers and a shared pool for the others.
 struct PodLevel {
     budget: usize,
-    /// Exclusive CPUs the long-running containers (apps and sidecars) hold.
-    long_running: usize,
-    /// The largest exclusive need while init containers run.
-    peak: usize,
-    /// Whether some container needs the pod shared pool.
-    needs_shared: bool,
+    /// Why the exclusive slices do not fit the budget (upstream `validatePodScopeResources`),
+    /// if they do not.
+    invalid: Option<String>,
 }
 
 impl PodLevel {
@@ -650,59 +703,57 @@ impl PodLevel {
             return None;
         }
         let budget = usize::try_from(q.value).ok()?;
-        let sidecars: usize = pod
-            .init_containers
-            .iter()
-            .filter(|c| c.restartable)
-            .map(|c| guaranteed_cpus(pod, c))
-            .sum();
-        let apps: usize = pod.containers.iter().map(|c| guaranteed_cpus(pod, c)).sum();
-        let mut peak = 0;
-        let mut running_sidecars = 0;
-        for c in &pod.init_containers {
-            let n = guaranteed_cpus(pod, c);
-            if c.restartable {
-                running_sidecars += n;
-            } else {
-                peak = peak.max(running_sidecars + n);
-            }
-        }
-        let needs_shared = pod
-            .init_containers
-            .iter()
-            .chain(&pod.containers)
-            .any(|c| guaranteed_cpus(pod, c) == 0);
         Some(PodLevel {
             budget,
-            long_running: apps + sidecars,
-            peak,
-            needs_shared,
+            invalid: validate_pod_scope_cpus(pod, budget),
         })
     }
+}
 
-    /// Rejects pods whose slices do not fit the budget or leave the shared pool empty.
-    fn check(&self) -> Option<(&'static str, String)> {
-        let need = self.long_running.max(self.peak);
-        if need > self.budget {
-            return Some((
-                EMPTY_POD_SHARED_POOL,
-                format!(
-                    "exclusive CPU slices of {need} exceed the pod-level CPU budget of {}",
-                    self.budget
-                ),
-            ));
+/// Upstream CPU `validatePodScopeResources`, message for message: every exclusive regular init
+/// container must fit in what the sidecars started before it leave, a regular init container
+/// that shares needs something left, and the long-running containers that share need a
+/// non-empty pod shared pool. Exclusive slices that exceed the budget when nobody shares are
+/// not refused here (upstream neither): the slice pick fails at allocation.
+fn validate_pod_scope_cpus(pod: &PodView, total: usize) -> Option<String> {
+    let mut long_running = 0usize;
+    let mut has_shared = false;
+    for c in &pod.init_containers {
+        let n = guaranteed_cpus(pod, c);
+        if !c.restartable {
+            if n > 0 {
+                let pool = total.saturating_sub(long_running);
+                if n > pool {
+                    return Some(format!(
+                        "pod rejected, largest exclusive init container requests {n} cpus, but only {pool} available"
+                    ));
+                }
+            } else if long_running >= total {
+                return Some(
+                    "pod rejected, pod has shared init containers but no cpus available for them"
+                        .to_string(),
+                );
+            }
+            continue;
         }
-        if self.needs_shared && self.long_running == self.budget {
-            return Some((
-                EMPTY_POD_SHARED_POOL,
-                format!(
-                    "exclusive CPU slices use the whole pod-level CPU budget of {}, leaving an empty pod shared pool for the containers that need it",
-                    self.budget
-                ),
-            ));
+        if n == 0 {
+            has_shared = true;
+        } else {
+            long_running += n;
         }
-        None
     }
+    for c in &pod.containers {
+        let n = guaranteed_cpus(pod, c);
+        if n == 0 {
+            has_shared = true;
+        } else {
+            long_running += n;
+        }
+    }
+    (has_shared && long_running >= total).then(|| {
+        "pod rejected, sum of exclusive container cpu requests equals pod budget, leaving no cpus for shared containers"
+            .to_string()
+    })
 }
 
 /// Why a manager could not allocate.
@@ -714,6 +765,9 @@ pub enum AllocError {
     Memory(String),
     /// The Device Manager.
     Device(DeviceShortage),
+    /// Pod-level resources (pod scope): the exclusive slices leave an empty pod shared pool;
+    /// the message is the CPU or Memory Manager's.
+    EmptyPodSharedPool(String),
 }
 
 impl std::fmt::Display for AllocError {
@@ -721,6 +775,7 @@ impl std::fmt::Display for AllocError {
         match self {
             AllocError::Cpu(e) => write!(f, "{e}"),
             AllocError::Memory(e) => write!(f, "{e}"),
+            AllocError::EmptyPodSharedPool(m) => write!(f, "{m}"),
             AllocError::Device(d) => write!(
                 f,
                 "requested number of devices unavailable for {}. Requested: {}, Available: {}",
@@ -735,6 +790,7 @@ impl AllocError {
     pub fn admission(&self) -> (&'static str, String) {
         match self {
             AllocError::Cpu(e) => (e.admission_reason(), e.admission_message()),
+            AllocError::EmptyPodSharedPool(m) => (EMPTY_POD_SHARED_POOL, m.clone()),
             other => (
                 "UnexpectedAdmissionError",
                 format!("Allocate failed due to {other}, which is unexpected"),
@@ -811,6 +867,11 @@ impl HintProvider<Plan, str> for CpuProvider<'_> {
             return ProviderHints::new();
         };
         if let Some(pl) = &pod.pod_level {
+            // As upstream: an empty pod shared pool yields no possible affinity, which every
+            // policy but best-effort (and none) refuses; `allocate` then reports the reason.
+            if pl.invalid.is_some() {
+                return ProviderHints::from([("cpu".to_string(), Some(Vec::new()))]);
+            }
             if let Some(pool) = self.state.pod_pools.get(&pod.cpu.uid) {
                 let hints = p.generate_cpu_topology_hints(pool, &CpuSet::new(), pl.budget);
                 return ProviderHints::from([("cpu".to_string(), Some(hints))]);
@@ -837,6 +898,10 @@ impl HintProvider<Plan, str> for CpuProvider<'_> {
         let n = guaranteed_cpus(&pod.cpu, c);
         if let Some(pl) = &pod.pod_level {
             let first = !self.state.pod_pools.contains_key(&pod.cpu.uid);
+            if let (true, Some(message)) = (first, &pl.invalid) {
+                self.metrics.allocation(Source::Pod, false);
+                return Err(AllocError::EmptyPodSharedPool(message.clone()));
+            }
             let pool = p
                 .allocate_pod_pool(
                     self.state,
@@ -907,6 +972,14 @@ impl HintProvider<Plan, str> for MemoryProvider<'_> {
     }
 
     fn get_pod_topology_hints(&self, pod: &Plan) -> ProviderHints {
+        if let Some(budget) = &pod.memory_budget {
+            return match &*self.policy {
+                allot_memorymanager::Policy::Static(p) => p
+                    .get_pod_level_topology_hints(self.state, &pod.memory, budget)
+                    .unwrap_or_default(),
+                allot_memorymanager::Policy::None => ProviderHints::new(),
+            };
+        }
         self.policy
             .get_pod_topology_hints(self.state, &pod.memory)
             .unwrap_or_default()
@@ -918,9 +991,17 @@ impl HintProvider<Plan, str> for MemoryProvider<'_> {
         container: &str,
         affinity: &TopologyHint,
     ) -> Result<(), AllocError> {
+        if let Some(budget) = &pod.memory_budget {
+            return self.allocate_pod(pod, budget, affinity);
+        }
         let Some(c) = pod.memory.all_containers().find(|c| c.name == container) else {
             return Ok(());
         };
+        // A container of a pod-level pod that is not Guaranteed on its own has nothing to pin:
+        // it runs on the node's memory.
+        if pod.pod_level_memory && c.requests.is_empty() {
+            return Ok(());
+        }
         let pinned = matches!(self.policy, allot_memorymanager::Policy::Static(_))
             && pod.memory.guaranteed
             && !pod.memory.pod_level_resources;
@@ -930,6 +1011,37 @@ impl HintProvider<Plan, str> for MemoryProvider<'_> {
             self.metrics.allocation(Source::Node, result.is_ok());
         }
         result.map_err(|e| AllocError::Memory(e.to_string()))
+    }
+}
+
+impl MemoryProvider<'_> {
+    /// Pod scope with pod-level resources: the first container's allocation allocates the
+    /// whole budget and partitions it among all containers (upstream `AllocatePod`); the
+    /// others find their blocks in place.
+    fn allocate_pod(
+        &mut self,
+        pod: &Plan,
+        budget: &BTreeMap<String, u64>,
+        affinity: &TopologyHint,
+    ) -> Result<(), AllocError> {
+        let allot_memorymanager::Policy::Static(p) = &mut *self.policy else {
+            return Ok(());
+        };
+        if budget.is_empty() || self.state.pod_entries.contains_key(&pod.memory.uid) {
+            return Ok(());
+        }
+        let result = p.allocate_pod(self.state, &pod.memory, budget, affinity);
+        self.metrics.memory_pinning(result.is_ok());
+        self.metrics.allocation(Source::Pod, result.is_ok());
+        // Container assignments are counted once, by the CPU Manager: the metric has no
+        // resource label here.
+        match result {
+            Ok(()) => Ok(()),
+            Err(allot_memorymanager::Error::EmptyPodSharedPool { message }) => {
+                Err(AllocError::EmptyPodSharedPool(message))
+            }
+            Err(e) => Err(AllocError::Memory(e.to_string())),
+        }
     }
 }
 
