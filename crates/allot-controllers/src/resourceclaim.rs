@@ -453,7 +453,11 @@ impl ResourceClaimController {
             .filter(|r| Self::consumer_is_live(store, &key.namespace, r))
             .cloned()
             .collect();
-        let deallocate = live.is_empty() && claim.status.allocation.is_some();
+        // As upstream, only the transition from used to unused deallocates: an allocated claim
+        // that nobody reserved yet (a pre-scheduled pod's claim) keeps its allocation.
+        let deallocate = live.is_empty()
+            && !claim.status.reserved_for.is_empty()
+            && claim.status.allocation.is_some();
         if live != claim.status.reserved_for || deallocate {
             store
                 .modify::<ResourceClaim, _>(&key.namespace, &key.name, |c| {

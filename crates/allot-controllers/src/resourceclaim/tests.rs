@@ -197,6 +197,32 @@ fn a_pre_scheduled_pod_gets_allocated_claims_reserved() {
     assert_eq!(names, ["other", "bound"]);
 }
 
+#[test]
+fn an_allocated_claim_that_was_never_reserved_keeps_its_allocation() {
+    // Upstream deallocates only on the transition from used to unused: a claim given with an
+    // allocation and no consumer (a pre-scheduled pod's claim) must survive until the pod
+    // reserves it.
+    let mut store = Store::new();
+    let mut claim = ResourceClaim::default();
+    claim.metadata.namespace = "ns".into();
+    claim.metadata.name = "preallocated".into();
+    claim.status.allocation = Some(AllocationResult::default());
+    store.create(claim, "t").unwrap();
+    let mut p = pod("ns", "bound", &[("c", Some("preallocated"), None)]);
+    p.spec.node_name = Some("node-1".into());
+    store.create(p, "t").unwrap();
+    let rt = run(store, false);
+    let c = rt.store.get::<ResourceClaim>("ns", "preallocated").unwrap();
+    assert!(c.status.allocation.is_some(), "deallocated before use");
+    let names: Vec<_> = c
+        .status
+        .reserved_for
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["bound"]);
+}
+
 fn group_setup(store: &mut Store) {
     store.create(template("ns", "pg-template"), "t").unwrap();
     let mut group = PodGroup::default();
