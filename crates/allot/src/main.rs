@@ -29,6 +29,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Generate a cluster for scale tests.
     Gen(cmd::generate::Args),
+    /// Serve a Kubernetes-compatible API (kubectl works against it) on a durable store.
+    Serve(cmd::serve::Args),
     /// The kubelet's resource managers on one node.
     Node {
         #[command(subcommand)]
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Allocate(args) => cmd::allocate::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Gen(args) => cmd::generate::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Node { command } => cmd::node::run(command),
     };
     match result {

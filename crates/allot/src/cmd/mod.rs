@@ -8,6 +8,7 @@ pub mod node;
 pub mod node_admit;
 pub mod node_discover;
 pub mod node_show;
+pub mod serve;
 pub mod simulate;
 pub mod take_cpus;
 pub mod validate;

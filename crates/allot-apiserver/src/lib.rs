@@ -1,0 +1,77 @@
+//! `allot serve`: a Kubernetes-compatible API server that kubectl drives unmodified.
+//!
+//! Key design decision: the objects live in the same in-memory [`allot_store::Store`] the
+//! control-plane loops of `allot simulate` use, and durability comes from persisting the store's
+//! own event log (one record per resourceVersion) through a [`storage::Backend`] before a write
+//! is acknowledged. Restart replays the log through the store's write operations, which rebuilds
+//! identical resourceVersions and uids. The cost: all objects must fit in memory and the whole
+//! log is replayed at start (no snapshots yet); writes are serialised behind one lock, so
+//! throughput is bounded by one fsync per write.
+
+#![deny(missing_docs)]
+
+pub mod protobuf;
+pub mod resources;
+pub mod selector;
+pub mod server;
+pub mod storage;
+
+use std::path::PathBuf;
+
+pub use server::{ServeOptions, Server};
+
+/// Errors of the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The event log holds a record that does not parse.
+    #[error("{path}: corrupt record at byte {offset}: {message}")]
+    CorruptLog {
+        /// The log file.
+        path: PathBuf,
+        /// Where the record starts.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A record could not be replayed into the store.
+    #[error("replaying resourceVersion {rv}: {message}")]
+    Replay {
+        /// The record's resourceVersion.
+        rv: u64,
+        /// What went wrong.
+        message: String,
+    },
+    /// The listen address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// Opens the data directory, binds, calls `ready` with the server (to print the kubeconfig path),
+/// then serves until the process ends. Builds its own tokio runtime, so callers need none.
+pub fn serve_blocking(options: ServeOptions, ready: impl FnOnce(&Server)) -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io {
+            path: PathBuf::from("<tokio runtime>"),
+            source,
+        })?;
+    runtime.block_on(async move {
+        let server = Server::bind(options).await?;
+        ready(&server);
+        server.run().await
+    })
+}

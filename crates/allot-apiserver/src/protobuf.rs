@@ -1,0 +1,213 @@
+//! Just enough of Kubernetes' protobuf encoding to read the bodies kubectl's typed clients send
+//! for the kinds it has `kubectl create <kind>` generators for (today: Namespace).
+//!
+//! The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message whose `raw` field
+//! holds the object. Only string-valued metadata (name, generateName, labels, annotations,
+//! finalizers) and `spec.finalizers` are read; anything else is refused, so nothing is dropped
+//! silently.
+
+use serde_json::{Map, Value, json};
+
+const MAGIC: &[u8] = b"k8s\0";
+
+/// One field of a protobuf message: number and payload (length-delimited bytes or a varint).
+enum Field<'a> {
+    Bytes(u32, &'a [u8]),
+    Varint(u32),
+}
+
+fn varint(data: &[u8], pos: &mut usize) -> Result<u64, String> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *data.get(*pos).ok_or("truncated varint")?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("varint too long".into())
+}
+
+fn fields(data: &[u8]) -> Result<Vec<Field<'_>>, String> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < data.len() {
+        let tag = varint(data, &mut pos)?;
+        let number = u32::try_from(tag >> 3).map_err(|_| "field number too large")?;
+        match tag & 7 {
+            0 => {
+                varint(data, &mut pos)?;
+                out.push(Field::Varint(number));
+            }
+            2 => {
+                let len =
+                    usize::try_from(varint(data, &mut pos)?).map_err(|_| "length too large")?;
+                let end = pos
+                    .checked_add(len)
+                    .filter(|e| *e <= data.len())
+                    .ok_or("truncated field")?;
+                out.push(Field::Bytes(number, &data[pos..end]));
+                pos = end;
+            }
+            other => return Err(format!("unsupported wire type {other}")),
+        }
+    }
+    Ok(out)
+}
+
+fn string(bytes: &[u8]) -> Result<String, String> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| "a string field is not UTF-8".to_string())
+}
+
+fn map_entry(bytes: &[u8]) -> Result<(String, String), String> {
+    let (mut key, mut value) = (String::new(), String::new());
+    for field in fields(bytes)? {
+        match field {
+            Field::Bytes(1, b) => key = string(b)?,
+            Field::Bytes(2, b) => value = string(b)?,
+            _ => return Err("unexpected field in a map entry".into()),
+        }
+    }
+    Ok((key, value))
+}
+
+fn object_meta(bytes: &[u8]) -> Result<Value, String> {
+    let mut meta = Map::new();
+    let mut labels = Map::new();
+    let mut annotations = Map::new();
+    let mut finalizers = Vec::new();
+    for field in fields(bytes)? {
+        match field {
+            Field::Bytes(1, b) => {
+                meta.insert("name".into(), Value::String(string(b)?));
+            }
+            Field::Bytes(2, b) => {
+                meta.insert("generateName".into(), Value::String(string(b)?));
+            }
+            Field::Bytes(3, b) => {
+                meta.insert("namespace".into(), Value::String(string(b)?));
+            }
+            Field::Bytes(11, b) => {
+                let (k, v) = map_entry(b)?;
+                labels.insert(k, Value::String(v));
+            }
+            Field::Bytes(12, b) => {
+                let (k, v) = map_entry(b)?;
+                annotations.insert(k, Value::String(v));
+            }
+            Field::Bytes(14, b) => finalizers.push(Value::String(string(b)?)),
+            // Timestamps and counters a client may send are server-managed anyway.
+            Field::Bytes(8 | 9, _) | Field::Varint(7 | 10) => {}
+            Field::Bytes(n, _) | Field::Varint(n) => {
+                return Err(format!("unsupported metadata field {n}"));
+            }
+        }
+    }
+    if !labels.is_empty() {
+        meta.insert("labels".into(), Value::Object(labels));
+    }
+    if !annotations.is_empty() {
+        meta.insert("annotations".into(), Value::Object(annotations));
+    }
+    if !finalizers.is_empty() {
+        meta.insert("finalizers".into(), Value::Array(finalizers));
+    }
+    Ok(Value::Object(meta))
+}
+
+/// Decodes a protobuf body into the JSON object it stands for.
+pub fn decode(body: &[u8]) -> Result<Value, String> {
+    let envelope = body
+        .strip_prefix(MAGIC)
+        .ok_or("missing the k8s protobuf envelope")?;
+    let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), None);
+    for field in fields(envelope)? {
+        match field {
+            Field::Bytes(1, type_meta) => {
+                for f in fields(type_meta)? {
+                    match f {
+                        Field::Bytes(1, b) => api_version = string(b)?,
+                        Field::Bytes(2, b) => kind = string(b)?,
+                        _ => {}
+                    }
+                }
+            }
+            Field::Bytes(2, b) => raw = Some(b),
+            _ => {}
+        }
+    }
+    let raw = raw.ok_or("the envelope holds no object")?;
+    if (api_version.as_str(), kind.as_str()) != ("v1", "Namespace") {
+        return Err(format!(
+            "protobuf bodies of {api_version} {kind} are not supported; send JSON"
+        ));
+    }
+    let mut object = json!({"apiVersion": api_version, "kind": kind});
+    for field in fields(raw)? {
+        match field {
+            Field::Bytes(1, b) => object["metadata"] = object_meta(b)?,
+            Field::Bytes(2, b) => {
+                let mut finalizers = Vec::new();
+                for f in fields(b)? {
+                    match f {
+                        Field::Bytes(1, s) => finalizers.push(Value::String(string(s)?)),
+                        _ => return Err("unsupported NamespaceSpec field".into()),
+                    }
+                }
+                if !finalizers.is_empty() {
+                    object["spec"] = json!({"finalizers": finalizers});
+                }
+            }
+            Field::Bytes(3, _) => {}
+            _ => return Err("unsupported Namespace field".into()),
+        }
+    }
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_field(number: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![
+            (number << 3) | 2,
+            u8::try_from(payload.len()).expect("short"),
+        ];
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn decodes_a_namespace_envelope() {
+        let mut label = bytes_field(1, b"team");
+        label.extend(bytes_field(2, b"cats"));
+        let mut meta = bytes_field(1, b"ns1");
+        meta.extend(bytes_field(11, &label));
+        let raw = bytes_field(1, &meta);
+        let mut type_meta = bytes_field(1, b"v1");
+        type_meta.extend(bytes_field(2, b"Namespace"));
+        let mut body = MAGIC.to_vec();
+        body.extend(bytes_field(1, &type_meta));
+        body.extend(bytes_field(2, &raw));
+        let object = decode(&body).expect("decodes");
+        assert_eq!(
+            object,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1", "labels": {"team": "cats"}}})
+        );
+    }
+
+    #[test]
+    fn refuses_garbage_without_panicking() {
+        for body in [
+            &b""[..],
+            b"k8s\0",
+            b"k8s\0\x0a\xff\xff\xff",
+            b"k8s\0\x12\x05abc",
+            b"{}",
+        ] {
+            assert!(decode(body).is_err(), "{body:?}");
+        }
+    }
+}

@@ -1,0 +1,613 @@
+//! The served resources: REST names, discovery documents, OpenAPI and `kubectl get` tables.
+
+use allot_store::Kind;
+use serde_json::{Value, json};
+
+/// How one kind is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The store kind.
+    pub kind: Kind,
+    /// The API group ("" for core).
+    pub group: &'static str,
+    /// The served version.
+    pub version: &'static str,
+    /// The plural resource name in URLs.
+    pub plural: &'static str,
+    /// The singular name.
+    pub singular: &'static str,
+    /// Short names `kubectl` accepts.
+    pub short_names: &'static [&'static str],
+    /// Whether it has a `status` subresource.
+    pub status: bool,
+}
+
+impl ResourceInfo {
+    /// `group/version`, or `v1` for the core group.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// Every served resource.
+pub const RESOURCES: &[ResourceInfo] = &[
+    ResourceInfo {
+        kind: Kind::Namespace,
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        singular: "namespace",
+        short_names: &["ns"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::Node,
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        singular: "node",
+        short_names: &["no"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::Pod,
+        group: "",
+        version: "v1",
+        plural: "pods",
+        singular: "pod",
+        short_names: &["po"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DeviceClass,
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "deviceclasses",
+        singular: "deviceclass",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceSlice,
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceslices",
+        singular: "resourceslice",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaimTemplate,
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaimtemplates",
+        singular: "resourceclaimtemplate",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaim,
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaims",
+        singular: "resourceclaim",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DeviceTaintRule,
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "devicetaintrules",
+        singular: "devicetaintrule",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DeviceTaintRule,
+        group: "resource.k8s.io",
+        version: "v1beta2",
+        plural: "devicetaintrules",
+        singular: "devicetaintrule",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DeviceTaintRule,
+        group: "resource.k8s.io",
+        version: "v1alpha3",
+        plural: "devicetaintrules",
+        singular: "devicetaintrule",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ResourcePoolStatusRequest,
+        group: "resource.k8s.io",
+        version: "v1alpha3",
+        plural: "resourcepoolstatusrequests",
+        singular: "resourcepoolstatusrequest",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::PodGroup,
+        group: "scheduling.k8s.io",
+        version: "v1beta1",
+        plural: "podgroups",
+        singular: "podgroup",
+        short_names: &[],
+        status: true,
+    },
+];
+
+/// The resource served at `group/version/plural`.
+pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The preferred (first listed) resource of a store kind.
+pub fn info_of(kind: Kind) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|r| r.kind == kind)
+}
+
+/// Served `(group, version)` pairs, core first, then groups in name order.
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out.sort_by(|a, b| {
+        (!a.0.is_empty())
+            .cmp(&!b.0.is_empty())
+            .then_with(|| a.0.cmp(b.0))
+            .then_with(|| a.1.cmp(b.1))
+    });
+    out
+}
+
+/// `APIResourceList` for one group version (legacy discovery).
+pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        resources.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.kind.namespaced(),
+            "kind": r.kind.name(),
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            "shortNames": r.short_names,
+        }));
+        if r.status {
+            resources.push(json!({
+                "name": format!("{}/status", r.plural),
+                "singularName": "",
+                "namespaced": r.kind.namespaced(),
+                "kind": r.kind.name(),
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
+}
+
+/// `APIGroupList` for `/apis`.
+pub fn api_group_list() -> Value {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (group, version) in group_versions() {
+        if group.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, versions)) => versions.push(version),
+            None => groups.push((group, vec![version])),
+        }
+    }
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .map(|(group, versions)| {
+            let preferred = preferred_version(&versions);
+            json!({
+                "name": group,
+                "versions": versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect::<Vec<_>>(),
+                "preferredVersion": {"groupVersion": format!("{group}/{preferred}"), "version": preferred},
+            })
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// GA before beta before alpha.
+fn preferred_version<'a>(versions: &[&'a str]) -> &'a str {
+    let rank = |v: &str| {
+        if v.contains("alpha") {
+            2
+        } else if v.contains("beta") {
+            1
+        } else {
+            0
+        }
+    };
+    versions
+        .iter()
+        .copied()
+        .min_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)))
+        .unwrap_or("v1")
+}
+
+/// The OpenAPI v3 root: one document per group version.
+pub fn openapi_v3_root() -> Value {
+    let mut paths = serde_json::Map::new();
+    for (group, version) in group_versions() {
+        let path = gv_path(group, version);
+        paths.insert(
+            path.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash=allot1")}),
+        );
+    }
+    json!({"paths": paths})
+}
+
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// The OpenAPI v3 document of one group version: enough for kubectl to see that the server
+/// validates fields itself (`fieldValidation` on PATCH/POST/PUT), so it asks for Strict
+/// server-side validation instead of validating against schemas.
+pub fn openapi_v3_group(group: &str, version: &str) -> Option<Value> {
+    let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
+    let mut found = false;
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        found = true;
+        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind.name()});
+        let params = json!([
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+        ]);
+        let op = |id: &str| json!({"operationId": id, "parameters": params, "x-kubernetes-group-version-kind": gvk, "responses": {"200": {"description": "OK"}}});
+        let base = format!(
+            "/{}/{}",
+            gv_path(group, version),
+            if r.kind.namespaced() {
+                "namespaces/{namespace}/"
+            } else {
+                ""
+            }
+        );
+        paths.insert(
+            format!("{base}{}", r.plural),
+            json!({"post": op(&format!("create{}", r.kind.name()))}),
+        );
+        paths.insert(
+            format!("{base}{}/{{name}}", r.plural),
+            json!({
+                "put": op(&format!("replace{}", r.kind.name())),
+                "patch": op(&format!("patch{}", r.kind.name())),
+            }),
+        );
+        let schema_name = format!(
+            "allot.{}.{}.{}",
+            if group.is_empty() { "core" } else { group },
+            version,
+            r.kind.name()
+        );
+        schemas.insert(
+            schema_name,
+            json!({"type": "object", "x-kubernetes-group-version-kind": [gvk]}),
+        );
+    }
+    found.then(|| {
+        json!({
+            "openapi": "3.0.0",
+            "info": {"title": "allot", "version": "v1.37.0"},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        })
+    })
+}
+
+/// Human age as `kubectl get` prints it (upstream's `HumanDuration`).
+pub fn human_age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    if s < 120 {
+        return format!("{s}s");
+    }
+    let m = s / 60;
+    if m < 10 {
+        let rem = s % 60;
+        return if rem == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{rem}s")
+        };
+    }
+    if m < 180 {
+        return format!("{m}m");
+    }
+    let h = m / 60;
+    if h < 8 {
+        let rem = m % 60;
+        return if rem == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{rem}m")
+        };
+    }
+    if h < 48 {
+        return format!("{h}h");
+    }
+    let d = h / 24;
+    if d < 8 {
+        let rem = h % 24;
+        return if rem == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{rem}h")
+        };
+    }
+    if d < 730 {
+        return format!("{d}d");
+    }
+    format!("{}y", d / 365)
+}
+
+/// The columns `kubectl get` shows for a kind: `(name, type, priority)`.
+pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
+    let mut out = vec![("Name", "string", 0)];
+    match kind {
+        Kind::Pod => out.extend([
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+        ]),
+        Kind::Node => out.extend([
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+        ]),
+        Kind::Namespace => out.extend([("Status", "string", 0), ("Age", "string", 0)]),
+        Kind::ResourceClaim => out.extend([("State", "string", 0), ("Age", "string", 0)]),
+        Kind::ResourceSlice => out.extend([
+            ("Node", "string", 0),
+            ("Driver", "string", 0),
+            ("Pool", "string", 0),
+            ("Age", "string", 0),
+        ]),
+        _ => out.push(("Age", "string", 0)),
+    }
+    out
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The cells of one row, matching [`columns`].
+pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    let name = str_at(object, "/metadata/name").to_string();
+    let age = chrono::DateTime::parse_from_rfc3339(str_at(object, "/metadata/creationTimestamp"))
+        .map(|t| human_age((now - t.with_timezone(&chrono::Utc)).num_seconds()))
+        .unwrap_or_else(|_| "<unknown>".into());
+    let none = || "<none>".to_string();
+    let or_none = |s: &str| if s.is_empty() { none() } else { s.to_string() };
+    let row: Vec<String> = match kind {
+        Kind::Pod => {
+            let containers = object
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = object
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .map_or(0, |s| {
+                    s.iter()
+                        .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
+                        .count()
+                });
+            let phase = str_at(object, "/status/phase");
+            let status = if object.pointer("/metadata/deletionTimestamp").is_some() {
+                "Terminating".to_string()
+            } else if phase.is_empty() {
+                "Pending".to_string()
+            } else {
+                phase.to_string()
+            };
+            vec![
+                name,
+                format!("{ready}/{containers}"),
+                status,
+                "0".into(),
+                age,
+                or_none(str_at(object, "/status/podIP")),
+                or_none(str_at(object, "/spec/nodeName")),
+            ]
+        }
+        Kind::Node => {
+            let ready = object
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| {
+                    c.iter()
+                        .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+                })
+                .map(|c| match c.get("status").and_then(Value::as_str) {
+                    Some("True") => "Ready",
+                    Some("False") => "NotReady",
+                    _ => "Unknown",
+                })
+                .unwrap_or("Unknown");
+            vec![
+                name,
+                ready.into(),
+                none(),
+                age,
+                str_at(object, "/status/nodeInfo/kubeletVersion").to_string(),
+            ]
+        }
+        Kind::Namespace => {
+            let phase = str_at(object, "/status/phase");
+            vec![
+                name,
+                if phase.is_empty() {
+                    "Active".into()
+                } else {
+                    phase.to_string()
+                },
+                age,
+            ]
+        }
+        Kind::ResourceClaim => {
+            let mut state = Vec::new();
+            if object.pointer("/metadata/deletionTimestamp").is_some() {
+                state.push("deleted");
+            }
+            if object.pointer("/status/allocation").is_some() {
+                state.push("allocated");
+                if object
+                    .pointer("/status/reservedFor")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| !r.is_empty())
+                {
+                    state.push("reserved");
+                }
+            } else {
+                state.push("pending");
+            }
+            vec![name, state.join(","), age]
+        }
+        Kind::ResourceSlice => vec![
+            name,
+            or_none(str_at(object, "/spec/nodeName")),
+            str_at(object, "/spec/driver").to_string(),
+            str_at(object, "/spec/pool/name").to_string(),
+            age,
+        ],
+        _ => vec![name, age],
+    };
+    row.into_iter().map(Value::String).collect()
+}
+
+/// A `meta.k8s.io/v1 Table` of objects of one kind.
+pub fn table(
+    kind: Kind,
+    objects: &[Value],
+    resource_version: &str,
+    full_objects: bool,
+    with_columns: bool,
+) -> Value {
+    let now = chrono::Utc::now();
+    let column_definitions: Vec<Value> = if with_columns {
+        columns(kind)
+            .into_iter()
+            .map(|(name, ty, priority)| {
+                json!({"name": name, "type": ty, "format": if name == "Name" { "name" } else { "" }, "description": name, "priority": priority})
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let object = if full_objects {
+                o.clone()
+            } else {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.get("metadata").cloned().unwrap_or(Value::Null)})
+            };
+            json!({"cells": cells(kind, o, now), "object": object})
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": column_definitions,
+        "rows": rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        let cases = [
+            (5, "5s"),
+            (119, "119s"),
+            (150, "2m30s"),
+            (600, "10m"),
+            (3 * 3600 + 60, "3h1m"),
+            (9 * 3600, "9h"),
+            (3 * 86400, "3d"),
+        ];
+        let failures: Vec<String> = cases
+            .iter()
+            .filter(|(s, want)| human_age(*s) != *want)
+            .map(|(s, want)| format!("{s}: got {}, want {want}", human_age(*s)))
+            .collect();
+        assert!(failures.is_empty(), "{failures:?}");
+    }
+
+    #[test]
+    fn every_kind_is_served_at_its_store_version() {
+        for kind in Kind::ALL {
+            assert!(
+                RESOURCES
+                    .iter()
+                    .any(|r| r.kind == kind && r.group_version() == kind.api_version()),
+                "{kind:?}"
+            );
+        }
+        // DeviceTaintRule is served at every version allot-api decodes, v1 preferred.
+        assert_eq!(
+            info_of(Kind::DeviceTaintRule).map(|r| r.version),
+            Some("v1")
+        );
+    }
+
+    #[test]
+    fn core_group_comes_first_then_groups_by_name() {
+        let gvs = group_versions();
+        assert_eq!(gvs.first(), Some(&("", "v1")));
+        assert_eq!(gvs.last(), Some(&("scheduling.k8s.io", "v1beta1")));
+    }
+}

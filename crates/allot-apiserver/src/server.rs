@@ -1,0 +1,1344 @@
+//! The HTTP server: Kubernetes REST conventions over the store.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use allot_api::load::{LoadOptions, RawDocument, SourceMap, decode_object};
+use allot_store::{Kind, ObjectKey, Store, StoreError, Stored};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::Error;
+use crate::resources::{self, ResourceInfo};
+use crate::selector::Selector;
+use crate::storage::{self, Backend, FileLog, Record};
+
+/// Request bodies larger than this are refused (upstream's limit is 3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The data directory (event log, kubeconfig, tokens).
+    pub data_dir: PathBuf,
+    /// The address to listen on; port 0 picks a free port.
+    pub listen: String,
+    /// How many resourceVersions back a watch may start; older ones get 410 Gone.
+    pub watch_window: u64,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+}
+
+impl ServeOptions {
+    /// Defaults for a data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        ServeOptions {
+            data_dir: data_dir.into(),
+            listen: "127.0.0.1:6443".into(),
+            watch_window: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+struct Inner {
+    store: Store,
+    backend: Box<dyn Backend>,
+    persisted: u64,
+    failed: Option<String>,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    changed: tokio::sync::watch::Sender<u64>,
+    tokens: Vec<String>,
+    /// Requests without credentials are the admin user: true only on a loopback listener,
+    /// because kubectl sends no bearer token over plain HTTP.
+    anonymous_admin: bool,
+    options: ServeOptions,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A bound, loaded server ready to run.
+pub struct Server {
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    kubeconfig: PathBuf,
+}
+
+impl Server {
+    /// Opens the data directory (replaying its log), binds the address and writes the
+    /// kubeconfig and tokens file.
+    pub async fn bind(options: ServeOptions) -> Result<Server, Error> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        std::fs::create_dir_all(&options.data_dir).map_err(io(&options.data_dir))?;
+        let mut backend = FileLog::open(&options.data_dir.join("events.log"))?;
+        let records = backend.load()?;
+        let mut store = storage::replay(&records)?;
+        let persisted = store.resource_version();
+        let now = now_rfc3339();
+        for name in ["default", "kube-system", "kube-public"] {
+            if store
+                .get::<allot_api::core::v1::Namespace>("", name)
+                .is_none()
+            {
+                let object = storage::stored_from_json(
+                    &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+                )
+                .map_err(|message| Error::Replay { rv: 0, message })?;
+                let _ = store.create_stored(object, &now);
+            }
+        }
+        let mut inner = Inner {
+            store,
+            backend: Box::new(backend),
+            persisted,
+            failed: None,
+        };
+        persist(&mut inner)?;
+        let tokens_path = options.data_dir.join("tokens.csv");
+        let token = match std::fs::read_to_string(&tokens_path) {
+            Ok(text) => text
+                .lines()
+                .next()
+                .and_then(|l| l.split(',').next())
+                .unwrap_or_default()
+                .to_string(),
+            Err(_) => String::new(),
+        };
+        let token = if token.is_empty() {
+            let token = random_token().map_err(io(Path::new("/dev/urandom")))?;
+            write_atomic(
+                &tokens_path,
+                &format!("{token},admin,admin,\"system:masters\"\n"),
+            )?;
+            token
+        } else {
+            token
+        };
+        let listener = tokio::net::TcpListener::bind(&options.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                address: options.listen.clone(),
+                source,
+            })?;
+        let address = listener.local_addr().map_err(|source| Error::Bind {
+            address: options.listen.clone(),
+            source,
+        })?;
+        let kubeconfig = options.data_dir.join("kubeconfig");
+        write_atomic(&kubeconfig, &kubeconfig_text(address, &token))?;
+        let (changed, _) = tokio::sync::watch::channel(inner.persisted);
+        let anonymous_admin = address.ip().is_loopback();
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(inner),
+            changed,
+            tokens: vec![token],
+            anonymous_admin,
+            options,
+        });
+        Ok(Server {
+            shared,
+            listener,
+            kubeconfig,
+        })
+    }
+
+    /// The kubeconfig written for the admin user.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until the process ends.
+    pub async fn run(self) -> Result<(), Error> {
+        let address = self.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let app = axum::Router::new().fallback(handle).with_state(self.shared);
+        axum::serve(self.listener, app)
+            .await
+            .map_err(|source| Error::Bind { address, source })
+    }
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::create(&tmp).map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn kubeconfig_text(address: SocketAddr, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: allot\n  cluster:\n    server: http://{address}\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: allot\n  context:\n    cluster: allot\n    user: admin\n    namespace: default\ncurrent-context: allot\n"
+    )
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Writes the store's new events to the backend; after a failure every write is refused.
+fn persist(inner: &mut Inner) -> Result<(), Error> {
+    let records: Vec<Record> = inner
+        .store
+        .events_since(inner.persisted)
+        .iter()
+        .map(Record::of)
+        .collect();
+    match inner.backend.append(&records) {
+        Ok(()) => {
+            inner.persisted = inner.store.resource_version();
+            Ok(())
+        }
+        Err(err) => {
+            inner.failed = Some(err.to_string());
+            Err(err)
+        }
+    }
+}
+
+/// An API error rendered as a `Status`.
+#[derive(Debug)]
+struct ApiError {
+    code: StatusCode,
+    reason: &'static str,
+    message: String,
+    details: Value,
+}
+
+impl ApiError {
+    fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+    fn not_found(info: &ResourceInfo, name: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(info)),
+        );
+        e.details = json!({"name": name, "group": info.group, "kind": info.plural});
+        e
+    }
+    fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
+    }
+    fn status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": self.message, "reason": self.reason, "code": self.code.as_u16(),
+        });
+        if !self.details.is_null() {
+            status["details"] = self.details.clone();
+        }
+        status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(self.code, &self.status())
+    }
+}
+
+/// `plural.group` as upstream names a resource in messages.
+fn qualified(info: &ResourceInfo) -> String {
+    if info.group.is_empty() {
+        info.plural.to_string()
+    } else {
+        format!("{}.{}", info.plural, info.group)
+    }
+}
+
+fn store_error(info: &ResourceInfo, err: StoreError) -> ApiError {
+    match err {
+        StoreError::AlreadyExists { key } => {
+            let mut e = ApiError::new(
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                format!("{} \"{}\" already exists", qualified(info), key.name),
+            );
+            e.details = json!({"name": key.name, "group": info.group, "kind": info.plural});
+            e
+        }
+        StoreError::NotFound { key } => ApiError::not_found(info, &key.name),
+        StoreError::Conflict { key, .. } => {
+            let mut e = ApiError::new(
+                StatusCode::CONFLICT,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{}\": the object has been modified; please apply your changes to the latest version and try again",
+                    qualified(info),
+                    key.name
+                ),
+            );
+            e.details = json!({"name": key.name, "group": info.group, "kind": info.plural});
+            e
+        }
+        StoreError::NameRequired { .. } => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!(
+                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                info.kind.name()
+            ),
+        ),
+    }
+}
+
+/// An object as served at the requested version (one kind may be served at several).
+fn render(info: &ResourceInfo, object: &Stored) -> Value {
+    let mut json = object.to_json();
+    json["apiVersion"] = Value::String(info.group_version());
+    json
+}
+
+fn json_response(code: StatusCode, value: &Value) -> Response {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// What a URL addresses.
+struct Target {
+    info: &'static ResourceInfo,
+    namespace: String,
+    name: Option<String>,
+    status: bool,
+}
+
+/// The single entry point: routing by hand keeps every error a `Status`.
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = parse_query(parts.uri.query().unwrap_or_default());
+    match path.as_str() {
+        "/livez" | "/healthz" => return (StatusCode::OK, "ok").into_response(),
+        "/readyz" => {
+            return match &shared.lock().failed {
+                None => (StatusCode::OK, "ok").into_response(),
+                Some(err) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("storage failed: {err}"),
+                )
+                    .into_response(),
+            };
+        }
+        _ => {}
+    }
+    if !authorized(&shared, &parts.headers) {
+        return ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
+            .into_response();
+    }
+    if parts.method == Method::GET
+        && let Some(response) = discovery(&path)
+    {
+        return response;
+    }
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RequestEntityTooLarge",
+                format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
+            )
+            .into_response();
+        }
+    };
+    let body_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let protobuf = body_type.starts_with("application/vnd.kubernetes.protobuf");
+    let bytes = if protobuf && !bytes.is_empty() {
+        match crate::protobuf::decode(&bytes) {
+            Ok(value) => axum::body::Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
+            Err(message) => {
+                return ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "UnsupportedMediaType",
+                    message,
+                )
+                .into_response();
+            }
+        }
+    } else {
+        bytes
+    };
+    if body_type.starts_with("application/cbor") {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json (got {body_type})"),
+        )
+        .into_response();
+    }
+    let Some(target) = route(&path) else {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .into_response();
+    };
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let result = match (&parts.method, &target.name) {
+        (&Method::GET, None) if is_true(query_get(&query, "watch")) => {
+            return watch(shared, target, &query, &accept);
+        }
+        (&Method::GET, None) => list(&shared, &target, &query, &accept),
+        (&Method::GET, Some(name)) => get(&shared, &target, name, &query, &accept),
+        (&Method::POST, None) => create(&shared, &target, &bytes),
+        (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
+        (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name),
+        _ => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("{} is not supported on this resource", parts.method),
+        )),
+    };
+    match result {
+        Ok((code, value)) => json_response(code, &value),
+        Err(err) => err.into_response(),
+    }
+}
+
+/// A presented bearer token must be in the tokens file; no credentials at all are accepted only
+/// on a loopback listener.
+fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
+    match headers.get(header::AUTHORIZATION) {
+        None => shared.anonymous_admin,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|token| shared.tokens.iter().any(|t| t == token.trim())),
+    }
+}
+
+fn discovery(path: &str) -> Option<Response> {
+    let value = match path {
+        "/version" => {
+            json!({"major": "1", "minor": "37", "gitVersion": "v1.37.0-allot", "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "rust", "platform": "linux/amd64"})
+        }
+        "/api" => {
+            json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+        }
+        "/apis" => resources::api_group_list(),
+        "/openapi/v3" => resources::openapi_v3_root(),
+        _ => {
+            if let Some(rest) = path.strip_prefix("/openapi/v3/") {
+                let (group, version) = split_gv_path(rest)?;
+                resources::openapi_v3_group(group, version)?
+            } else if let Some(rest) = path.strip_prefix('/') {
+                let (group, version) = split_gv_path(rest)?;
+                resources::api_resource_list(group, version)?
+            } else {
+                return None;
+            }
+        }
+    };
+    Some(json_response(StatusCode::OK, &value))
+}
+
+/// `api/v1` or `apis/g/v`, exactly.
+fn split_gv_path(path: &str) -> Option<(&str, &str)> {
+    let segments: Vec<&str> = path.split('/').collect();
+    match segments.as_slice() {
+        ["api", version] => Some(("", version)),
+        ["apis", group, version] => Some((group, version)),
+        _ => None,
+    }
+}
+
+fn route(path: &str) -> Option<Target> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let namespaced_rest = match rest {
+        ["namespaces", namespace, plural, tail @ ..]
+            if resources::lookup(group, version, plural).is_some_and(|r| r.kind.namespaced()) =>
+        {
+            Some((namespace.to_string(), *plural, tail))
+        }
+        _ => None,
+    };
+    let (namespace, plural, tail) = match namespaced_rest {
+        Some(found) => found,
+        None => match rest {
+            [plural, tail @ ..] => (String::new(), *plural, tail),
+            _ => return None,
+        },
+    };
+    let info = resources::lookup(group, version, plural)?;
+    let (name, status) = match tail {
+        [] => (None, false),
+        [name] => (Some(name.to_string()), false),
+        [name, "status"] if info.status => (Some(name.to_string()), true),
+        _ => return None,
+    };
+    Some(Target {
+        info,
+        namespace,
+        name,
+        status,
+    })
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query_get<'a>(query: &'a [(String, String)], key: &str) -> &'a str {
+    query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+fn is_true(value: &str) -> bool {
+    matches!(value, "true" | "1")
+}
+
+fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+struct Filter {
+    namespace: String,
+    labels: Selector,
+    fields: Selector,
+}
+
+impl Filter {
+    fn new(target: &Target, query: &[(String, String)]) -> Result<Filter, ApiError> {
+        let labels = Selector::parse_labels(query_get(query, "labelSelector"))
+            .map_err(ApiError::bad_request)?;
+        let fields = Selector::parse_fields(query_get(query, "fieldSelector"))
+            .map_err(ApiError::bad_request)?;
+        Ok(Filter {
+            namespace: target.namespace.clone(),
+            labels,
+            fields,
+        })
+    }
+
+    fn matches(&self, object: &Stored, json: &Value) -> bool {
+        (self.namespace.is_empty() || object.meta().namespace == self.namespace)
+            && self.labels.matches_labels(&object.meta().labels)
+            && (self.fields.requirements.is_empty() || self.fields.matches_fields(json))
+    }
+}
+
+fn list(
+    shared: &Shared,
+    target: &Target,
+    query: &[(String, String)],
+    accept: &str,
+) -> Result<(StatusCode, Value), ApiError> {
+    let filter = Filter::new(target, query)?;
+    let inner = shared.lock();
+    let rv = inner.store.resource_version().to_string();
+    let items: Vec<Value> = inner
+        .store
+        .list_kind(target.info.kind)
+        .filter_map(|o| {
+            let json = render(target.info, o);
+            filter.matches(o, &json).then_some(json)
+        })
+        .collect();
+    drop(inner);
+    if wants_table(accept) {
+        return Ok((
+            StatusCode::OK,
+            resources::table(
+                target.info.kind,
+                &items,
+                &rv,
+                query_get(query, "includeObject") == "Object",
+                true,
+            ),
+        ));
+    }
+    Ok((
+        StatusCode::OK,
+        json!({"kind": format!("{}List", target.info.kind.name()), "apiVersion": target.info.group_version(), "metadata": {"resourceVersion": rv}, "items": items}),
+    ))
+}
+
+fn key(target: &Target, name: &str) -> ObjectKey {
+    let namespace = if target.info.kind.namespaced() {
+        target.namespace.as_str()
+    } else {
+        ""
+    };
+    ObjectKey::new(target.info.kind, namespace, name)
+}
+
+fn get(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    query: &[(String, String)],
+    accept: &str,
+) -> Result<(StatusCode, Value), ApiError> {
+    let inner = shared.lock();
+    let object = inner
+        .store
+        .get_stored(&key(target, name))
+        .map(|o| render(target.info, o))
+        .ok_or_else(|| ApiError::not_found(target.info, name))?;
+    let rv = inner.store.resource_version().to_string();
+    drop(inner);
+    if wants_table(accept) {
+        return Ok((
+            StatusCode::OK,
+            resources::table(
+                target.info.kind,
+                &[object],
+                &rv,
+                query_get(query, "includeObject") == "Object",
+                true,
+            ),
+        ));
+    }
+    Ok((StatusCode::OK, object))
+}
+
+/// Parses a request body (JSON or YAML) into one JSON object.
+fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        return match value {
+            Value::Object(_) => Ok(value),
+            _ => Err(ApiError::bad_request("the request body must be an object")),
+        };
+    }
+    let mut documents = allot_api::load::parse_str("request", text)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    if documents.len() != 1 {
+        return Err(ApiError::bad_request(
+            "the request body must hold exactly one object",
+        ));
+    }
+    Ok(documents.remove(0).value)
+}
+
+/// Decodes, defaults and validates an object for the target; the body's type and namespace
+/// must agree with the URL.
+fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
+    let info = target.info;
+    let Some(map) = value.as_object_mut() else {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    };
+    let api_version = map
+        .entry("apiVersion")
+        .or_insert_with(|| Value::String(info.group_version()))
+        .clone();
+    let kind = map
+        .entry("kind")
+        .or_insert_with(|| Value::String(info.kind.name().into()))
+        .clone();
+    if api_version.as_str() != Some(info.group_version().as_str())
+        || kind.as_str() != Some(info.kind.name())
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({}) or kind {} is not {}",
+            api_version.as_str().unwrap_or_default(),
+            info.group_version(),
+            kind.as_str().unwrap_or_default(),
+            info.kind.name()
+        )));
+    }
+    let metadata = map.entry("metadata").or_insert_with(|| json!({}));
+    let Some(metadata) = metadata.as_object_mut() else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
+    if info.kind.namespaced() {
+        let body_namespace = metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if body_namespace.is_empty() {
+            metadata.insert("namespace".into(), Value::String(target.namespace.clone()));
+        } else if !target.namespace.is_empty() && body_namespace != target.namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        metadata.remove("namespace");
+    }
+    // Server-managed fields that clients may echo back but never set.
+    metadata.remove("managedFields");
+    metadata.remove("selfLink");
+    let raw = RawDocument {
+        file: "request".into(),
+        line: 1,
+        api_version: info.group_version(),
+        kind: info.kind.name().into(),
+        value,
+        source_map: SourceMap::default(),
+    };
+    let mut object = decode_object(&raw, &LoadOptions::default()).map_err(|e| {
+        let message = match &e {
+            allot_api::load::LoadError::UnknownField { path, .. } => {
+                format!("strict decoding error: unknown field \"{path}\"")
+            }
+            other => other
+                .to_string()
+                .trim_start_matches("request:1: ")
+                .to_string(),
+        };
+        ApiError::bad_request(message)
+    })?;
+    allot_api::defaults::default_object(&mut object);
+    let errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
+    if !errors.is_empty() {
+        let name = raw.name().to_string();
+        return Err(invalid(info, &name, &errors));
+    }
+    Stored::from_object(object)
+        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))
+}
+
+fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldError]) -> ApiError {
+    use allot_validation::ErrorType;
+    let rendered: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let list = if rendered.len() == 1 {
+        rendered[0].clone()
+    } else {
+        format!("[{}]", rendered.join(", "))
+    };
+    let causes: Vec<Value> = errors
+        .iter()
+        .map(|e| {
+            let reason = match e.kind {
+                ErrorType::NotFound => "FieldValueNotFound",
+                ErrorType::Required => "FieldValueRequired",
+                ErrorType::Duplicate => "FieldValueDuplicate",
+                ErrorType::Invalid => "FieldValueInvalid",
+                ErrorType::NotSupported => "FieldValueNotSupported",
+                ErrorType::Forbidden => "FieldValueForbidden",
+                ErrorType::TooLong => "FieldValueTooLong",
+                ErrorType::TooMany => "FieldValueTooMany",
+                ErrorType::Internal => "InternalError",
+            };
+            json!({"reason": reason, "message": e.message(), "field": e.path})
+        })
+        .collect();
+    let mut err = ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Invalid",
+        format!("{} \"{name}\" is invalid: {list}", info.kind.name()),
+    );
+    err.details =
+        json!({"name": name, "group": info.group, "kind": info.kind.name(), "causes": causes});
+    err
+}
+
+/// Runs a write under the lock and persists it before answering.
+fn write<T>(
+    shared: &Shared,
+    info: &ResourceInfo,
+    change: impl FnOnce(&mut Store) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut inner = shared.lock();
+    if let Some(err) = &inner.failed {
+        return Err(ApiError::internal(format!("storage failed earlier: {err}")));
+    }
+    let out = change(&mut inner.store)?;
+    persist(&mut inner).map_err(|e| ApiError::internal(e.to_string()))?;
+    let rv = inner.persisted;
+    drop(inner);
+    shared.changed.send_replace(rv);
+    let _ = info;
+    Ok(out)
+}
+
+fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode, Value), ApiError> {
+    if target.status {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "create is not supported on status",
+        ));
+    }
+    let mut value = parse_body(bytes)?;
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+        ] {
+            metadata.remove(field);
+        }
+    }
+    if target.info.status
+        && target.info.kind != Kind::Namespace
+        && let Some(map) = value.as_object_mut()
+    {
+        map.remove("status");
+    }
+    let object = admit(target, value)?;
+    if target.info.kind.namespaced() {
+        let namespace = object.meta().namespace.clone();
+        let exists = shared
+            .lock()
+            .store
+            .get_stored(&ObjectKey::new(Kind::Namespace, "", namespace.as_str()))
+            .is_some();
+        if !exists {
+            let ns_info = resources::info_of(Kind::Namespace)
+                .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
+            return Err(ApiError::not_found(ns_info, &namespace));
+        }
+    }
+    let now = now_rfc3339();
+    let created = write(shared, target.info, |store| {
+        store
+            .create_stored(object, &now)
+            .map_err(|e| store_error(target.info, e))
+    })?;
+    Ok((StatusCode::CREATED, render(target.info, &created)))
+}
+
+/// Replaces the object at `name` with `value`, keeping what the endpoint may not change: the
+/// status for the main resource, everything but the status for `/status`.
+fn replace(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    mut value: Value,
+) -> Result<(StatusCode, Value), ApiError> {
+    let body_name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let key = key(target, name);
+    let info = target.info;
+    let result = write(shared, info, |store| {
+        let current = store
+            .get_stored(&key)
+            .map(|o| render(info, o))
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        let have = value
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let mut merged = if target.status {
+            let mut merged = current.clone();
+            merged["status"] = value.get("status").cloned().unwrap_or(Value::Null);
+            if merged["status"].is_null()
+                && let Some(map) = merged.as_object_mut()
+            {
+                map.remove("status");
+            }
+            merged["metadata"]["resourceVersion"] = Value::String(have);
+            merged
+        } else {
+            if info.status {
+                match current.get("status") {
+                    Some(status) => value["status"] = status.clone(),
+                    None => {
+                        if let Some(map) = value.as_object_mut() {
+                            map.remove("status");
+                        }
+                    }
+                }
+            }
+            value.clone()
+        };
+        // Server-managed metadata comes from the stored object.
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+        ] {
+            match current["metadata"].get(field) {
+                Some(v) => merged["metadata"][field] = v.clone(),
+                None => {
+                    if let Some(m) = merged["metadata"].as_object_mut() {
+                        m.remove(field);
+                    }
+                }
+            }
+        }
+        if !target.status
+            && merged.get("spec") != current.get("spec")
+            && let Some(generation) = current["metadata"]
+                .get("generation")
+                .and_then(Value::as_i64)
+        {
+            merged["metadata"]["generation"] = json!(generation + 1);
+        }
+        let object = admit(target, merged)?;
+        let mut object = object;
+        object.meta_mut().resource_version = value_rv(&value, target, &current);
+        storage::update_stored(store, object).map_err(|e| store_error(info, e))
+    })?;
+    Ok((StatusCode::OK, render(target.info, &result)))
+}
+
+fn value_rv(value: &Value, target: &Target, _current: &Value) -> String {
+    let _ = target;
+    value
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn update(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(StatusCode, Value), ApiError> {
+    let value = parse_body(bytes)?;
+    replace(shared, target, name, value)
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    match patch {
+        Value::Object(patch) => {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            if let Value::Object(map) = target {
+                for (k, v) in patch {
+                    if v.is_null() {
+                        map.remove(k);
+                    } else {
+                        merge_patch(map.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+            }
+        }
+        other => *target = other.clone(),
+    }
+}
+
+/// Drops strategic-merge-patch directives (`$patch`, `$setElementOrder/...`, `$retainKeys`).
+fn strip_directives(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|k, _| !k.starts_with('$'));
+            map.values_mut().for_each(strip_directives);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_directives),
+        _ => {}
+    }
+}
+
+fn patch(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    bytes: &[u8],
+    content_type: &str,
+) -> Result<(StatusCode, Value), ApiError> {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    let mut patch = match media {
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            parse_body(bytes)?
+        }
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {other})"
+                ),
+            ));
+        }
+    };
+    if media == "application/strategic-merge-patch+json" {
+        strip_directives(&mut patch);
+    }
+    let mut current = {
+        let inner = shared.lock();
+        inner
+            .store
+            .get_stored(&key(target, name))
+            .map(|o| render(target.info, o))
+            .ok_or_else(|| ApiError::not_found(target.info, name))?
+    };
+    let precondition = patch.pointer("/metadata/resourceVersion").cloned();
+    let stored_rv = current
+        .pointer("/metadata/resourceVersion")
+        .cloned()
+        .unwrap_or(Value::Null);
+    merge_patch(&mut current, &patch);
+    // Without a resourceVersion in the patch the patch applies to whatever is stored; a
+    // concurrent write between the read and the write is caught as a conflict.
+    current["metadata"]["resourceVersion"] = precondition.unwrap_or(stored_rv);
+    replace(shared, target, name, current)
+}
+
+fn delete(shared: &Shared, target: &Target, name: &str) -> Result<(StatusCode, Value), ApiError> {
+    let key = key(target, name);
+    let info = target.info;
+    let deleted = write(shared, info, |store| {
+        let current = store
+            .get_stored(&key)
+            .ok_or_else(|| ApiError::not_found(info, name))?
+            .clone();
+        if !current.meta().finalizers.is_empty() {
+            let mut marked = current.clone();
+            if marked.meta().deletion_timestamp.is_none() {
+                marked.meta_mut().deletion_timestamp = Some(now_rfc3339());
+            }
+            return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
+        }
+        store.delete(&key).map_err(|e| store_error(info, e))
+    })?;
+    Ok((StatusCode::OK, render(target.info, &deleted)))
+}
+
+fn watch(
+    shared: Arc<Shared>,
+    target: Target,
+    query: &[(String, String)],
+    accept: &str,
+) -> Response {
+    let filter = match Filter::new(&target, query) {
+        Ok(filter) => filter,
+        Err(err) => return err.into_response(),
+    };
+    let table = wants_table(accept);
+    let bookmarks = is_true(query_get(query, "allowWatchBookmarks"));
+    let initial = is_true(query_get(query, "sendInitialEvents"));
+    let timeout = query_get(query, "timeoutSeconds")
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs);
+    let requested = query_get(query, "resourceVersion").to_string();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(64);
+    let kind = target.info.kind;
+    let info = target.info;
+    let mut changed = shared.changed.subscribe();
+    let encode = move |event_type: &str, object: Value, first: &mut bool| -> String {
+        let object = if table && event_type != "BOOKMARK" && event_type != "ERROR" {
+            let rv = object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let t = resources::table(kind, &[object], &rv, false, *first);
+            *first = false;
+            t
+        } else {
+            object
+        };
+        let mut line = serde_json::to_string(&json!({"type": event_type, "object": object}))
+            .unwrap_or_default();
+        line.push('\n');
+        line
+    };
+    tokio::spawn(async move {
+        let mut first = true;
+        let bookmark = |rv: u64| json!({"kind": kind.name(), "apiVersion": info.group_version(), "metadata": {"resourceVersion": rv.to_string()}});
+        // Where the watch starts, and the synthetic ADDED events for "now".
+        let mut lines = Vec::new();
+        let mut from = {
+            let inner = shared.lock();
+            let current = inner.store.resource_version();
+            if requested.is_empty() || requested == "0" || initial {
+                for object in inner.store.list_kind(kind) {
+                    let json = render(info, object);
+                    if filter.matches(object, &json) {
+                        lines.push(encode("ADDED", json, &mut first));
+                    }
+                }
+                if initial && bookmarks {
+                    let mut b = bookmark(current);
+                    b["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+                    lines.push(encode("BOOKMARK", b, &mut first));
+                }
+                current
+            } else {
+                match requested.parse::<u64>() {
+                    Ok(rv) if rv + shared.options.watch_window >= current && rv <= current => rv,
+                    Ok(rv) if rv > current => {
+                        let status = ApiError::new(
+                            StatusCode::GATEWAY_TIMEOUT,
+                            "Timeout",
+                            format!("Too large resource version: {rv}, current: {current}"),
+                        )
+                        .status();
+                        lines.push(encode("ERROR", status, &mut first));
+                        u64::MAX
+                    }
+                    Ok(rv) => {
+                        let status = ApiError::new(
+                            StatusCode::GONE,
+                            "Expired",
+                            format!(
+                                "too old resource version: {rv} ({})",
+                                current.saturating_sub(shared.options.watch_window)
+                            ),
+                        )
+                        .status();
+                        lines.push(encode("ERROR", status, &mut first));
+                        u64::MAX
+                    }
+                    Err(_) => {
+                        let status =
+                            ApiError::bad_request(format!("invalid resourceVersion {requested:?}"))
+                                .status();
+                        lines.push(encode("ERROR", status, &mut first));
+                        u64::MAX
+                    }
+                }
+            }
+        };
+        for line in lines {
+            if tx.send(Ok(line)).await.is_err() {
+                return;
+            }
+        }
+        if from == u64::MAX {
+            return;
+        }
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let interval = shared.options.bookmark_interval;
+        loop {
+            let lines: Vec<String> = {
+                let inner = shared.lock();
+                let events = inner.store.events_since(from);
+                let persisted = inner.persisted;
+                let mut lines = Vec::new();
+                for event in events
+                    .iter()
+                    .filter(|e| e.resource_version <= persisted && e.key.kind == kind)
+                {
+                    let json = render(info, &event.object);
+                    if filter.matches(&event.object, &json) {
+                        lines.push(encode(
+                            storage::event_type_name(event.event_type),
+                            json,
+                            &mut first,
+                        ));
+                    }
+                }
+                from = from.max(persisted);
+                lines
+            };
+            for line in lines {
+                if tx.send(Ok(line)).await.is_err() {
+                    return;
+                }
+            }
+            let sleep = tokio::time::sleep(interval);
+            let until_deadline = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed_result = changed.changed() => {
+                    if changed_result.is_err() {
+                        return;
+                    }
+                }
+                () = sleep => {
+                    if bookmarks && tx.send(Ok(encode("BOOKMARK", bookmark(from), &mut first))).await.is_err() {
+                        return;
+                    }
+                }
+                () = until_deadline => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| ApiError::internal("cannot build the watch response").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_follow_kubernetes_paths() {
+        let cases = [
+            (
+                "/api/v1/namespaces",
+                Some((Kind::Namespace, "", None, false)),
+            ),
+            (
+                "/api/v1/namespaces/ns1",
+                Some((Kind::Namespace, "", Some("ns1"), false)),
+            ),
+            (
+                "/api/v1/namespaces/ns1/status",
+                Some((Kind::Namespace, "", Some("ns1"), true)),
+            ),
+            (
+                "/api/v1/namespaces/ns1/pods",
+                Some((Kind::Pod, "ns1", None, false)),
+            ),
+            (
+                "/api/v1/namespaces/ns1/pods/p/status",
+                Some((Kind::Pod, "ns1", Some("p"), true)),
+            ),
+            ("/api/v1/pods", Some((Kind::Pod, "", None, false))),
+            (
+                "/apis/resource.k8s.io/v1/deviceclasses/gpu",
+                Some((Kind::DeviceClass, "", Some("gpu"), false)),
+            ),
+            ("/apis/resource.k8s.io/v1/deviceclasses/gpu/status", None),
+            (
+                "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c",
+                Some((Kind::ResourceClaim, "a", Some("c"), false)),
+            ),
+            ("/apis/nope/v1/things", None),
+            ("/api/v1/pods/a/b/c", None),
+        ];
+        let mut failures = Vec::new();
+        for (path, want) in cases {
+            let got =
+                route(path).map(|t| (t.info.kind, t.namespace.clone(), t.name.clone(), t.status));
+            let want = want.map(|(k, ns, n, s): (Kind, &str, Option<&str>, bool)| {
+                (k, ns.to_string(), n.map(str::to_string), s)
+            });
+            if got != want {
+                failures.push(format!("{path}: got {got:?}, want {want:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
+        let mut target = json!({"a": [1, 2]});
+        merge_patch(&mut target, &json!({"a": [3]}));
+        assert_eq!(target, json!({"a": [3]}));
+    }
+
+    #[test]
+    fn query_strings_decode() {
+        let q = parse_query("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&bad=%zz");
+        assert_eq!(query_get(&q, "labelSelector"), "app=web,tier in (a)");
+        assert!(is_true(query_get(&q, "watch")));
+        assert_eq!(query_get(&q, "bad"), "%zz");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%4"), "%4");
+    }
+}

@@ -1,0 +1,290 @@
+//! Durable storage of the store's event log.
+//!
+//! Every change the in-memory [`Store`] makes is an [`Event`] with the next resourceVersion.
+//! A [`Backend`] persists those events in order; replaying them through the store's own write
+//! operations rebuilds exactly the same objects, resourceVersions and uids, because the store
+//! assigns them from counters that advance once per event. The server acknowledges a write only
+//! after [`Backend::append`] returned, so an acknowledged write is on disk.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use allot_api::load::Object;
+use allot_api::load::{LoadOptions, RawDocument, SourceMap, decode_object};
+use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
+
+use crate::Error;
+
+/// One persisted event, as written to the log.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    /// The resourceVersion the change produced.
+    pub rv: u64,
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The object after the change (before it, for `DELETED`).
+    pub object: serde_json::Value,
+}
+
+impl Record {
+    /// The record of a store event.
+    pub fn of(event: &Event) -> Record {
+        Record {
+            rv: event.resource_version,
+            event_type: event_type_name(event.event_type).to_string(),
+            object: event.object.to_json(),
+        }
+    }
+}
+
+/// The watch name of an event type.
+pub fn event_type_name(event_type: EventType) -> &'static str {
+    match event_type {
+        EventType::Added => "ADDED",
+        EventType::Modified => "MODIFIED",
+        EventType::Deleted => "DELETED",
+    }
+}
+
+/// Where the event log is kept. Implementations must make `append` durable before returning.
+pub trait Backend: Send {
+    /// Every record written so far, oldest first.
+    fn load(&mut self) -> Result<Vec<Record>, Error>;
+    /// Appends records durably.
+    fn append(&mut self, records: &[Record]) -> Result<(), Error>;
+}
+
+/// An append-only file of JSON lines, fsync'd after every append. A torn last line (a crash in
+/// the middle of a write, never acknowledged) is cut off when the log is opened.
+#[derive(Debug)]
+pub struct FileLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl FileLog {
+    /// Opens (or creates) the log at `path`.
+    pub fn open(path: &Path) -> Result<FileLog, Error> {
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(FileLog {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+impl Backend for FileLog {
+    fn load(&mut self) -> Result<Vec<Record>, Error> {
+        self.file.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
+        let mut reader = BufReader::new(&self.file);
+        let mut records = Vec::new();
+        let mut good_len: u64 = 0;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| self.io(e))?;
+            if n == 0 {
+                break;
+            }
+            if line.last() != Some(&b'\n') {
+                // A torn write: it was never acknowledged.
+                break;
+            }
+            let record: Record = serde_json::from_slice(&line).map_err(|e| Error::CorruptLog {
+                path: self.path.clone(),
+                offset: good_len,
+                message: e.to_string(),
+            })?;
+            records.push(record);
+            good_len += n as u64;
+        }
+        drop(reader);
+        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
+        if len != good_len {
+            self.file.set_len(good_len).map_err(|e| self.io(e))?;
+            self.file.sync_all().map_err(|e| self.io(e))?;
+        }
+        Ok(records)
+    }
+
+    fn append(&mut self, records: &[Record]) -> Result<(), Error> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut buffer = Vec::new();
+        for record in records {
+            serde_json::to_writer(&mut buffer, record).map_err(|e| Error::CorruptLog {
+                path: self.path.clone(),
+                offset: 0,
+                message: e.to_string(),
+            })?;
+            buffer.push(b'\n');
+        }
+        self.file.write_all(&buffer).map_err(|e| self.io(e))?;
+        self.file.sync_data().map_err(|e| self.io(e))?;
+        Ok(())
+    }
+}
+
+/// Decodes a stored object's JSON (strictly, as the API types define it).
+pub fn stored_from_json(value: &serde_json::Value) -> Result<Stored, String> {
+    let api_version = value
+        .get("apiVersion")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let kind = value
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let raw = RawDocument {
+        file: "request".into(),
+        line: 1,
+        api_version,
+        kind,
+        value: value.clone(),
+        source_map: SourceMap::default(),
+    };
+    let object: Object = decode_object(&raw, &LoadOptions::default()).map_err(|e| e.to_string())?;
+    Stored::from_object(object).ok_or_else(|| format!("kind {} is not served", raw.kind))
+}
+
+/// Replays records into an empty store; checks that every record gets its resourceVersion back.
+pub fn replay(records: &[Record]) -> Result<Store, Error> {
+    let mut store = Store::new();
+    for record in records {
+        let corrupt = |message: String| Error::Replay {
+            rv: record.rv,
+            message,
+        };
+        let object = stored_from_json(&record.object).map_err(corrupt)?;
+        let key = key_of(&object);
+        match record.event_type.as_str() {
+            "ADDED" => {
+                let now = object.meta().creation_timestamp.clone().unwrap_or_default();
+                store
+                    .create_stored(object, &now)
+                    .map_err(|e| corrupt(e.to_string()))?;
+            }
+            "MODIFIED" => {
+                let mut object = object;
+                object.meta_mut().resource_version.clear();
+                update_stored(&mut store, object).map_err(|e| corrupt(e.to_string()))?;
+            }
+            "DELETED" => {
+                store.delete(&key).map_err(|e| corrupt(e.to_string()))?;
+            }
+            other => return Err(corrupt(format!("unknown event type {other}"))),
+        }
+        if store.resource_version() != record.rv {
+            return Err(corrupt(format!(
+                "replay reached resourceVersion {}",
+                store.resource_version()
+            )));
+        }
+    }
+    Ok(store)
+}
+
+/// The key of a stored object.
+pub fn key_of(object: &Stored) -> ObjectKey {
+    let kind = object.kind();
+    let namespace = if kind.namespaced() {
+        object.meta().namespace.clone()
+    } else {
+        String::new()
+    };
+    ObjectKey::new(kind, namespace, object.meta().name.clone())
+}
+
+/// Replaces a stored object of any kind (see [`Store::update`]).
+pub fn update_stored(store: &mut Store, object: Stored) -> Result<Stored, allot_store::StoreError> {
+    use allot_store::Resource;
+    match object {
+        Stored::Namespace(o) => store.update(o).map(Resource::into_stored),
+        Stored::Node(o) => store.update(o).map(Resource::into_stored),
+        Stored::DeviceClass(o) => store.update(o).map(Resource::into_stored),
+        Stored::ResourceSlice(o) => store.update(o).map(Resource::into_stored),
+        Stored::DeviceTaintRule(o) => store.update(o).map(Resource::into_stored),
+        Stored::ResourcePoolStatusRequest(o) => store.update(o).map(Resource::into_stored),
+        Stored::ResourceClaimTemplate(o) => store.update(o).map(Resource::into_stored),
+        Stored::ResourceClaim(o) => store.update(o).map(Resource::into_stored),
+        Stored::PodGroup(o) => store.update(o).map(Resource::into_stored),
+        Stored::Pod(o) => store.update(o).map(Resource::into_stored),
+    }
+}
+
+/// Kinds by name, for replay error messages and lookups.
+pub fn kind_by_name(name: &str) -> Option<Kind> {
+    Kind::ALL.into_iter().find(|k| k.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn namespace(name: &str) -> serde_json::Value {
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    }
+
+    #[test]
+    fn replay_restores_resource_versions_and_uids() {
+        let mut store = Store::new();
+        for name in ["a", "b", "c"] {
+            let object = stored_from_json(&namespace(name)).expect("decodes");
+            store
+                .create_stored(object, "2026-01-01T00:00:00Z")
+                .expect("creates");
+        }
+        store
+            .delete(&ObjectKey::new(Kind::Namespace, "", "b"))
+            .expect("deletes");
+        let records: Vec<Record> = store.events_since(0).iter().map(Record::of).collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("log");
+        let mut log = FileLog::open(&path).expect("opens");
+        log.append(&records).expect("appends");
+        let good_len = std::fs::metadata(&path).expect("stat").len();
+        // A torn write at the end is dropped on open.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"{\"rv\":5,"))
+            .expect("writes");
+        let mut log = FileLog::open(&path).expect("reopens");
+        let loaded = log.load().expect("loads");
+        assert_eq!(loaded.len(), 4);
+        let replayed = replay(&loaded).expect("replays");
+        assert_eq!(replayed.resource_version(), 4);
+        let names: Vec<(String, String)> = replayed
+            .iter()
+            .map(|(_, o)| (o.meta().name.clone(), o.meta().uid.clone()))
+            .collect();
+        let original: Vec<(String, String)> = store
+            .iter()
+            .map(|(_, o)| (o.meta().name.clone(), o.meta().uid.clone()))
+            .collect();
+        assert_eq!(names, original);
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), good_len);
+    }
+}
