@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use crate::AllocationInput;
 use crate::attributes::{self, ConstraintKind};
-use crate::cel;
 use crate::search::{CapVerdict, Problem, Slot};
 
 /// Why the claims do not fit on the node.
@@ -171,23 +170,9 @@ fn selectors_pass(
     d: usize,
     selectors: &[allot_api::resource::v1::DeviceSelector],
 ) -> bool {
-    let dev = &problem.devs[d];
-    let Ok(device) = cel::cel_device(
-        dev.driver,
-        dev.device,
-        dev.device.allow_multiple_allocations == Some(true),
-    ) else {
-        return false;
-    };
-    selectors.iter().all(|selector| {
-        let Some(expression) = &selector.cel else {
-            return false;
-        };
-        let compiled = problem.cache.get(&expression.expression);
-        match compiled.as_ref() {
-            Ok(compiled) => cel::evaluate(compiled, &device) == Ok(true),
-            Err(_) => false,
-        }
+    selectors.iter().all(|selector| match &selector.cel {
+        Some(expression) => problem.expression_matches(d, &expression.expression),
+        None => false,
     })
 }
 

@@ -798,6 +798,30 @@ impl<'a> Problem<'a> {
         Verdict::Yes
     }
 
+    /// Whether one selector expression accepts device `d` (errors count as "no"); uses and
+    /// fills the cross-call verdict cache.
+    pub(crate) fn expression_matches(&mut self, d: usize, expression: &str) -> bool {
+        let (id, compiled) = self.cache.get_with_id(expression);
+        let hash = *self.dev_hashes[d]
+            .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
+        if let Some(verdict) = self.cache.verdict(id, hash) {
+            return verdict;
+        }
+        let Ok(compiled) = compiled.as_ref() else {
+            return false;
+        };
+        let Ok(device) = self.cel_device(d) else {
+            return false;
+        };
+        match cel::evaluate(compiled, device) {
+            Ok(verdict) => {
+                self.cache.remember(id, hash, verdict);
+                verdict
+            }
+            Err(_) => false,
+        }
+    }
+
     fn claims_name(&self, claim: usize) -> String {
         match self.claims.get(claim) {
             Some(data) => data.name.clone(),
