@@ -17,6 +17,17 @@ pub(crate) enum Value {
     Version(String),
 }
 
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Str(v) => write!(f, "{v:?}"),
+            Value::Version(v) => write!(f, "version {v}"),
+        }
+    }
+}
+
 /// An attribute as a set of values; `None` for an attribute with no value of a known type.
 pub(crate) fn as_set(attribute: &DeviceAttribute) -> Option<Vec<Value>> {
     let mut values: Vec<Value> = Vec::new();
