@@ -30,7 +30,7 @@ use allot_topologymanager::{
 use serde::Serialize;
 
 use crate::KubeletError;
-use crate::devices::{DeviceManager, DeviceShortage};
+use crate::devices::{ContainerKind, DeviceManager, DeviceShortage};
 use crate::metrics::{AssignmentType, Metrics, Source};
 use crate::qos::{QosClass, compute_pod_qos};
 
@@ -839,8 +839,19 @@ impl HintProvider<Plan, str> for DeviceProvider<'_> {
     ) -> Result<(), AllocError> {
         let empty = BTreeMap::new();
         let req = pod.devices.get(container).unwrap_or(&empty);
+        let kind = match pod.cpu.init_containers.iter().find(|c| c.name == container) {
+            Some(c) if c.restartable => ContainerKind::Sidecar,
+            Some(_) => ContainerKind::Init,
+            None => ContainerKind::App,
+        };
         self.devices
-            .allocate(&pod.cpu.uid, container, req, affinity.affinity.as_ref())
+            .allocate(
+                &pod.cpu.uid,
+                container,
+                kind,
+                req,
+                affinity.affinity.as_ref(),
+            )
             .map(|_| ())
             .map_err(AllocError::Device)
     }

@@ -23,6 +23,20 @@ pub struct DeviceShortage {
     pub available: usize,
 }
 
+/// What a container is, for the reuse of its devices (upstream devicemanager's
+/// `devicesToReuse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerKind {
+    /// A regular init container: it finishes before the next container starts, so its devices
+    /// are offered to the pod's later containers.
+    Init,
+    /// A restartable init container (sidecar): it keeps running, so the devices it takes are
+    /// never offered again.
+    Sidecar,
+    /// An app container: the devices it takes are no longer offered.
+    App,
+}
+
 /// The Device Manager.
 #[derive(Debug, Clone, Default)]
 pub struct DeviceManager {
@@ -32,6 +46,9 @@ pub struct DeviceManager {
     numa_nodes: Vec<u32>,
     /// What is allocated.
     pub assignments: DeviceAssignments,
+    /// Devices of finished regular init containers that the pod being admitted may reuse: pod
+    /// UID -> resource -> ids. As upstream, only the pod being allocated is kept.
+    reusable: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl DeviceManager {
@@ -50,6 +67,7 @@ impl DeviceManager {
             devices: map,
             numa_nodes: nodes,
             assignments: DeviceAssignments::new(),
+            reusable: BTreeMap::new(),
         }
     }
 
@@ -120,20 +138,43 @@ impl DeviceManager {
                 continue;
             }
             let free = self.free(resource);
-            if free.len() < requested {
+            let reusable = self.reusable_ids(pod_uid, resource);
+            if free.len() + reusable.len() < requested {
                 hints.insert(resource.clone(), Some(Vec::new()));
                 continue;
             }
             hints.insert(
                 resource.clone(),
-                Some(self.generate(resource, &free, requested)),
+                Some(self.generate_with_reuse(resource, &free, &reusable, requested)),
             );
         }
         hints
     }
 
+    /// The devices the pod may reuse, ascending by id.
+    fn reusable_ids(&self, pod_uid: &str, resource: &str) -> Vec<&str> {
+        self.reusable
+            .get(pod_uid)
+            .and_then(|r| r.get(resource))
+            .map(|ids| ids.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// Upstream's `generateDeviceTopologyHints`.
     fn generate(&self, resource: &str, available: &[&str], request: usize) -> Vec<TopologyHint> {
+        self.generate_with_reuse(resource, available, &[], request)
+    }
+
+    /// Upstream's `generateDeviceTopologyHints` with reusable devices: a NUMA mask must hold
+    /// every reusable device that has a NUMA node, and reusable devices count towards the
+    /// request like free ones.
+    fn generate_with_reuse(
+        &self,
+        resource: &str,
+        available: &[&str],
+        reusable: &[&str],
+        request: usize,
+    ) -> Vec<TopologyHint> {
         let Some(all) = self.devices.get(resource) else {
             return Vec::new();
         };
@@ -145,7 +186,17 @@ impl DeviceManager {
             if devices_in_mask >= request && combo.len() < min_affinity {
                 min_affinity = combo.len();
             }
-            let matching = available
+            let mut matching = 0;
+            for id in reusable {
+                let Some(node) = all.get(*id).copied().flatten() else {
+                    continue;
+                };
+                if !combo.contains(&node) {
+                    return;
+                }
+                matching += 1;
+            }
+            matching += available
                 .iter()
                 .filter(|id| in_mask(all.get(**id).copied().flatten()))
                 .count();
@@ -165,9 +216,37 @@ impl DeviceManager {
         hints
     }
 
-    /// Allocates the container's devices, those on the affinity's NUMA nodes first, then devices
-    /// without NUMA information, then the rest; each group by NUMA node, then device id.
+    /// Allocates the container's devices: devices a finished init container of the same pod
+    /// left first (ascending id; upstream takes them in map order), then free devices on the
+    /// affinity's NUMA nodes, then devices without NUMA information, then the rest; each group
+    /// by NUMA node, then device id. Afterwards, as upstream's `devicesToReuse`, a regular init
+    /// container's devices are offered to the pod's later containers and a sidecar's or app
+    /// container's are not.
     pub fn allocate(
+        &mut self,
+        pod_uid: &str,
+        container: &str,
+        kind: ContainerKind,
+        requests: &BTreeMap<String, usize>,
+        affinity: Option<&NumaMask>,
+    ) -> Result<BTreeMap<String, Vec<String>>, DeviceShortage> {
+        self.reusable.retain(|uid, _| uid == pod_uid);
+        let given = self.allocate_devices(pod_uid, container, requests, affinity)?;
+        let reuse = self.reusable.entry(pod_uid.to_string()).or_default();
+        for (resource, ids) in &given {
+            let set = reuse.entry(resource.clone()).or_default();
+            for id in ids {
+                if kind == ContainerKind::Init {
+                    set.insert(id.clone());
+                } else {
+                    set.remove(id);
+                }
+            }
+        }
+        Ok(given)
+    }
+
+    fn allocate_devices(
         &mut self,
         pod_uid: &str,
         container: &str,
@@ -182,11 +261,22 @@ impl DeviceManager {
             if requested == 0 || !self.manages(resource) {
                 continue;
             }
+            let reused: Vec<String> = self
+                .reusable_ids(pod_uid, resource)
+                .into_iter()
+                .take(requested)
+                .map(str::to_string)
+                .collect();
+            let needed = requested - reused.len();
+            if needed == 0 {
+                given.insert(resource.clone(), reused);
+                continue;
+            }
             let free = self.free(resource);
-            if free.len() < requested {
+            if free.len() < needed {
                 return Err(DeviceShortage {
                     resource: resource.clone(),
-                    requested,
+                    requested: needed,
                     available: free.len(),
                 });
             }
@@ -210,14 +300,14 @@ impl DeviceManager {
                 })
                 .collect();
             ranked.sort();
-            given.insert(
-                resource.clone(),
+            let mut ids = reused;
+            ids.extend(
                 ranked
                     .into_iter()
-                    .take(requested)
-                    .map(|(_, _, id)| id.to_string())
-                    .collect(),
+                    .take(needed)
+                    .map(|(_, _, id)| id.to_string()),
             );
+            given.insert(resource.clone(), ids);
         }
         if !given.is_empty() {
             self.assignments
@@ -234,6 +324,7 @@ impl DeviceManager {
             containers.remove(container);
             if containers.is_empty() {
                 self.assignments.remove(pod_uid);
+                self.reusable.remove(pod_uid);
             }
         }
     }
@@ -301,7 +392,13 @@ mod tests {
             ]
         );
         let got = dm
-            .allocate("p", "c", &req, Some(&NumaMask::from_ids([1])))
+            .allocate(
+                "p",
+                "c",
+                ContainerKind::App,
+                &req,
+                Some(&NumaMask::from_ids([1])),
+            )
             .expect("fits");
         assert_eq!(
             got["vendor.com/gpu"],
@@ -310,9 +407,102 @@ mod tests {
         // One device left: a request of two has no possible placement.
         let hints = dm.get_topology_hints("q", "c", &req);
         assert_eq!(hints["vendor.com/gpu"], Some(vec![]));
-        assert!(dm.allocate("q", "c", &req, None).is_err());
+        assert!(
+            dm.allocate("q", "c", ContainerKind::App, &req, None)
+                .is_err()
+        );
         dm.remove_container("p", "c");
-        assert!(dm.allocate("q", "c", &req, None).is_ok());
+        assert!(
+            dm.allocate("q", "c", ContainerKind::App, &req, None)
+                .is_ok()
+        );
+    }
+
+    fn gpus(n: usize) -> BTreeMap<String, usize> {
+        BTreeMap::from([("vendor.com/gpu".to_string(), n)])
+    }
+
+    fn ids(got: &BTreeMap<String, Vec<String>>) -> Vec<&str> {
+        got["vendor.com/gpu"].iter().map(String::as_str).collect()
+    }
+
+    /// Upstream devicemanager `devicesToReuse`: a regular init container's devices go to the
+    /// pod's later containers, a sidecar's stay with it.
+    #[test]
+    fn init_container_devices_are_reused_and_sidecars_keep_theirs() {
+        let all = [
+            dev("a", Some(0)),
+            dev("b", Some(0)),
+            dev("c", Some(1)),
+            dev("d", Some(1)),
+        ];
+        let mut dm = DeviceManager::new(&all, &[0, 1]);
+        let on1 = NumaMask::from_ids([1]);
+        let init = dm
+            .allocate("p", "init", ContainerKind::Init, &gpus(2), Some(&on1))
+            .expect("fits");
+        assert_eq!(ids(&init), ["c", "d"]);
+        // The sidecar starts after the init container finished: it reuses one of its devices,
+        // which is then never offered again.
+        let side = dm
+            .allocate("p", "side", ContainerKind::Sidecar, &gpus(1), None)
+            .expect("fits");
+        assert_eq!(ids(&side), ["c"]);
+        // The app reuses the init container's other device and takes one free device.
+        let app = dm
+            .allocate("p", "app", ContainerKind::App, &gpus(2), None)
+            .expect("fits");
+        assert_eq!(ids(&app), ["d", "a"]);
+        // Another pod finds only one free device: the reused ones stay the pod's.
+        assert_eq!(
+            dm.allocate("q", "app", ContainerKind::App, &gpus(2), None),
+            Err(DeviceShortage {
+                resource: "vendor.com/gpu".into(),
+                requested: 2,
+                available: 1
+            })
+        );
+        for c in ["init", "side", "app"] {
+            dm.remove_container("p", c);
+        }
+        assert!(dm.reusable.is_empty());
+        assert!(
+            dm.allocate("q", "app", ContainerKind::App, &gpus(4), None)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn hints_count_reusable_devices_and_keep_them_in_the_mask() {
+        let mut dm = DeviceManager::new(&[dev("a", Some(0)), dev("b", Some(1))], &[0, 1]);
+        dm.allocate(
+            "p",
+            "init",
+            ContainerKind::Init,
+            &gpus(1),
+            Some(&NumaMask::from_ids([1])),
+        )
+        .expect("fits");
+        // Free is {a} on node 0, reusable {b} on node 1: every mask must hold node 1.
+        let hints = dm.get_topology_hints("p", "app", &gpus(1));
+        assert_eq!(
+            hints["vendor.com/gpu"],
+            Some(vec![
+                TopologyHint::new(NumaMask::from_ids([1]), true),
+                TopologyHint::new(NumaMask::from_ids([0, 1]), false),
+            ])
+        );
+        // Two devices fit only with the reused one.
+        let hints = dm.get_topology_hints("p", "app", &gpus(2));
+        assert_eq!(
+            hints["vendor.com/gpu"],
+            Some(vec![TopologyHint::new(NumaMask::from_ids([0, 1]), true)])
+        );
+        // Another pod cannot reuse them.
+        assert_eq!(
+            dm.get_topology_hints("q", "app", &gpus(2))["vendor.com/gpu"],
+            Some(vec![])
+        );
     }
 
     #[test]

@@ -295,3 +295,44 @@ fn pod_level_container_scope_mixes_exclusive_and_node_shared() {
     ));
     assert!(r.pods[0].containers[2].exclusive, "{:?}", r.pods[0]);
 }
+
+#[test]
+fn init_container_devices_go_to_app_containers() {
+    let topo =
+        TOPOLOGY.to_string() + "devices:\n- {resourceName: vendor.com/nic, id: nic0, numa: 0}\n";
+    let nic = |name: &str| {
+        format!(
+            "  - name: {name}\n    resources: {{requests: {{cpu: \"2\", memory: 1Gi, vendor.com/nic: \"1\"}}, limits: {{cpu: \"2\", memory: 1Gi, vendor.com/nic: \"1\"}}}}\n"
+        )
+    };
+    let with_pod = |p: String| {
+        let text = format!(
+            "{topo}\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{STATIC}\ntopologyManagerPolicy: single-numa-node\n---\n{p}"
+        );
+        admit(&Scenario::parse("t.yaml", &text).expect("scenario"))
+    };
+    // One NIC on the machine: the init container's is the app container's after it.
+    let r = with_pod(pod(
+        "p",
+        &format!(
+            "  initContainers:\n{}  containers:\n{}",
+            nic("init"),
+            nic("app")
+        ),
+    ));
+    let p = &r.pods[0];
+    assert!(p.admitted, "{p:?}");
+    assert_eq!(p.containers[0].devices["vendor.com/nic"], vec!["nic0"]);
+    assert_eq!(p.containers[1].devices["vendor.com/nic"], vec!["nic0"]);
+    // A sidecar keeps its NIC, so the app container finds none.
+    let r = with_pod(pod(
+        "q",
+        &format!(
+            "  initContainers:\n{}    restartPolicy: Always\n  containers:\n{}",
+            nic("side"),
+            nic("app")
+        ),
+    ));
+    assert!(!r.pods[0].admitted, "{:?}", r.pods[0]);
+    assert_eq!(r.pods[0].reason.as_deref(), Some("TopologyAffinityError"));
+}
