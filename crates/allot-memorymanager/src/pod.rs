@@ -54,8 +54,11 @@ pub struct PodResources {
     pub uid: String,
     /// Whether the pod's QoS class is Guaranteed; only those get exclusive memory.
     pub guaranteed: bool,
-    /// Whether the pod sets `.spec.resources` with the PodLevelResources gate on: the Static
-    /// policy then neither hints nor allocates.
+    /// Whether the pod sets `.spec.resources` with the PodLevelResources gate on but the
+    /// PodLevelResourceManagers gate off: the Static policy then neither hints nor allocates.
+    /// With both gates on the caller leaves this false and uses the pod-level entry points
+    /// ([`crate::StaticPolicy::allocate_pod`]) in pod scope, or the per-container ones with
+    /// empty requests for containers that are not Guaranteed on their own in container scope.
     pub pod_level_resources: bool,
     /// Init containers in spec order.
     pub init_containers: Vec<ContainerResources>,
