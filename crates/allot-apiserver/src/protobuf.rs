@@ -97,8 +97,11 @@ fn object_meta(bytes: &[u8]) -> Result<Value, String> {
                 annotations.insert(k, Value::String(v));
             }
             Field::Bytes(14, b) => finalizers.push(Value::String(string(b)?)),
-            // Timestamps and counters a client may send are server-managed anyway.
-            Field::Bytes(8 | 9, _) | Field::Varint(7 | 10) => {}
+            // Server-managed fields (selfLink, uid, resourceVersion, timestamps, counters,
+            // managedFields) are ignored as the JSON path ignores them; Go's encoder writes
+            // every string field, so empty ones are skipped too.
+            Field::Bytes(4 | 5 | 6 | 8 | 9 | 17, _) | Field::Varint(7 | 10) => {}
+            Field::Bytes(_, []) => {}
             Field::Bytes(n, _) | Field::Varint(n) => {
                 return Err(format!("unsupported metadata field {n}"));
             }

@@ -340,6 +340,8 @@ fn json_response(code: StatusCode, value: &Value) -> Response {
 /// What a URL addresses.
 struct Target {
     info: &'static ResourceInfo,
+    /// `?dryRun=All`: run the write on a copy of the store and persist nothing.
+    dry_run: bool,
     namespace: String,
     name: Option<String>,
     status: bool,
@@ -413,7 +415,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
         .into_response();
     }
-    let Some(target) = route(&path) else {
+    let Some(mut target) = route(&path) else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -421,6 +423,14 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
         .into_response();
     };
+    match query_get(&query, "dryRun") {
+        "" => {}
+        "All" => target.dry_run = true,
+        other => {
+            return ApiError::bad_request(format!("unsupported dryRun value {other:?}: only All"))
+                .into_response();
+        }
+    }
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -534,6 +544,7 @@ fn route(path: &str) -> Option<Target> {
     };
     Some(Target {
         info,
+        dry_run: false,
         namespace,
         name,
         status,
@@ -832,21 +843,26 @@ fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldErr
 }
 
 /// Runs a write under the lock and persists it before answering.
+/// A dry run changes a copy of the store instead.
 fn write<T>(
     shared: &Shared,
-    info: &ResourceInfo,
+    dry_run: bool,
     change: impl FnOnce(&mut Store) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
     let mut inner = shared.lock();
     if let Some(err) = &inner.failed {
         return Err(ApiError::internal(format!("storage failed earlier: {err}")));
     }
+    if dry_run {
+        let mut copy = inner.store.clone();
+        drop(inner);
+        return change(&mut copy);
+    }
     let out = change(&mut inner.store)?;
     persist(&mut inner).map_err(|e| ApiError::internal(e.to_string()))?;
     let rv = inner.persisted;
     drop(inner);
     shared.changed.send_replace(rv);
-    let _ = info;
     Ok(out)
 }
 
@@ -891,7 +907,7 @@ fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode,
         }
     }
     let now = now_rfc3339();
-    let created = write(shared, target.info, |store| {
+    let created = write(shared, target.dry_run, |store| {
         store
             .create_stored(object, &now)
             .map_err(|e| store_error(target.info, e))
@@ -919,7 +935,7 @@ fn replace(
     }
     let key = key(target, name);
     let info = target.info;
-    let result = write(shared, info, |store| {
+    let result = write(shared, target.dry_run, |store| {
         let current = store
             .get_stored(&key)
             .map(|o| render(info, o))
@@ -1084,7 +1100,7 @@ fn patch(
 fn delete(shared: &Shared, target: &Target, name: &str) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
-    let deleted = write(shared, info, |store| {
+    let deleted = write(shared, target.dry_run, |store| {
         let current = store
             .get_stored(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?

@@ -47,7 +47,16 @@ struct Serve {
 impl Serve {
     fn start(data_dir: &Path, kubectl: &Path) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--watch-window", "5", "--bookmark-interval-seconds", "1", "--data-dir"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--watch-window",
+                "5",
+                "--bookmark-interval-seconds",
+                "1",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -67,14 +76,25 @@ impl Serve {
                 break;
             }
         }
-        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig path");
+        assert!(
+            kubeconfig.exists(),
+            "allot serve printed no kubeconfig path"
+        );
         assert!(!address.is_empty(), "allot serve printed no address");
-        Serve { child, kubeconfig, address, kubectl: kubectl.to_path_buf() }
+        Serve {
+            child,
+            kubeconfig,
+            address,
+            kubectl: kubectl.to_path_buf(),
+        }
     }
 
     fn kubectl_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.kubectl);
-        command.env("KUBECONFIG", &self.kubeconfig).env_remove("KUBERNETES_SERVICE_HOST").args(args);
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(args);
         command
     }
 
@@ -85,14 +105,22 @@ impl Serve {
     /// Runs kubectl and returns stdout, failing the test with stderr when it fails.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
-        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Runs kubectl expecting failure; returns stderr.
     fn fails(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
-        assert!(!out.status.success(), "kubectl {args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
@@ -100,8 +128,14 @@ impl Serve {
     /// status code and body.
     fn http(&self, method: &str, path: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
         let mut stream = TcpStream::connect(&self.address).expect("connects");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n", self.address, body.len());
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            self.address,
+            body.len()
+        );
         for h in headers {
             request.push_str(h);
             request.push_str("\r\n");
@@ -112,14 +146,24 @@ impl Serve {
         let mut response = Vec::new();
         let _ = stream.read_to_end(&mut response);
         let text = String::from_utf8_lossy(&response).into_owned();
-        let code = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
+        let code = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or(String::new(), |(_, b)| b.to_string());
         (code, body)
     }
 
     /// Creates a namespace from a manifest (`kubectl create namespace` sends protobuf).
     fn namespace(&self, dir: &Path, name: &str) {
-        let path = write(dir, &format!("ns-{name}.yaml"), &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"));
+        let path = write(
+            dir,
+            &format!("ns-{name}.yaml"),
+            &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"),
+        );
         self.ok(&["create", "-f", path.to_str().unwrap_or_default()]);
     }
 
@@ -150,32 +194,59 @@ const DEVICE_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nm
 
 #[test]
 fn api_resources_list_every_served_kind() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     let out = serve.ok(&["api-resources", "--no-headers"]);
     let mut missing = Vec::new();
-    for name in ["namespaces", "nodes", "pods", "deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates", "devicetaintrules", "resourcepoolstatusrequests", "podgroups"] {
-        if !out.lines().any(|l| l.split_whitespace().next() == Some(name)) {
+    for name in [
+        "namespaces",
+        "nodes",
+        "pods",
+        "deviceclasses",
+        "resourceslices",
+        "resourceclaims",
+        "resourceclaimtemplates",
+        "devicetaintrules",
+        "resourcepoolstatusrequests",
+        "podgroups",
+    ] {
+        if !out
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name))
+        {
             missing.push(name);
         }
     }
     assert!(missing.is_empty(), "missing {missing:?} in\n{out}");
     let out = serve.ok(&["get", "namespaces"]);
-    assert!(out.lines().next().is_some_and(|h| h.contains("NAME") && h.contains("STATUS") && h.contains("AGE")), "{out}");
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|h| h.contains("NAME") && h.contains("STATUS") && h.contains("AGE")),
+        "{out}"
+    );
     assert!(out.contains("default") && out.contains("Active"), "{out}");
 }
 
 #[test]
 fn every_spec_dra_example_applies_and_reads_back() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     serve.namespace(dir.path(), "some-ns");
     let mut files: Vec<PathBuf> = std::fs::read_dir(spec_dir())
         .expect("examples/spec exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("dra-") && n.ends_with(".yaml")))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("dra-") && n.ends_with(".yaml"))
+        })
         .collect();
     files.sort();
     let mut failures = Vec::new();
@@ -190,16 +261,38 @@ fn every_spec_dra_example_applies_and_reads_back() {
         if out.status.success() {
             applied += 1;
         } else {
-            failures.push(format!("{}: {}", file.display(), String::from_utf8_lossy(&out.stderr)));
+            failures.push(format!(
+                "{}: {}",
+                file.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} applied, failures:\n{}", applied, failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} applied, failures:\n{}",
+        applied,
+        failures.join("\n")
+    );
     assert!(applied >= 20, "only {applied} examples applied");
     // Applying again is a no-op patch.
-    let again = serve.ok(&["apply", "-f", spec_dir().join("dra-resourceslice.yaml").to_str().unwrap_or_default()]);
+    let again = serve.ok(&[
+        "apply",
+        "-f",
+        spec_dir()
+            .join("dra-resourceslice.yaml")
+            .to_str()
+            .unwrap_or_default(),
+    ]);
     assert!(again.contains("unchanged"), "{again}");
     let yaml = serve.ok(&["get", "resourceslice", "cat-slice", "-o", "yaml"]);
-    for want in ["apiVersion: resource.k8s.io/v1", "kind: ResourceSlice", "resourceVersion:", "uid:", "creationTimestamp:"] {
+    for want in [
+        "apiVersion: resource.k8s.io/v1",
+        "kind: ResourceSlice",
+        "resourceVersion:",
+        "uid:",
+        "creationTimestamp:",
+    ] {
         assert!(yaml.contains(want), "{want} missing in\n{yaml}");
     }
     let table = serve.ok(&["get", "resourceslices"]);
@@ -209,41 +302,97 @@ fn every_spec_dra_example_applies_and_reads_back() {
     }
     assert!(table.contains("cat-slice"), "{table}");
     let claims = serve.ok(&["get", "resourceclaims", "-A"]);
-    assert!(claims.lines().next().is_some_and(|h| h.contains("STATE")), "{claims}");
+    assert!(
+        claims.lines().next().is_some_and(|h| h.contains("STATE")),
+        "{claims}"
+    );
     let rule = serve.ok(&["get", "devicetaintrules", "-o", "name"]);
     assert!(rule.contains("devicetaintrule.resource.k8s.io/"), "{rule}");
     // Label selectors reach the server.
     serve.ok(&["label", "resourceslice", "cat-slice", "team=cats"]);
     let selected = serve.ok(&["get", "resourceslices", "-l", "team=cats", "-o", "name"]);
     assert_eq!(selected.trim(), "resourceslice.resource.k8s.io/cat-slice");
-    let selected = serve.ok(&["get", "resourceslices", "-l", "team notin (cats)", "-o", "name"]);
-    assert!(!selected.contains("cat-slice") && !selected.trim().is_empty(), "{selected}");
+    let selected = serve.ok(&[
+        "get",
+        "resourceslices",
+        "-l",
+        "team notin (cats)",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        !selected.contains("cat-slice") && !selected.trim().is_empty(),
+        "{selected}"
+    );
 }
 
 #[test]
 fn invalid_objects_are_refused_with_field_paths() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
-    let bad = write(dir.path(), "bad.yaml", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: bad\nspec:\n  devices:\n    requests:\n    - name: Bad_Name\n      exactly:\n        deviceClassName: gpu.example.com\n");
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: bad\nspec:\n  devices:\n    requests:\n    - name: Bad_Name\n      exactly:\n        deviceClassName: gpu.example.com\n",
+    );
     let err = serve.fails(&["apply", "-f", bad.to_str().unwrap_or_default()]);
-    assert!(err.contains("is invalid") && err.contains("spec.devices.requests[0].name: Invalid value: \"Bad_Name\""), "{err}");
-    let unknown = write(dir.path(), "unknown.yaml", "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: x\nspec:\n  selectorz: []\n");
+    assert!(
+        err.contains("is invalid")
+            && err.contains("spec.devices.requests[0].name: Invalid value: \"Bad_Name\""),
+        "{err}"
+    );
+    let unknown = write(
+        dir.path(),
+        "unknown.yaml",
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: x\nspec:\n  selectorz: []\n",
+    );
     let err = serve.fails(&["apply", "-f", unknown.to_str().unwrap_or_default()]);
-    assert!(err.contains("BadRequest") && err.contains("unknown field \"spec.selectorz\""), "{err}");
+    assert!(
+        err.contains("BadRequest") && err.contains("unknown field \"spec.selectorz\""),
+        "{err}"
+    );
     // The 422 Status carries the cause with its field.
     let body = br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"bad"},"spec":{"devices":{"requests":[{"name":"Bad_Name","exactly":{"deviceClassName":"c"}}]}}}"#;
-    let (code, text) = serve.http("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", &["Content-Type: application/json"], body);
+    let (code, text) = serve.http(
+        "POST",
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+        &["Content-Type: application/json"],
+        body,
+    );
     assert_eq!(code, 422, "{text}");
-    assert!(text.contains("\"reason\":\"Invalid\"") && text.contains("\"field\":\"spec.devices.requests[0].name\"") && text.contains("FieldValueInvalid"), "{text}");
+    assert!(
+        text.contains("\"reason\":\"Invalid\"")
+            && text.contains("\"field\":\"spec.devices.requests[0].name\"")
+            && text.contains("FieldValueInvalid"),
+        "{text}"
+    );
     // Creating into a namespace that does not exist is NotFound, as upstream.
-    let err = serve.fails(&["create", "-n", "nowhere", "-f", write(dir.path(), "c.yaml", DEVICE_CLASS.replace("DeviceClass", "ResourceClaimTemplate").as_str()).to_str().unwrap_or_default()]);
+    let err = serve.fails(&[
+        "create",
+        "-n",
+        "nowhere",
+        "-f",
+        write(
+            dir.path(),
+            "c.yaml",
+            DEVICE_CLASS
+                .replace("DeviceClass", "ResourceClaimTemplate")
+                .as_str(),
+        )
+        .to_str()
+        .unwrap_or_default(),
+    ]);
     assert!(!err.is_empty());
 }
 
 #[test]
 fn stale_updates_conflict_and_deletes_remove() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
@@ -252,7 +401,10 @@ fn stale_updates_conflict_and_deletes_remove() {
     let stale_path = write(dir.path(), "stale.json", &stale);
     serve.ok(&["annotate", "deviceclass", "gpu.example.com", "note=changed"]);
     let err = serve.fails(&["replace", "-f", stale_path.to_str().unwrap_or_default()]);
-    assert!(err.contains("Conflict") && err.contains("the object has been modified"), "{err}");
+    assert!(
+        err.contains("Conflict") && err.contains("the object has been modified"),
+        "{err}"
+    );
     // The current version replaces fine.
     let current = serve.ok(&["get", "deviceclass", "gpu.example.com", "-o", "json"]);
     let current_path = write(dir.path(), "current.json", &current);
@@ -268,7 +420,9 @@ fn stale_updates_conflict_and_deletes_remove() {
 
 #[test]
 fn watch_sees_changes() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     let mut watcher = serve
@@ -287,15 +441,23 @@ fn watch_sees_changes() {
         }
     });
     // The initial listing shows the existing namespaces first.
-    let first = rx.recv_timeout(Duration::from_secs(20)).expect("watch prints");
+    let first = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("watch prints");
     assert!(first.contains("NAME"), "{first}");
-    serve.namespace(dir.path(), "watched");
+    // `kubectl create namespace` sends a protobuf body.
+    serve.ok(&["create", "namespace", "watched"]);
     serve.ok(&["label", "namespace", "watched", "a=b"]);
     serve.ok(&["delete", "namespace", "watched"]);
     let mut seen = Vec::new();
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
         if line.contains("watched") {
-            seen.push(line.split_whitespace().next().unwrap_or_default().to_string());
+            seen.push(
+                line.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
             if seen.len() == 3 {
                 break;
             }
@@ -308,24 +470,46 @@ fn watch_sees_changes() {
 
 #[test]
 fn raw_protocol_edges() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     assert_eq!(serve.http("GET", "/livez", &[], b"").0, 200);
     assert_eq!(serve.http("GET", "/readyz", &[], b"").0, 200);
     // A wrong bearer token is refused; no token on loopback is the admin.
-    let (code, body) = serve.http("GET", "/api/v1/namespaces", &["Authorization: Bearer wrong"], b"");
+    let (code, body) = serve.http(
+        "GET",
+        "/api/v1/namespaces",
+        &["Authorization: Bearer wrong"],
+        b"",
+    );
     assert_eq!(code, 401, "{body}");
     assert!(body.contains("\"reason\":\"Unauthorized\""), "{body}");
     // Malformed bodies are 400 Status errors.
-    let (code, body) = serve.http("POST", "/api/v1/namespaces", &["Content-Type: application/json"], b"{not json");
+    let (code, body) = serve.http(
+        "POST",
+        "/api/v1/namespaces",
+        &["Content-Type: application/json"],
+        b"{not json",
+    );
     assert_eq!(code, 400, "{body}");
     assert!(body.contains("\"kind\":\"Status\""), "{body}");
-    let (code, _) = serve.http("POST", "/api/v1/namespaces", &["Content-Type: application/json"], b"[1,2]");
+    let (code, _) = serve.http(
+        "POST",
+        "/api/v1/namespaces",
+        &["Content-Type: application/json"],
+        b"[1,2]",
+    );
     assert_eq!(code, 400);
     // Oversized bodies are refused.
     let big = vec![b' '; 4 * 1024 * 1024];
-    let (code, _) = serve.http("POST", "/api/v1/namespaces", &["Content-Type: application/json"], &big);
+    let (code, _) = serve.http(
+        "POST",
+        "/api/v1/namespaces",
+        &["Content-Type: application/json"],
+        &big,
+    );
     assert_eq!(code, 413);
     // Unknown paths are NotFound Status objects.
     let (code, body) = serve.http("GET", "/apis/nope/v1/things", &[], b"");
@@ -334,34 +518,91 @@ fn raw_protocol_edges() {
     for i in 0..8 {
         serve.namespace(dir.path(), &format!("ns-{i}"));
     }
-    let (code, body) = serve.http("GET", "/api/v1/namespaces?watch=true&resourceVersion=1", &[], b"");
+    let (code, body) = serve.http(
+        "GET",
+        "/api/v1/namespaces?watch=true&resourceVersion=1",
+        &[],
+        b"",
+    );
     assert_eq!(code, 200, "{body}");
-    assert!(body.contains("\"type\":\"ERROR\"") && body.contains("\"code\":410") && body.contains("Expired"), "{body}");
+    assert!(
+        body.contains("\"type\":\"ERROR\"")
+            && body.contains("\"code\":410")
+            && body.contains("Expired"),
+        "{body}"
+    );
     // A recent resourceVersion streams what followed it, and bookmarks when asked.
-    let list = serve.ok(&["get", "namespaces", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    let (_, list) = serve.http("GET", "/api/v1/namespaces", &[], b"");
+    let list: serde_json::Value = serde_json::from_str(&list).expect("a JSON list");
+    let list_rv = list
+        .pointer("/metadata/resourceVersion")
+        .and_then(serde_json::Value::as_str)
+        .expect("a list resourceVersion")
+        .to_string();
+    // A server-side dry run answers like a create but stores nothing.
+    let (code, body) = serve.http(
+        "POST",
+        "/api/v1/namespaces?dryRun=All",
+        &["Content-Type: application/json"],
+        br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dry"}}"#,
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(serve.http("GET", "/api/v1/namespaces/dry", &[], b"").0, 404);
     serve.namespace(dir.path(), "after");
-    let (code, body) = serve.http("GET", &format!("/api/v1/namespaces?watch=true&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds=3", list.trim()), &[], b"");
+    let (code, body) = serve.http("GET", &format!("/api/v1/namespaces?watch=true&resourceVersion={list_rv}&allowWatchBookmarks=true&timeoutSeconds=3"), &[], b"");
     assert_eq!(code, 200, "{body}");
-    assert!(body.contains("\"type\":\"ADDED\"") && body.contains("\"name\":\"after\"") && body.contains("\"type\":\"BOOKMARK\""), "{body}");
-    assert!(!body.contains("\"name\":\"ns-7\""), "{body}");
+    assert!(
+        body.contains("\"type\":\"ADDED\"")
+            && body.contains("\"name\":\"after\"")
+            && body.contains("\"type\":\"BOOKMARK\""),
+        "{body}"
+    );
+    assert!(
+        !body.contains("\"name\":\"ns-7\"") && !body.contains("\"name\":\"dry\""),
+        "{body}"
+    );
     // Merge patch with a stale resourceVersion precondition conflicts.
-    let (code, body) = serve.http("PATCH", "/api/v1/namespaces/after", &["Content-Type: application/merge-patch+json"], br#"{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}"#);
+    let (code, body) = serve.http(
+        "PATCH",
+        "/api/v1/namespaces/after",
+        &["Content-Type: application/merge-patch+json"],
+        br#"{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}"#,
+    );
     assert_eq!(code, 409, "{body}");
-    let (code, body) = serve.http("PATCH", "/api/v1/namespaces/after", &["Content-Type: application/merge-patch+json"], br#"{"metadata":{"labels":{"x":"y"}}}"#);
+    let (code, body) = serve.http(
+        "PATCH",
+        "/api/v1/namespaces/after",
+        &["Content-Type: application/merge-patch+json"],
+        br#"{"metadata":{"labels":{"x":"y"}}}"#,
+    );
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"x\":\"y\""), "{body}");
-    let (code, _) = serve.http("PATCH", "/api/v1/namespaces/after", &["Content-Type: application/json-patch+json"], b"[]");
+    let (code, _) = serve.http(
+        "PATCH",
+        "/api/v1/namespaces/after",
+        &["Content-Type: application/json-patch+json"],
+        b"[]",
+    );
     assert_eq!(code, 415);
 }
 
 #[test]
 fn kill_9_keeps_acknowledged_writes() {
-    let Some(kubectl) = kubectl_or_skip() else { return };
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
     serve.ok(&["create", "-f", class.to_str().unwrap_or_default()]);
-    serve.ok(&["apply", "-f", spec_dir().join("dra-resourceslice.yaml").to_str().unwrap_or_default()]);
+    serve.ok(&[
+        "apply",
+        "-f",
+        spec_dir()
+            .join("dra-resourceslice.yaml")
+            .to_str()
+            .unwrap_or_default(),
+    ]);
     serve.namespace(dir.path(), "keep");
     serve.namespace(dir.path(), "gone");
     serve.ok(&["delete", "namespace", "gone"]);
@@ -371,12 +612,38 @@ fn kill_9_keeps_acknowledged_writes() {
     let serve = Serve::start(dir.path(), &kubectl);
     let after = serve.ok(&["get", "deviceclass,resourceslice,namespace", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}"]);
     assert_eq!(before, after);
-    assert!(after.contains("gpu.example.com") && after.contains("cat-slice") && after.contains("keep") && !after.contains("gone"), "{after}");
-    let labels = serve.ok(&["get", "namespace", "keep", "-o", "jsonpath={.metadata.labels.kept}"]);
+    assert!(
+        after.contains("gpu.example.com")
+            && after.contains("cat-slice")
+            && after.contains("keep")
+            && !after.contains("gone"),
+        "{after}"
+    );
+    let labels = serve.ok(&[
+        "get",
+        "namespace",
+        "keep",
+        "-o",
+        "jsonpath={.metadata.labels.kept}",
+    ]);
     assert_eq!(labels, "yes");
     // Writes continue from the restored resourceVersion.
     serve.namespace(dir.path(), "later");
-    let rv: u64 = serve.ok(&["get", "namespace", "later", "-o", "jsonpath={.metadata.resourceVersion}"]).trim().parse().expect("numeric resourceVersion");
-    let max_before = before.lines().filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok()).max().unwrap_or(0);
+    let rv: u64 = serve
+        .ok(&[
+            "get",
+            "namespace",
+            "later",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .trim()
+        .parse()
+        .expect("numeric resourceVersion");
+    let max_before = before
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
     assert!(rv > max_before, "{rv} <= {max_before}");
 }

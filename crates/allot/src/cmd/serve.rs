@@ -27,7 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut options = allot_apiserver::ServeOptions::new(args.data_dir);
     options.listen = args.listen;
     options.watch_window = args.watch_window;
-    options.bookmark_interval = std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
+    options.bookmark_interval =
+        std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
     allot_apiserver::serve_blocking(options, |server| {
         let address = server
             .local_addr()
