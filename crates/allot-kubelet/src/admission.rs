@@ -1009,7 +1009,10 @@ impl HintProvider<Plan, str> for MemoryProvider<'_> {
             return Ok(());
         };
         // A container of a pod-level pod that is not Guaranteed on its own has nothing to pin:
-        // it runs on the node's memory.
+        // it runs on the node's memory, as the spec describes for container scope. The upstream
+        // code read for this has no such early return: it records empty blocks and, given a
+        // merged affinity of several NUMA nodes one of which holds a single-node allocation,
+        // would fail with "preferred hint violates NUMA node allocation"; we follow the spec.
         if pod.pod_level_memory && c.requests.is_empty() {
             return Ok(());
         }
