@@ -336,3 +336,27 @@ fn init_container_devices_go_to_app_containers() {
     assert!(!r.pods[0].admitted, "{:?}", r.pods[0]);
     assert_eq!(r.pods[0].reason.as_deref(), Some("TopologyAffinityError"));
 }
+
+#[test]
+fn pod_level_slices_beyond_the_budget_fail_allocation_as_upstream() {
+    // Nobody shares, so validatePodScopeResources passes; the 3 CPU slice cannot be cut from a
+    // 2 CPU bubble and the allocation error is unexpected, as upstream's AllocatePod returns it.
+    let config = format!(
+        "{STATIC}\ntopologyManagerPolicy: best-effort\ntopologyManagerScope: pod\nfeatureGates: {{PodLevelResourceManagers: true}}"
+    );
+    let spec = "  resources: {requests: {cpu: \"2\", memory: 4Gi}, limits: {cpu: \"2\", memory: 4Gi}}\n  containers:\n".to_string()
+        + &guaranteed("main", "3");
+    let r = admit(&scenario(&config, &pod("over", &spec)));
+    let p = &r.pods[0];
+    assert!(!p.admitted, "{p:?}");
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("UnexpectedAdmissionError"),
+        "{p:?}"
+    );
+    assert!(
+        r.state.cpu_manager["entries"].get("over").is_none(),
+        "{:?}",
+        r.state
+    );
+}
