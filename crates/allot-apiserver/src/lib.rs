@@ -6,7 +6,10 @@
 //! is acknowledged. Restart replays the log through the store's write operations, which rebuilds
 //! identical resourceVersions and uids. The cost: all objects must fit in memory and the whole
 //! log is replayed at start (no snapshots yet); writes are serialised behind one lock, so
-//! throughput is bounded by one fsync per write.
+//! throughput is bounded by one fsync per write. The control-plane loops (ResourceClaim
+//! controller, scheduler, device-taint eviction) run on their own thread on the real clock and
+//! borrow the same store under the same lock, so their writes are persisted and watched like
+//! API writes.
 
 #![deny(missing_docs)]
 

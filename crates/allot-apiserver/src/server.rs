@@ -172,6 +172,8 @@ impl Server {
     /// Serves until the process ends.
     pub async fn run(self) -> Result<(), Error> {
         let address = self.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let controllers = self.shared.clone();
+        std::thread::spawn(move || run_controllers(controllers));
         let app = axum::Router::new().fallback(handle).with_state(self.shared);
         axum::serve(self.listener, app)
             .await
@@ -203,6 +205,61 @@ fn kubeconfig_text(address: SocketAddr, token: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: allot\n  cluster:\n    server: http://{address}\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: allot\n  context:\n    cluster: allot\n    user: admin\n    namespace: default\ncurrent-context: allot\n"
     )
+}
+
+/// The control-plane loops of `allot simulate` that need no node setup: ResourceClaim
+/// controller, scheduler, device-taint eviction. Simulated node agents are not run yet.
+fn controllers() -> Vec<Box<dyn allot_runtime::Controller>> {
+    vec![
+        Box::new(allot_controllers::ResourceClaimController::new(
+            allot_controllers::ResourceClaimControllerConfig::default(),
+        )),
+        Box::new(allot_scheduler::Scheduler::new(
+            allot_scheduler::SchedulerConfig::default(),
+        )),
+        Box::new(allot_controllers::DeviceTaintEvictionController::new(
+            allot_controllers::EvictionMode::Delete,
+        )),
+    ]
+}
+
+/// The real clock as the runtime's time (milliseconds since 2026-01-01T00:00:00Z).
+fn sim_now() -> allot_runtime::SimTime {
+    let epoch = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_default();
+    let millis = (chrono::Utc::now() - epoch).num_milliseconds();
+    allot_runtime::SimTime(u64::try_from(millis).unwrap_or(0))
+}
+
+/// Runs the controllers on the real clock, on a thread that owns them (they are not `Send`).
+/// Every tick the shared store is lent to the runtime under the lock, whatever is due runs, and
+/// the controllers' writes are persisted and announced like API writes.
+fn run_controllers(shared: Arc<Shared>) {
+    let mut runtime = allot_runtime::Runtime::new(Store::new(), controllers(), sim_now());
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let rv = {
+            let mut inner = shared.lock();
+            if inner.failed.is_some() {
+                continue;
+            }
+            runtime.store = std::mem::take(&mut inner.store);
+            if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
+                tracing::warn!("controllers: {err}");
+            }
+            inner.store = std::mem::take(&mut runtime.store);
+            if persist(&mut inner).is_err() {
+                continue;
+            }
+            inner.persisted
+        };
+        shared.changed.send_if_modified(|current| {
+            let modified = *current != rv;
+            *current = rv;
+            modified
+        });
+    }
 }
 
 fn now_rfc3339() -> String {
@@ -887,7 +944,7 @@ fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode,
         }
     }
     if target.info.status
-        && target.info.kind != Kind::Namespace
+        && !matches!(target.info.kind, Kind::Namespace | Kind::Node)
         && let Some(map) = value.as_object_mut()
     {
         map.remove("status");

@@ -647,3 +647,70 @@ fn kill_9_keeps_acknowledged_writes() {
         .unwrap_or(0);
     assert!(rv > max_before, "{rv} <= {max_before}");
 }
+
+#[test]
+fn controllers_schedule_pods_and_allocate_template_claims() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl);
+    let examples = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/simulate"
+    ));
+    // The cluster file also holds NodeTopology and KubeletConfiguration, which are not served.
+    let cluster = std::fs::read_to_string(examples.join("00-cluster.yaml")).expect("reads");
+    let served: Vec<&str> = cluster
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: Namespace\n") || d.contains("kind: Node\n"))
+        .collect();
+    let cluster = write(dir.path(), "cluster.yaml", &served.join("\n---\n"));
+    serve.ok(&["apply", "-f", cluster.to_str().unwrap_or_default()]);
+    for file in ["10-devices.yaml", "20-workloads.yaml"] {
+        serve.ok(&[
+            "apply",
+            "-f",
+            examples.join(file).to_str().unwrap_or_default(),
+        ]);
+    }
+    let mut node = String::new();
+    let mut claims = String::new();
+    for _ in 0..100 {
+        node = serve.ok(&[
+            "get",
+            "pod",
+            "inference-0",
+            "-n",
+            "ml",
+            "-o",
+            "jsonpath={.spec.nodeName}",
+        ]);
+        claims = serve.ok(&["get", "resourceclaims", "-n", "ml", "--no-headers"]);
+        if !node.is_empty()
+            && claims
+                .lines()
+                .any(|l| l.starts_with("inference-0-") && l.contains("allocated,reserved"))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        node.starts_with("gpu-node-"),
+        "inference-0 not scheduled: {node:?}"
+    );
+    assert!(
+        claims
+            .lines()
+            .any(|l| l.starts_with("inference-0-") && l.contains("allocated,reserved")),
+        "{claims}"
+    );
+    // A pod asking for more than any node has stays pending with its claim unallocated.
+    assert!(
+        claims
+            .lines()
+            .any(|l| l.starts_with("too-big-") && l.contains("pending")),
+        "{claims}"
+    );
+}
