@@ -207,8 +207,7 @@ pub fn preferred_affinity_weight(pod: &Pod, node: &Node) -> i64 {
 }
 
 /// NodeResourcesFit filter: every reason, in upstream's order (pods, cpu, memory, ephemeral
-/// storage, then scalar resources by name). `skip` names resources another plugin handles
-/// (extended resources backed by DRA).
+/// storage, then scalar resources by name).
 pub fn resources_fit(
     request: &Resources,
     allocatable: &Resources,

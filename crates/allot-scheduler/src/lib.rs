@@ -106,6 +106,10 @@ struct PodClaim {
     group: Option<(String, String)>,
 }
 
+/// A scored candidate: (DRA score, resource and preference score, rank in name order, node
+/// slot, the allocation when the DRA score needed it).
+type Scored = (i64, i64, usize, usize, Option<Vec<AllocationResult>>);
+
 /// A remembered scheduling failure (an equivalence class of pods, valid for one cache epoch).
 #[derive(Debug, Clone)]
 struct Failure {
@@ -830,8 +834,7 @@ impl Scheduler {
                     (taints, affinity)
                 })
                 .collect();
-            let mut scored: Vec<(i64, i64, usize, usize, Option<Vec<AllocationResult>>)> =
-                Vec::with_capacity(candidates.len());
+            let mut scored: Vec<Scored> = Vec::with_capacity(candidates.len());
             for (&(index, rank), (taints, affinity)) in candidates.iter().zip(prefs) {
                 let Some(state) = self.cache.node(index) else {
                     continue;
@@ -882,15 +885,13 @@ impl Scheduler {
             let avoid_slots: BTreeSet<usize> =
                 avoid.iter().filter_map(|n| self.cache.slot_of(n)).collect();
             let avoided = |index: usize| avoid_slots.contains(&index);
-            let better =
-                |a: &(i64, i64, usize, usize, Option<Vec<AllocationResult>>),
-                 b: &(i64, i64, usize, usize, Option<Vec<AllocationResult>>)| {
-                    avoided(a.3)
-                        .cmp(&avoided(b.3))
-                        .then(b.0.cmp(&a.0))
-                        .then(b.1.cmp(&a.1))
-                        .then(a.2.cmp(&b.2))
-                };
+            let better = |a: &Scored, b: &Scored| {
+                avoided(a.3)
+                    .cmp(&avoided(b.3))
+                    .then(b.0.cmp(&a.0))
+                    .then(b.1.cmp(&a.1))
+                    .then(a.2.cmp(&b.2))
+            };
             let mut ordered = Vec::with_capacity(scored.len());
             while !scored.is_empty() {
                 let best = (0..scored.len())
