@@ -81,8 +81,9 @@ pub struct FilterCounts {
     pub counters: usize,
     /// Removed because the requested capacity does not fit.
     pub capacity: usize,
-    /// Removed by compatibility groups (`DRADeviceCompatibilityGroups`); this allocator does
-    /// not evaluate compatibility groups yet, so this stays zero.
+    /// Removed by compatibility groups: the device shares no group with the devices already
+    /// allocated on one of its counter sets (`DRADeviceCompatibilityGroups`), or, with that
+    /// gate off, it declares groups and so cannot be checked.
     pub compatibility_group: usize,
 }
 
@@ -134,7 +135,9 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
                 candidates_by_request.push((r, candidates));
             }
         }
-        let constraints = explain_constraints(problem, claim_index, &slots, &candidates_by_request);
+        let mut constraints =
+            explain_constraints(problem, claim_index, &slots, &candidates_by_request);
+        constraints.extend(explain_compatibility(problem, &slots));
         let fits_alone = if problem.claims.len() == 1 {
             false
         } else {
@@ -237,6 +240,10 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
             filters.capacity += 1;
             continue;
         }
+        if problem.compat_blocked(d) {
+            filters.compatibility_group += 1;
+            continue;
+        }
         candidates.push(d);
     }
     let req = &problem.reqs[r];
@@ -254,6 +261,34 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
             .collect(),
     };
     (explanation, candidates)
+}
+
+/// Candidates the search turned down because they share no compatibility group with devices
+/// picked for other requests on the same counter set.
+fn explain_compatibility(problem: &Problem<'_>, slots: &[Vec<usize>]) -> Option<ConstraintFailure> {
+    let mut requests = Vec::new();
+    let mut devices = BTreeSet::new();
+    for &r in slots.iter().flatten() {
+        let rejected: Vec<usize> = problem
+            .compat_rejected
+            .range((r, 0)..(r + 1, 0))
+            .map(|&(_, d)| d)
+            .collect();
+        if !rejected.is_empty() {
+            requests.push(problem.reqs[r].name());
+            devices.extend(rejected);
+        }
+    }
+    let sample = devices.first().copied()?;
+    Some(ConstraintFailure {
+        constraint: "compatibilityGroups".to_string(),
+        requests,
+        reason: format!(
+            "devices drawing from the same counter set must share a compatibility group; {} candidate(s) share none with the devices picked alongside them",
+            devices.len()
+        ),
+        sample_device: Some(problem.devs[sample].id()),
+    })
 }
 
 fn explain_constraints(

@@ -22,6 +22,8 @@ use crate::explain;
 use crate::pools::{Pool, gather_pools};
 use crate::{AllocationInput, Error, Features, Outcome};
 
+mod compat;
+
 /// `namespace/name`, or `name` without a namespace, as klog prints objects.
 pub(crate) fn claim_name(claim: &ResourceClaim) -> String {
     if claim.metadata.namespace.is_empty() {
@@ -50,6 +52,12 @@ pub(crate) struct Dev<'a> {
     pub capacity_used: Option<Consumed>,
     /// Existing claims hold shares of this device.
     pub shared: bool,
+    /// Compatibility groups per counter set consumed from (sorted), in consumption order.
+    pub groups: Vec<(String, Vec<String>)>,
+    /// With `DRADeviceCompatibilityGroups` off: the device declares groups, or joins a
+    /// counter set on which an allocated device declared some, so it cannot be checked and
+    /// is skipped (upstream's version-skew protection).
+    pub compat_skip: bool,
 }
 
 impl Dev<'_> {
@@ -150,6 +158,11 @@ pub(crate) struct Problem<'a> {
     clean: bool,
     /// Whether the prunings are on (always, except to compare against the plain search).
     pub prune: bool,
+    /// Per pool and counter set: the compatibility groups of devices already allocated.
+    compat_baseline: Vec<HashMap<String, compat::Groups>>,
+    /// (request, device) pairs the search turned down for compatibility groups; for the
+    /// explanation.
+    pub compat_rejected: std::collections::BTreeSet<(usize, usize)>,
 }
 
 type Id<'a> = (&'a str, &'a str, &'a str);
@@ -231,7 +244,9 @@ impl<'a> Problem<'a> {
 
         // Counters per pool.
         let mut counters = Vec::with_capacity(pools.len());
+        let mut compat_baseline = Vec::with_capacity(pools.len());
         for pool in &pools {
+            let mut baseline: HashMap<String, compat::Groups> = HashMap::new();
             let mut pc = PoolCounters::default();
             for (set_name, set) in &pool.counter_sets {
                 for (counter_name, counter) in &set.counters {
@@ -250,6 +265,10 @@ impl<'a> Problem<'a> {
                     )) {
                         continue;
                     }
+                    for (set, groups) in compat::device_groups(device) {
+                        let joined = compat::fold(baseline.get(&set), &groups);
+                        baseline.insert(set, joined);
+                    }
                     for consumption in &device.consumes_counters {
                         for (name, counter) in &consumption.counters {
                             if let Some(&i) = pc
@@ -264,6 +283,7 @@ impl<'a> Problem<'a> {
             }
             pc.overdrawn = pc.available.iter().any(|q| q.sign() < 0);
             counters.push(pc);
+            compat_baseline.push(baseline);
         }
 
         // Devices in search order.
@@ -287,6 +307,13 @@ impl<'a> Problem<'a> {
                             }
                         }
                     }
+                    let groups = compat::device_groups(device);
+                    let compat_skip = groups.iter().any(|(set, declared)| {
+                        !declared.is_empty()
+                            || compat_baseline[pool_index]
+                                .get(set)
+                                .is_some_and(compat::Groups::declared)
+                    });
                     devs.push(Dev {
                         pool: pool_index,
                         slice,
@@ -300,6 +327,8 @@ impl<'a> Problem<'a> {
                         allocated: dedicated.contains(&id),
                         capacity_used: aggregated.get(&id).cloned(),
                         shared: shared.contains(&id),
+                        groups,
+                        compat_skip,
                     });
                 }
             }
@@ -321,6 +350,8 @@ impl<'a> Problem<'a> {
             dev_hashes: vec![None; n_devs],
             clean: false,
             prune: true,
+            compat_baseline,
+            compat_rejected: std::collections::BTreeSet::new(),
         };
         problem.apply_taint_rules();
         problem.validate_claims()?;
@@ -707,6 +738,9 @@ impl<'a> Problem<'a> {
         if !self.features.binding_and_status() && !dev.device.binding_conditions.is_empty() {
             return Verdict::No;
         }
+        if !self.features.device_compatibility_groups && dev.compat_skip {
+            return Verdict::No;
+        }
         if !matches!(self.verdicts[r][d], Verdict::Unknown) {
             return self.verdicts[r][d].clone();
         }
@@ -717,13 +751,10 @@ impl<'a> Problem<'a> {
 
     fn evaluate_selectors(&mut self, r: usize, d: usize) -> Verdict {
         let class = self.reqs[r].class;
-        let claim = &self.claims_name(self.reqs[r].claim);
-        for (owner, selectors) in [
-            (
-                format!("class {}", class.metadata.name),
-                class.spec.selectors.as_slice(),
-            ),
-            (format!("claim {claim}"), self.reqs[r].selectors),
+        // The owner's name is only spelled out for an error, not on every evaluation.
+        for (of_class, selectors) in [
+            (true, class.spec.selectors.as_slice()),
+            (false, self.reqs[r].selectors),
         ] {
             for (index, selector) in selectors.iter().enumerate() {
                 let Some(cel_selector) = &selector.cel else {
@@ -742,7 +773,7 @@ impl<'a> Problem<'a> {
                     Ok(compiled) => compiled,
                     Err(message) => {
                         return Verdict::Fail(Error::CelCompile {
-                            owner,
+                            owner: self.selector_owner(r, of_class),
                             index,
                             message: message.clone(),
                         });
@@ -752,7 +783,7 @@ impl<'a> Problem<'a> {
                     Ok(device) => device,
                     Err(message) => {
                         return Verdict::Fail(Error::CelRuntime {
-                            owner,
+                            owner: self.selector_owner(r, of_class),
                             index,
                             message,
                         });
@@ -766,7 +797,7 @@ impl<'a> Problem<'a> {
                     }
                     Err(message) => {
                         return Verdict::Fail(Error::CelRuntime {
-                            owner,
+                            owner: self.selector_owner(r, of_class),
                             index,
                             message,
                         });
@@ -822,6 +853,15 @@ impl<'a> Problem<'a> {
         }
     }
 
+    /// Who owns the selectors of request `r`, as errors name it: its class or its claim.
+    fn selector_owner(&self, r: usize, of_class: bool) -> String {
+        if of_class {
+            format!("class {}", self.reqs[r].class.metadata.name)
+        } else {
+            format!("claim {}", self.claims_name(self.reqs[r].claim))
+        }
+    }
+
     fn claims_name(&self, claim: usize) -> String {
         match self.claims.get(claim) {
             Some(data) => data.name.clone(),
@@ -869,6 +909,22 @@ impl<'a> Problem<'a> {
         };
         self.cap_verdicts[r][d] = verdict.clone();
         verdict
+    }
+
+    /// Whether compatibility groups keep device `d` out regardless of this search: with the
+    /// gate off, the version-skew skip; with it on, no shared group with devices already
+    /// allocated on one of its counter sets.
+    pub(crate) fn compat_blocked(&self, d: usize) -> bool {
+        let dev = &self.devs[d];
+        if !self.features.device_compatibility_groups {
+            return dev.compat_skip;
+        }
+        let baseline = &self.compat_baseline[dev.pool];
+        !dev.device.consumes_counters.is_empty()
+            && !dev
+                .groups
+                .iter()
+                .all(|(set, groups)| compat::admits(baseline.get(set), groups))
     }
 
     /// Whether a taint on the device keeps the request from using it.
@@ -949,6 +1005,8 @@ struct Picked {
     consumed: Option<Consumed>,
     charged_counters: bool,
     marked: bool,
+    /// Joined the compatibility-group state of its counter sets.
+    joined_groups: bool,
 }
 
 /// The mutable state of the search.
@@ -966,6 +1024,9 @@ pub(crate) struct Search {
     pub steps: u64,
     /// Claim-boundary states from which the remaining claims could not be allocated.
     failed_states: HashSet<String>,
+    /// Per pool and counter set: the compatibility-group state after each device of this
+    /// search that joined it (a stack, popped when backtracking).
+    groups: Vec<HashMap<String, Vec<compat::Groups>>>,
 }
 
 impl Search {
@@ -986,6 +1047,7 @@ impl Search {
                 .collect(),
             steps: 0,
             failed_states: HashSet::new(),
+            groups: problem.counters.iter().map(|_| HashMap::new()).collect(),
         }
     }
 
@@ -1258,10 +1320,23 @@ impl Search {
             }
             charged = true;
         }
-        if problem.tainted(r, d) {
-            if charged {
-                self.release_counters(problem, d);
+        let joined_groups = charged && features.device_compatibility_groups;
+        if joined_groups && !self.join_groups(problem, d) {
+            problem.compat_rejected.insert((r, d));
+            self.release_counters(problem, d);
+            return Ok(false);
+        }
+        // Undoes what was recorded so far when the device is turned down below.
+        let undo = |search: &mut Self, problem: &Problem<'_>| {
+            if joined_groups {
+                search.leave_groups(problem, d);
             }
+            if charged {
+                search.release_counters(problem, d);
+            }
+        };
+        if problem.tainted(r, d) {
+            undo(self, problem);
             return Ok(false);
         }
         // Constraints.
@@ -1291,9 +1366,7 @@ impl Search {
                     constraint.remove();
                 }
             }
-            if charged {
-                self.release_counters(problem, d);
-            }
+            undo(self, problem);
             if must {
                 return Err(Stop::Error(Error::ConstraintRejectsRequiredDevice {
                     claim: problem.claims[claim].name.clone(),
@@ -1316,18 +1389,14 @@ impl Search {
                 }
                 CapVerdict::Fail(err) => {
                     self.undo_constraints(problem, claim, r, d);
-                    if charged {
-                        self.release_counters(problem, d);
-                    }
+                    undo(self, problem);
                     return Err(Stop::Error(err));
                 }
                 _ => false,
             };
             if !ok {
                 self.undo_constraints(problem, claim, r, d);
-                if charged {
-                    self.release_counters(problem, d);
-                }
+                undo(self, problem);
                 return Ok(false);
             }
         }
@@ -1347,6 +1416,7 @@ impl Search {
             consumed,
             charged_counters: charged,
             marked,
+            joined_groups,
         });
         Ok(true)
     }
@@ -1378,8 +1448,48 @@ impl Search {
         {
             self.allocating_capacity[picked.dev] = None;
         }
+        if picked.joined_groups {
+            self.leave_groups(problem, picked.dev);
+        }
         if picked.charged_counters {
             self.release_counters(problem, picked.dev);
+        }
+    }
+
+    /// Upstream's `checkAndConsumeCompatibilityGroups`: whether device `d` shares a group with
+    /// every device on each counter set it draws from (allocated before or in this search);
+    /// if so, records it.
+    fn join_groups(&mut self, problem: &Problem<'_>, d: usize) -> bool {
+        let dev = &problem.devs[d];
+        let running = &mut self.groups[dev.pool];
+        let baseline = &problem.compat_baseline[dev.pool];
+        let current = |running: &HashMap<String, Vec<compat::Groups>>, set: &str| {
+            running
+                .get(set)
+                .and_then(|stack| stack.last())
+                .or_else(|| baseline.get(set))
+                .cloned()
+        };
+        if !dev
+            .groups
+            .iter()
+            .all(|(set, groups)| compat::admits(current(running, set).as_ref(), groups))
+        {
+            return false;
+        }
+        for (set, groups) in &dev.groups {
+            let joined = compat::fold(current(running, set).as_ref(), groups);
+            running.entry(set.clone()).or_default().push(joined);
+        }
+        true
+    }
+
+    fn leave_groups(&mut self, problem: &Problem<'_>, d: usize) {
+        let dev = &problem.devs[d];
+        for (set, _) in dev.groups.iter().rev() {
+            if let Some(stack) = self.groups[dev.pool].get_mut(set) {
+                stack.pop();
+            }
         }
     }
 
