@@ -16,8 +16,8 @@ use allot_cel::{AttributeValue, CelDevice, CompiledExpression};
 /// remembered.
 #[derive(Default)]
 pub struct CelCache {
-    compiled: RefCell<HashMap<String, (usize, Compiled)>>,
-    verdicts: RefCell<HashMap<(usize, u128), bool>>,
+    compiled: RefCell<HashMap<String, (usize, Compiled), FxBuild>>,
+    verdicts: RefCell<HashMap<(usize, u128), bool, FxBuild>>,
 }
 
 /// A compiled expression, or the compiler's message.
@@ -117,22 +117,50 @@ pub(crate) fn cel_device(driver: &str, device: &Device, multi: bool) -> Result<C
     Ok(cel)
 }
 
-/// A small, fast, non-cryptographic hasher (the Fx multiply-rotate scheme); two seeds give the
-/// 128 bits used as the device's content key.
-struct Fx(u64);
+/// A small, fast, non-cryptographic hasher (the Fx multiply-rotate scheme) for the cache's
+/// maps, whose keys are short and not chosen by an attacker.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl Fx {
+    #[inline]
+    fn word(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_K);
+    }
+}
 
 impl std::hash::Hasher for Fx {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
         let mut chunks = bytes.chunks_exact(8);
         for chunk in &mut chunks {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+            self.word(u64::from_le_bytes(word));
         }
-        for &byte in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
         }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.word(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.word(n);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.word(n as u64);
     }
 
     fn finish(&self) -> u64 {
@@ -140,37 +168,84 @@ impl std::hash::Hasher for Fx {
     }
 }
 
-/// A 128-bit hash of everything CEL can see of a device.
-pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
-    use std::hash::{Hash, Hasher};
-    let mut halves = [0u64; 2];
-    for (seed, half) in [0x9e37_79b9_7f4a_7c15u64, 0xc2b2_ae3d_27d4_eb4f]
-        .into_iter()
-        .zip(halves.iter_mut())
-    {
-        let mut h = Fx(seed);
-        driver.hash(&mut h);
-        device.allow_multiple_allocations.hash(&mut h);
-        device.attributes.len().hash(&mut h);
-        for (name, a) in &device.attributes {
-            name.hash(&mut h);
-            a.int_value.hash(&mut h);
-            a.bool_value.hash(&mut h);
-            a.string_value.hash(&mut h);
-            a.version_value.hash(&mut h);
-            a.int_values.hash(&mut h);
-            a.bool_values.hash(&mut h);
-            a.string_values.hash(&mut h);
-            a.version_values.hash(&mut h);
-        }
-        device.capacity.len().hash(&mut h);
-        for (name, c) in &device.capacity {
-            name.hash(&mut h);
-            c.value.hash(&mut h);
-        }
-        *half = h.finish();
+/// Builds [`Fx`] hashers for the cache's maps.
+pub(crate) type FxBuild = std::hash::BuildHasherDefault<Fx>;
+
+/// Two Fx states fed the same words in one pass: the 128-bit content key of a device. The
+/// second state mixes each word with a different multiplier and rotation so that the halves
+/// are independent.
+struct Fx128(u64, u64);
+
+impl Fx128 {
+    #[inline]
+    fn word(&mut self, word: u64) {
+        const K2: u64 = 0x9e37_79b9_7f4a_7c15;
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_K);
+        self.1 = (self.1.rotate_left(23) ^ word).wrapping_mul(K2);
     }
-    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
+
+impl std::hash::Hasher for Fx128 {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.word(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.word(n);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.word(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A 128-bit hash of everything CEL can see of a device, computed in one pass.
+pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
+    use std::hash::Hash;
+    let mut h = Fx128(0xc2b2_ae3d_27d4_eb4f, 0x1656_67b1_9e37_79f9);
+    driver.hash(&mut h);
+    device.allow_multiple_allocations.hash(&mut h);
+    device.attributes.len().hash(&mut h);
+    for (name, a) in &device.attributes {
+        name.hash(&mut h);
+        a.int_value.hash(&mut h);
+        a.bool_value.hash(&mut h);
+        a.string_value.hash(&mut h);
+        a.version_value.hash(&mut h);
+        a.int_values.hash(&mut h);
+        a.bool_values.hash(&mut h);
+        a.string_values.hash(&mut h);
+        a.version_values.hash(&mut h);
+    }
+    device.capacity.len().hash(&mut h);
+    for (name, c) in &device.capacity {
+        name.hash(&mut h);
+        c.value.hash(&mut h);
+    }
+    (u128::from(h.0) << 64) | u128::from(h.1)
 }
 
 /// Evaluates a compiled expression against a device.
