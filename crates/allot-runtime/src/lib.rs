@@ -209,19 +209,25 @@ impl Runtime {
         }
     }
 
-    /// Turns new store events into queued items, due now.
+    /// Turns new store events into queued items, due now. The events are read in place (no
+    /// copy of the log); the work items are gathered first and queued after.
     fn dispatch_events(&mut self) {
-        let events: Vec<Event> = self.store.events_since(self.seen_rv).to_vec();
-        if let Some(last) = events.last() {
-            self.seen_rv = last.resource_version;
-        }
-        for event in &events {
-            for index in 0..self.controllers.len() {
-                let keys = self.controllers[index].keys_for(event, &self.store);
-                for key in keys {
-                    self.push(index, key, self.now);
+        let events = self.store.events_since(self.seen_rv);
+        let Some(last) = events.last() else {
+            return;
+        };
+        let last_rv = last.resource_version;
+        let mut work = Vec::new();
+        for event in events {
+            for (index, controller) in self.controllers.iter().enumerate() {
+                for key in controller.keys_for(event, &self.store) {
+                    work.push((index, key));
                 }
             }
+        }
+        self.seen_rv = last_rv;
+        for (index, key) in work {
+            self.push(index, key, self.now);
         }
     }
 
