@@ -171,6 +171,44 @@ pub enum Error {
         /// The evaluator's message.
         message: String,
     },
+    /// A request defines derived attributes while `DRADerivedAttributes` is off.
+    #[error(
+        "claim {claim}, request {request}: has derived attributes, but the DRADerivedAttributes feature is disabled"
+    )]
+    DerivedAttributesDisabled {
+        /// The claim.
+        claim: String,
+        /// The request or subrequest name.
+        request: String,
+    },
+    /// A derived attribute breaks one of the spec's rules (name, count, use, cost).
+    #[error("claim {claim}, request {request}: derived attribute {name:?}: {reason}")]
+    InvalidDerivedAttribute {
+        /// The claim.
+        claim: String,
+        /// The request or subrequest name.
+        request: String,
+        /// The derived attribute's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Evaluating a derived attribute failed for a candidate device, which aborts allocation.
+    #[error(
+        "claim {claim}, request {request}: derived attribute {name}: device {device}: CEL runtime error: {message}"
+    )]
+    DerivedAttributeRuntime {
+        /// The claim.
+        claim: String,
+        /// The request or subrequest name.
+        request: String,
+        /// The derived attribute's name.
+        name: String,
+        /// The device as `driver/pool/device`.
+        device: String,
+        /// The evaluator's message.
+        message: String,
+    },
     /// An `All` request includes a device that a claim constraint rejects.
     #[error(
         "claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied"

@@ -135,6 +135,13 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
                 candidates_by_request.push((r, candidates));
             }
         }
+        // Derived attributes of the candidates, for the constraint analysis; a device whose
+        // expression fails counts as lacking the attribute.
+        for (r, candidates) in &candidates_by_request {
+            for &d in candidates {
+                let _ = problem.derive(*r, d);
+            }
+        }
         let mut constraints =
             explain_constraints(problem, claim_index, &slots, &candidates_by_request);
         constraints.extend(explain_compatibility(problem, &slots));
@@ -302,6 +309,8 @@ fn explain_constraints(
         // The requests it covers: per slot, the first subrequest it applies to.
         let mut needed = 0usize;
         let mut devices: BTreeSet<usize> = BTreeSet::new();
+        // The request each device is looked at for (derived attributes are per request).
+        let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
         for reqs in slots {
             let Some(&r) = reqs
                 .iter()
@@ -312,6 +321,9 @@ fn explain_constraints(
             needed += problem.reqs[r].num_devices;
             if let Some((_, candidates)) = candidates_by_request.iter().find(|(req, _)| *req == r) {
                 devices.extend(candidates.iter().copied());
+                for &d in candidates {
+                    owner.entry(d).or_insert(r);
+                }
             }
         }
         if needed == 0 {
@@ -324,8 +336,8 @@ fn explain_constraints(
         let mut without: Option<usize> = None;
         let mut groups: BTreeMap<attributes::Value, Vec<usize>> = BTreeMap::new();
         for &d in &devices {
-            let dev = &problem.devs[d];
-            match attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute) {
+            let r = owner.get(&d).copied().unwrap_or_default();
+            match problem.attribute(r, d, &constraint.attribute) {
                 None => {
                     without.get_or_insert(d);
                 }

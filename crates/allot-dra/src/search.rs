@@ -9,9 +9,9 @@ use allot_api::core::v1::{
 use allot_api::resource::v1::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationConfigSource, AllocationResult, CapacityRequirements,
     DRA_ADMIN_NAMESPACE_LABEL_KEY, Device, DeviceAllocationConfiguration, DeviceAllocationMode,
-    DeviceAllocationResult, DeviceClass, DeviceRequestAllocationResult, DeviceSelector,
-    DeviceTaint, DeviceTaintEffect, DeviceToleration, DeviceTolerationOperator, ResourceClaim,
-    ResourceSlice,
+    DeviceAllocationResult, DeviceAttribute, DeviceClass, DeviceDerivedAttribute,
+    DeviceRequestAllocationResult, DeviceSelector, DeviceTaint, DeviceTaintEffect,
+    DeviceToleration, DeviceTolerationOperator, ResourceClaim, ResourceSlice,
 };
 use allot_quantity::Quantity;
 
@@ -23,6 +23,7 @@ use crate::pools::{Pool, gather_pools};
 use crate::{AllocationInput, Error, Features, Outcome};
 
 mod compat;
+mod derived;
 
 /// `namespace/name`, or `name` without a namespace, as klog prints objects.
 pub(crate) fn claim_name(claim: &ResourceClaim) -> String {
@@ -90,6 +91,10 @@ pub(crate) struct Req<'a> {
     pub tolerations: &'a [DeviceToleration],
     pub capacity: Option<&'a CapacityRequirements>,
     pub all_devices: Vec<usize>,
+    /// The derived attributes as written.
+    pub derived_spec: &'a [DeviceDerivedAttribute],
+    /// The derived attributes, compiled (with `DRADerivedAttributes`).
+    pub derived: Vec<derived::Derived>,
 }
 
 impl Req<'_> {
@@ -160,6 +165,8 @@ pub(crate) struct Problem<'a> {
     pub prune: bool,
     /// Per pool and counter set: the compatibility groups of devices already allocated.
     compat_baseline: Vec<HashMap<String, compat::Groups>>,
+    /// Per request: derived attribute values by device, evaluated on first use.
+    derived_values: Vec<HashMap<usize, Result<Vec<DeviceAttribute>, Error>>>,
     /// (request, device) pairs the search turned down for compatibility groups; for the
     /// explanation.
     pub compat_rejected: std::collections::BTreeSet<(usize, usize)>,
@@ -351,6 +358,7 @@ impl<'a> Problem<'a> {
             clean: false,
             prune: true,
             compat_baseline,
+            derived_values: Vec::new(),
             compat_rejected: std::collections::BTreeSet::new(),
         };
         problem.apply_taint_rules();
@@ -499,6 +507,7 @@ impl<'a> Problem<'a> {
                                 selectors: &sub.selectors,
                                 tolerations: &sub.tolerations,
                                 capacity: sub.capacity.as_ref(),
+                                derived: &sub.derived_attributes,
                             },
                         )?;
                         min = min.min(req.num_devices);
@@ -524,6 +533,9 @@ impl<'a> Problem<'a> {
                             selectors: exactly.map(|e| e.selectors.as_slice()).unwrap_or(&[]),
                             tolerations: exactly.map(|e| e.tolerations.as_slice()).unwrap_or(&[]),
                             capacity: exactly.and_then(|e| e.capacity.as_ref()),
+                            derived: exactly
+                                .map(|e| e.derived_attributes.as_slice())
+                                .unwrap_or(&[]),
                         },
                     )?;
                     if req.admin
@@ -578,6 +590,7 @@ impl<'a> Problem<'a> {
                 };
                 constraints.push(c);
             }
+            self.compile_derived(&name, &slots, &constraints)?;
             self.constraints.push(constraints);
             self.claims.push(ClaimData {
                 claim,
@@ -587,6 +600,118 @@ impl<'a> Problem<'a> {
             });
         }
         Ok(())
+    }
+
+    /// Checks and compiles the derived attributes of one claim's requests.
+    fn compile_derived(
+        &mut self,
+        claim: &str,
+        slots: &[Slot],
+        constraints: &[Constraint],
+    ) -> Result<(), Error> {
+        let mut cost = 0u64;
+        let reqs: Vec<usize> = slots
+            .iter()
+            .flat_map(|slot| match slot {
+                Slot::Plain(r) => vec![*r],
+                Slot::Subs(subs) => subs.clone(),
+            })
+            .collect();
+        for r in reqs {
+            let req = &self.reqs[r];
+            if req.derived_spec.is_empty() {
+                continue;
+            }
+            if !self.features.derived_attributes {
+                return Err(Error::DerivedAttributesDisabled {
+                    claim: claim.to_string(),
+                    request: req.own_name().to_string(),
+                });
+            }
+            let compiled = derived::compile(
+                req.derived_spec,
+                constraints,
+                req.parent,
+                req.sub,
+                &mut cost,
+            )
+            .map_err(|(name, reason)| Error::InvalidDerivedAttribute {
+                claim: claim.to_string(),
+                request: req.own_name().to_string(),
+                name,
+                reason,
+            })?;
+            if cost > derived::CLAIM_MAX_COST {
+                return Err(Error::InvalidDerivedAttribute {
+                    claim: claim.to_string(),
+                    request: req.own_name().to_string(),
+                    name: String::new(),
+                    reason: format!(
+                        "the claim's derived attribute expressions have an estimated cost of {cost}, more than the limit of {}",
+                        derived::CLAIM_MAX_COST
+                    ),
+                });
+            }
+            self.reqs[r].derived = compiled;
+        }
+        Ok(())
+    }
+
+    /// Evaluates the derived attributes of request `r` for device `d` (once; remembered).
+    pub(crate) fn derive(&mut self, r: usize, d: usize) -> Result<(), Error> {
+        if self.reqs[r].derived.is_empty() {
+            return Ok(());
+        }
+        if let Some(values) = self.derived_values[r].get(&d) {
+            return values.as_ref().map(|_| ()).map_err(Clone::clone);
+        }
+        let lists = self.features.list_type_attributes;
+        let mut values = Ok(Vec::with_capacity(self.reqs[r].derived.len()));
+        let converted = self.cel_device(d).map(|_| ());
+        let req = &self.reqs[r];
+        for attribute in &req.derived {
+            let value = match (&converted, self.cel_devices[d].as_ref()) {
+                (Err(message), _) => Err(message.clone()),
+                (Ok(()), Some(Ok(device))) => attribute
+                    .expression
+                    .evaluate_value(device)
+                    .map_err(|err| err.to_string())
+                    .and_then(|value| derived::to_attribute(value, lists)),
+                _ => Err("device conversion missing".to_string()),
+            };
+            match value {
+                Ok(value) => {
+                    if let Ok(values) = &mut values {
+                        values.push(value);
+                    }
+                }
+                Err(message) => {
+                    values = Err(Error::DerivedAttributeRuntime {
+                        claim: self.claims_name(req.claim),
+                        request: req.name(),
+                        name: attribute.name.clone(),
+                        device: self.devs[d].id(),
+                        message,
+                    });
+                    break;
+                }
+            }
+        }
+        let result = values.as_ref().map(|_| ()).map_err(Clone::clone);
+        self.derived_values[r].insert(d, values);
+        result
+    }
+
+    /// The attribute a constraint sees for device `d` picked for request `r`: the request's
+    /// derived attribute of that name (evaluated by [`Problem::derive`] before), else the
+    /// device's own.
+    pub(crate) fn attribute(&self, r: usize, d: usize, name: &str) -> Option<&DeviceAttribute> {
+        let req = &self.reqs[r];
+        if req.derived.is_empty() {
+            let dev = &self.devs[d];
+            return attributes::lookup(&dev.device.attributes, dev.driver, name);
+        }
+        attribute_for(req, self.derived_values[r].get(&d), &self.devs[d], name)
     }
 
     fn validate_request(
@@ -641,11 +766,14 @@ impl<'a> Problem<'a> {
             tolerations: view.tolerations,
             capacity: view.capacity,
             all_devices: Vec::new(),
+            derived_spec: view.derived,
+            derived: Vec::new(),
         };
         let req_index = self.reqs.len();
         self.verdicts.push(vec![Verdict::Unknown; self.devs.len()]);
         self.cap_verdicts
             .push(vec![CapVerdict::Unknown; self.devs.len()]);
+        self.derived_values.push(HashMap::new());
         match view.mode.unwrap_or(&DeviceAllocationMode::ExactCount) {
             DeviceAllocationMode::ExactCount => {
                 let count = view.count.unwrap_or(1);
@@ -954,6 +1082,21 @@ struct RequestView<'a> {
     selectors: &'a [DeviceSelector],
     tolerations: &'a [DeviceToleration],
     capacity: Option<&'a CapacityRequirements>,
+    derived: &'a [DeviceDerivedAttribute],
+}
+
+/// See [`Problem::attribute`]; a free function so that the search can hold other fields of
+/// the problem mutably meanwhile.
+fn attribute_for<'p>(
+    req: &'p Req<'_>,
+    values: Option<&'p Result<Vec<DeviceAttribute>, Error>>,
+    dev: &'p Dev<'_>,
+    name: &str,
+) -> Option<&'p DeviceAttribute> {
+    match req.derived.iter().position(|d| d.name == name) {
+        Some(i) => values.and_then(|v| v.as_ref().ok()).and_then(|v| v.get(i)),
+        None => attributes::lookup(&dev.device.attributes, dev.driver, name),
+    }
 }
 
 /// Upstream's `ToleratesTaint`.
@@ -1339,9 +1482,20 @@ impl Search {
             undo(self, problem);
             return Ok(false);
         }
+        // Derived attributes, evaluated now that the selectors accepted the device.
+        if let Err(err) = problem.derive(r, d) {
+            undo(self, problem);
+            return Err(Stop::Error(err));
+        }
         // Constraints.
         let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
         let dev = &problem.devs[d];
+        let req = &problem.reqs[r];
+        let values = if req.derived.is_empty() {
+            None
+        } else {
+            problem.derived_values[r].get(&d)
+        };
         let mut added = 0;
         let mut rejected = false;
         for constraint in problem.constraints[claim].iter_mut() {
@@ -1349,8 +1503,7 @@ impl Search {
                 added += 1;
                 continue;
             }
-            let attribute =
-                attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute);
+            let attribute = attribute_for(req, values, dev, &constraint.attribute);
             if !constraint.admits(attribute) {
                 rejected = true;
                 break;
@@ -1577,14 +1730,14 @@ impl Search {
             if problem.tainted(r, d) {
                 continue;
             }
+            if problem.derive(r, d).is_err() {
+                return true;
+            }
+            let dev = &problem.devs[d];
             let mut admitted = true;
             for constraint in &problem.constraints[claim] {
                 if constraint.applies(parent, sub)
-                    && !constraint.admits(attributes::lookup(
-                        &dev.device.attributes,
-                        dev.driver,
-                        &constraint.attribute,
-                    ))
+                    && !constraint.admits(problem.attribute(r, d, &constraint.attribute))
                 {
                     admitted = false;
                     break;
@@ -1600,9 +1753,7 @@ impl Search {
             count += weight;
             for (g, &ci) in match_constraints.iter().enumerate() {
                 let constraint = &problem.constraints[claim][ci];
-                let Some(attribute) =
-                    attributes::lookup(&dev.device.attributes, dev.driver, &constraint.attribute)
-                else {
+                let Some(attribute) = problem.attribute(r, d, &constraint.attribute) else {
                     continue;
                 };
                 for key in attributes::match_keys(attribute, constraint.list_semantics()) {
