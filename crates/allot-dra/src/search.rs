@@ -846,8 +846,11 @@ impl<'a> Problem<'a> {
     fn evaluate_everything(&mut self) -> bool {
         for r in 0..self.reqs.len() {
             for d in 0..self.devs.len() {
-                if let Verdict::Fail(_) = self.selectable(r, d) {
-                    return false;
+                match self.selectable(r, d) {
+                    Verdict::Fail(_) => return false,
+                    // A derived attribute that fails to evaluate raises an error mid-search.
+                    Verdict::Yes if self.derive(r, d).is_err() => return false,
+                    _ => {}
                 }
                 if self.features.consumable_capacity
                     && let CapVerdict::Fail(_) = self.capacity_check(r, d)

@@ -25,7 +25,22 @@ fn check(path: &Path) -> Result<(), String> {
         .map_err(|err| err.to_string())?;
     let allocated = scenario.allocated_claims(&claims);
     let input = scenario.input(node, &claims, &allocated);
-    match (allocate(&input, &features), want) {
+    // The prunings must not change the answer here either.
+    let summary = |outcome: &Result<Outcome, allot_dra::Error>| match outcome {
+        Ok(Outcome::Allocated(results)) => format!("{results:?}"),
+        Ok(Outcome::Unschedulable(_)) => "unschedulable".to_string(),
+        Err(err) => err.to_string(),
+    };
+    let outcome = allocate(&input, &features);
+    let plain = allot_dra::allocate_without_pruning(&input, &features);
+    if summary(&outcome) != summary(&plain) {
+        return Err(format!(
+            "pruned and plain search differ: {} vs {}",
+            summary(&outcome),
+            summary(&plain)
+        ));
+    }
+    match (outcome, want) {
         (Ok(Outcome::Allocated(results)), "allocated") => {
             let Some(devices) = expected["devices"].as_object() else {
                 return Ok(());
