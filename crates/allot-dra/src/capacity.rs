@@ -93,13 +93,13 @@ pub(crate) fn consumption(
 
 /// Whether `consumed` on top of what is already used (`used`) stays within each capacity.
 pub(crate) fn fits(consumed: &Consumed, used: Option<&Consumed>, device: &Device) -> bool {
+    // Amounts are only added up (and cloned) when both sides have one.
     device.capacity.iter().all(|(name, capacity)| {
-        let mine = consumed.get(name).cloned().unwrap_or_default();
-        let total = match used.and_then(|used| used.get(name)) {
-            Some(used) => mine + used,
-            None => mine,
-        };
-        total <= capacity.value
+        match (consumed.get(name), used.and_then(|used| used.get(name))) {
+            (Some(mine), Some(used)) => mine.clone() + used <= capacity.value,
+            (Some(amount), None) | (None, Some(amount)) => *amount <= capacity.value,
+            (None, None) => Quantity::zero() <= capacity.value,
+        }
     })
 }
 

@@ -231,14 +231,28 @@ pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
     device.attributes.len().hash(&mut h);
     for (name, a) in &device.attributes {
         name.hash(&mut h);
-        a.int_value.hash(&mut h);
-        a.bool_value.hash(&mut h);
-        a.string_value.hash(&mut h);
-        a.version_value.hash(&mut h);
-        a.int_values.hash(&mut h);
-        a.bool_values.hash(&mut h);
-        a.string_values.hash(&mut h);
-        a.version_values.hash(&mut h);
+        // Only the value CEL sees (the first one set, as `attribute_value` picks it), behind
+        // a tag for its type; an attribute without a value makes the view an error, and
+        // verdicts for such devices are never remembered.
+        if let Some(v) = a.bool_value {
+            (1u8, v).hash(&mut h);
+        } else if let Some(v) = a.int_value {
+            (2u8, v).hash(&mut h);
+        } else if let Some(v) = &a.string_value {
+            (3u8, v).hash(&mut h);
+        } else if let Some(v) = &a.version_value {
+            (4u8, v).hash(&mut h);
+        } else if !a.bool_values.is_empty() {
+            (5u8, &a.bool_values).hash(&mut h);
+        } else if !a.int_values.is_empty() {
+            (6u8, &a.int_values).hash(&mut h);
+        } else if !a.string_values.is_empty() {
+            (7u8, &a.string_values).hash(&mut h);
+        } else if !a.version_values.is_empty() {
+            (8u8, &a.version_values).hash(&mut h);
+        } else {
+            0u8.hash(&mut h);
+        }
     }
     device.capacity.len().hash(&mut h);
     for (name, c) in &device.capacity {

@@ -1,7 +1,7 @@
 //! Gathering the resource pools visible from a node, as upstream's `GatherPools`, in
 //! lexicographic order.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use allot_api::core::v1::Node;
 use allot_api::resource::v1::{CounterSet, ResourceSlice};
@@ -219,7 +219,7 @@ fn build_pool<'a>(
     } else {
         (slices.clone(), Vec::new())
     };
-    let mut names = BTreeSet::new();
+    let mut names: HashSet<&str, crate::cel::FxBuild> = HashSet::default();
     for slice in &device_slices {
         for device in &slice.spec.devices {
             if !names.insert(device.name.as_str()) {
