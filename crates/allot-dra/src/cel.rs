@@ -17,6 +17,9 @@ use allot_cel::{AttributeValue, CelDevice, CompiledExpression};
 #[derive(Default)]
 pub struct CelCache {
     compiled: RefCell<HashMap<String, (usize, Compiled), FxBuild>>,
+    /// The expression looked up last: the search asks for the same selector once per device,
+    /// and comparing the text is cheaper than hashing it.
+    last: RefCell<Option<(String, usize, Compiled)>>,
     verdicts: RefCell<HashMap<(usize, u128), bool, FxBuild>>,
 }
 
@@ -42,8 +45,19 @@ impl CelCache {
 
     /// The compiled form and a stable id of `expression` within this cache.
     pub(crate) fn get_with_id(&self, expression: &str) -> (usize, Compiled) {
-        if let Some((id, hit)) = self.compiled.borrow().get(expression) {
+        if let Some((text, id, hit)) = self.last.borrow().as_ref()
+            && text == expression
+        {
             return (*id, Rc::clone(hit));
+        }
+        let found = self
+            .compiled
+            .borrow()
+            .get(expression)
+            .map(|(id, hit)| (*id, Rc::clone(hit)));
+        if let Some((id, hit)) = found {
+            *self.last.borrow_mut() = Some((expression.to_string(), id, Rc::clone(&hit)));
+            return (id, hit);
         }
         let compiled = Rc::new(allot_cel::compile(expression).map_err(|err| err.to_string()));
         let mut map = self.compiled.borrow_mut();
