@@ -137,15 +137,36 @@ pub fn cluster(options: GenOptions) -> Vec<Value> {
     out
 }
 
-/// The cluster as one JSON `v1 List` text, which the loader reads like any manifest.
-pub fn cluster_json(options: GenOptions) -> String {
-    json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": cluster(options),
-        "metadata": {"resourceVersion": ""},
-    })
-    .to_string()
+/// The most documents one generated text holds: the YAML parser limits documents per stream.
+pub const DOCUMENTS_PER_TEXT: usize = 1000;
+
+/// The cluster as texts of at most [`DOCUMENTS_PER_TEXT`] documents each, one JSON object per
+/// document (JSON is YAML), named `generated-NNNN.yaml`; the loader reads them like any
+/// manifests.
+pub fn cluster_texts(options: GenOptions) -> Vec<(String, String)> {
+    cluster(options)
+        .chunks(DOCUMENTS_PER_TEXT)
+        .enumerate()
+        .map(|(index, chunk)| {
+            let mut text = String::new();
+            for document in chunk {
+                text.push_str("---\n");
+                text.push_str(&document.to_string());
+                text.push('\n');
+            }
+            (format!("generated-{index:04}.yaml"), text)
+        })
+        .collect()
+}
+
+/// Loads a generated cluster.
+pub fn load_generated(options: GenOptions) -> Result<crate::Input, crate::SimError> {
+    let texts = cluster_texts(options);
+    let borrowed: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .collect();
+    crate::load_texts(&borrowed)
 }
 
 #[cfg(test)]
@@ -154,12 +175,12 @@ mod tests {
 
     #[test]
     fn generated_cluster_loads_and_validates() {
-        let text = cluster_json(GenOptions {
+        let input = load_generated(GenOptions {
             nodes: 3,
             devices_per_node: 2,
             pods: 8,
-        });
-        let input = crate::load_texts(&[("generated.json", &text)]).expect("valid");
+        })
+        .expect("valid");
         // DeviceClass, template, 3 nodes, 3 slices, 8 pods.
         assert_eq!(input.objects.len(), 2 + 3 + 3 + 8);
         assert_eq!(input.topologies.len(), 1);
@@ -175,13 +196,26 @@ mod tests {
     }
 
     #[test]
+    fn big_clusters_are_split_into_loadable_texts() {
+        let options = GenOptions {
+            nodes: 300,
+            devices_per_node: 1,
+            pods: 1500,
+        };
+        let texts = cluster_texts(options);
+        assert_eq!(texts.len(), 3);
+        let input = load_generated(options).expect("valid");
+        assert_eq!(input.objects.len(), 2 + 600 + 1500);
+    }
+
+    #[test]
     fn generated_nodes_get_the_generated_topology() {
-        let text = cluster_json(GenOptions {
+        let input = load_generated(GenOptions {
             nodes: 1,
             devices_per_node: 1,
             pods: 0,
-        });
-        let input = crate::load_texts(&[("generated.json", &text)]).expect("valid");
+        })
+        .expect("valid");
         let node = input
             .objects
             .iter()

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use allot_sim::generate::{GenOptions, cluster};
+use allot_sim::generate::{DOCUMENTS_PER_TEXT, GenOptions, cluster};
 use anyhow::Context;
 
 /// Generate a cluster for scale tests.
@@ -21,7 +21,8 @@ pub struct Args {
     #[arg(long, default_value_t = 80)]
     pub pods: usize,
     /// Write `00-classes.yaml`, `10-nodes.yaml`, `20-slices.yaml` and `30-pods.yaml` here
-    /// instead of printing one stream.
+    /// (split into numbered files of 1000 documents when larger) instead of printing one
+    /// stream.
     #[arg(short = 'o', long = "output-dir")]
     pub output_dir: Option<PathBuf>,
 }
@@ -72,9 +73,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     .filter(|d| kinds.contains(&kind(d).as_str()))
                     .cloned()
                     .collect();
-                let path = dir.join(file);
-                std::fs::write(&path, yaml_stream(&selected)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
+                // The YAML parser takes at most 1024 documents per stream: big groups are split
+                // into numbered files.
+                let chunks: Vec<&[serde_json::Value]> =
+                    selected.chunks(DOCUMENTS_PER_TEXT).collect();
+                for (index, chunk) in chunks.iter().enumerate() {
+                    let name = if chunks.len() == 1 {
+                        file.to_string()
+                    } else {
+                        file.replace(".yaml", &format!("-{index:04}.yaml"))
+                    };
+                    let path = dir.join(name);
+                    std::fs::write(&path, yaml_stream(chunk)?)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
             }
             eprintln!("wrote {} documents to {}", documents.len(), dir.display());
         }
