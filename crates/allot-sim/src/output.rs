@@ -111,10 +111,11 @@ fn walk(value: &serde_json::Value, cpus: &mut CpuSet, numa: &mut BTreeSet<u64>) 
                     ("topology", serde_json::Value::Object(topology)) => {
                         if let Some(serde_json::Value::Array(nodes)) = topology.get("nodes") {
                             for node in nodes {
-                                if let Some(id) = node.get("id").and_then(serde_json::Value::as_u64)
-                                {
+                                // Upstream's PodResources JSON names the field "ID".
+                                let id = node.get("ID").or_else(|| node.get("id"));
+                                if let Some(id) = id.and_then(serde_json::Value::as_u64) {
                                     numa.insert(id);
-                                } else if node.get("id").is_none() && node.is_object() {
+                                } else if id.is_none() && node.is_object() {
                                     // protobuf JSON omits a zero id.
                                     numa.insert(0);
                                 }

@@ -108,6 +108,9 @@ fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
     list.push(Box::new(
         allot_controllers::DeviceTaintEvictionController::new(mode),
     ));
+    list.push(Box::new(allot_controllers::PoolStatusController::new(
+        allot_controllers::PoolStatusControllerConfig::default(),
+    )));
     Ok(Controllers { list, metadata })
 }
 

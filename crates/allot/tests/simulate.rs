@@ -117,6 +117,29 @@ fn bundled_example_places_its_pods() {
 }
 
 #[test]
+fn bundled_example_answers_its_pool_status_request() {
+    let items = simulate_json(&["--example"]);
+    let request = items
+        .iter()
+        .find(|o| o["kind"] == "ResourcePoolStatusRequest")
+        .expect("the example has a pool status request");
+    let status = &request["status"];
+    assert_eq!(status["poolCount"], 2, "{request}");
+    let complete = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Complete"))
+        .expect("Complete condition");
+    assert_eq!(complete["status"], "True", "{request}");
+    let allocated: u64 = status["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["allocatedDevices"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(allocated > 0, "pools report the allocations: {request}");
+}
+
+#[test]
 fn output_is_byte_for_byte_deterministic() {
     for format in ["json", "yaml", "table"] {
         let a = allot(&["simulate", "-o", format, "--example"]);
