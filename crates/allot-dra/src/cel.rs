@@ -145,42 +145,50 @@ impl Fx {
     }
 }
 
-impl std::hash::Hasher for Fx {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(word));
+/// Implements `Hasher` for a state with a `word(u64)` mixing step: bytes are fed as
+/// little-endian words, the tail padded and tagged with its length.
+macro_rules! word_hasher {
+    ($ty:ty) => {
+        impl std::hash::Hasher for $ty {
+            #[inline]
+            fn write(&mut self, bytes: &[u8]) {
+                let mut chunks = bytes.chunks_exact(8);
+                for chunk in &mut chunks {
+                    let mut word = [0u8; 8];
+                    word.copy_from_slice(chunk);
+                    self.word(u64::from_le_bytes(word));
+                }
+                let rest = chunks.remainder();
+                if !rest.is_empty() {
+                    let mut word = [0u8; 8];
+                    word[..rest.len()].copy_from_slice(rest);
+                    self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
+                }
+            }
+
+            #[inline]
+            fn write_u8(&mut self, n: u8) {
+                self.word(u64::from(n));
+            }
+
+            #[inline]
+            fn write_u64(&mut self, n: u64) {
+                self.word(n);
+            }
+
+            #[inline]
+            fn write_usize(&mut self, n: usize) {
+                self.word(n as u64);
+            }
+
+            fn finish(&self) -> u64 {
+                self.0
+            }
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.word(u64::from(n));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.word(n);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.word(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    };
 }
+
+word_hasher!(Fx);
 
 /// Builds [`Fx`] hashers for the cache's maps.
 pub(crate) type FxBuild = std::hash::BuildHasherDefault<Fx>;
@@ -199,42 +207,7 @@ impl Fx128 {
     }
 }
 
-impl std::hash::Hasher for Fx128 {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.word(u64::from(n));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.word(n);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.word(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+word_hasher!(Fx128);
 
 /// A 128-bit hash of everything CEL can see of a device, computed in one pass.
 pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
