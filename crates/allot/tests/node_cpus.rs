@@ -16,6 +16,22 @@ fn allot(args: &[&str]) -> Output {
         .expect("run allot")
 }
 
+/// `allot node take-cpus --topology T --available A --count N EXTRA...`.
+fn take_cpus(topology: &str, available: &str, count: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "node",
+        "take-cpus",
+        "--topology",
+        topology,
+        "--available",
+        available,
+        "--count",
+        count,
+    ];
+    args.extend_from_slice(extra);
+    allot(&args)
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -28,18 +44,7 @@ fn json(out: &Output) -> Value {
 #[test]
 fn take_cpus_packed_matches_upstream() {
     let topo = format!("{BENCH}/topoDualSocketMultiNumaPerSocketHTLarge.yaml");
-    let out = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "2-63,66-127,130-191,194-255",
-        "--count",
-        "16",
-        "-o",
-        "json",
-    ]);
+    let out = take_cpus(&topo, "2-63,66-127,130-191,194-255", "16", &["-o", "json"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -55,22 +60,19 @@ fn take_cpus_packed_matches_upstream() {
 #[test]
 fn take_cpus_distributed_matches_upstream() {
     let topo = format!("{BENCH}/topoDualSocketMultiNumaPerSocketHTLarge.yaml");
-    let out = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
+    let out = take_cpus(
         &topo,
-        "--available",
         "2-63,66-127,130-191,194-255",
-        "--count",
         "48",
-        "--algorithm",
-        "distributed",
-        "--group-size",
-        "2",
-        "-o",
-        "json",
-    ]);
+        &[
+            "--algorithm",
+            "distributed",
+            "--group-size",
+            "2",
+            "-o",
+            "json",
+        ],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -83,32 +85,8 @@ fn take_cpus_distributed_matches_upstream() {
 #[test]
 fn take_cpus_options_change_the_pick() {
     let topo = format!("{BENCH}/topoDualSocketHT.yaml");
-    let packed = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "1-11",
-        "--count",
-        "4",
-        "-o",
-        "json",
-    ]);
-    let spread = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "1-11",
-        "--count",
-        "4",
-        "--sort",
-        "spread",
-        "-o",
-        "json",
-    ]);
+    let packed = take_cpus(&topo, "1-11", "4", &["-o", "json"]);
+    let spread = take_cpus(&topo, "1-11", "4", &["--sort", "spread", "-o", "json"]);
     assert_eq!(json(&packed)["cpus"], "2,4,8,10");
     assert_ne!(json(&spread)["cpus"], json(&packed)["cpus"]);
 }
@@ -116,18 +94,7 @@ fn take_cpus_options_change_the_pick() {
 #[test]
 fn take_cpus_reports_upstream_error_with_exit_1() {
     let topo = format!("{BENCH}/topoDualSocketHT.yaml");
-    let out = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "1-3",
-        "--count",
-        "4",
-        "-o",
-        "json",
-    ]);
+    let out = take_cpus(&topo, "1-3", "4", &["-o", "json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         json(&out),
@@ -138,16 +105,7 @@ fn take_cpus_reports_upstream_error_with_exit_1() {
 #[test]
 fn take_cpus_table_output_lists_cpus() {
     let topo = format!("{BENCH}/topoDualSocketHT.yaml");
-    let out = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "1-11",
-        "--count",
-        "2",
-    ]);
+    let out = take_cpus(&topo, "1-11", "2", &[]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("picked 2 CPUs: "), "{text}");
@@ -166,16 +124,7 @@ fn take_cpus_bad_input_exits_2() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let topo = format!("{BENCH}/topoDualSocketHT.yaml");
-    let out = allot(&[
-        "node",
-        "take-cpus",
-        "--topology",
-        &topo,
-        "--available",
-        "3-1",
-        "--count",
-        "1",
-    ]);
+    let out = take_cpus(&topo, "3-1", "1", &[]);
     assert_eq!(out.status.code(), Some(2));
 }
 
