@@ -11,6 +11,10 @@
 
 #![deny(missing_docs)]
 
+mod journal;
+
+pub use journal::Uncommitted;
+
 use std::collections::BTreeMap;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
@@ -326,6 +330,8 @@ pub struct Store {
     uid_counter: u64,
     name_counter: u64,
     events: Vec<Event>,
+    /// Pre-images for rollback, while a mirror of shared storage has uncommitted changes.
+    journal: Option<journal::Journal>,
 }
 
 impl Store {
@@ -432,6 +438,7 @@ impl Store {
         }
         let stored = object.clone().into_stored();
         self.objects.insert(key.clone(), stored.clone());
+        self.journal_record(|| None);
         self.events.push(Event {
             resource_version: rv,
             event_type: EventType::Added,
@@ -474,7 +481,8 @@ impl Store {
         let rv = self.next_rv();
         object.meta_mut().resource_version = rv.to_string();
         let stored = object.clone().into_stored();
-        self.objects.insert(key.clone(), stored.clone());
+        let previous = self.objects.insert(key.clone(), stored.clone());
+        self.journal_record(|| previous);
         self.events.push(Event {
             resource_version: rv,
             event_type: EventType::Modified,
@@ -509,6 +517,7 @@ impl Store {
             return Err(StoreError::NotFound { key: key.clone() });
         };
         let rv = self.next_rv();
+        self.journal_record(|| Some(object.clone()));
         self.events.push(Event {
             resource_version: rv,
             event_type: EventType::Deleted,
