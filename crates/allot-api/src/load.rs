@@ -16,8 +16,8 @@ use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
-use crate::allot::v1alpha1::AllocationOptions;
-use crate::core::v1::{Namespace, Node, Pod};
+use crate::allot::v1alpha1::{AllocationOptions, NodeTopology};
+use crate::core::v1::{Event, Namespace, Node, Pod};
 use crate::kubescheduler::v1::{DynamicResourcesArgs, KubeSchedulerConfiguration};
 use crate::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
@@ -676,6 +676,11 @@ pub enum Object {
     AllocationOptions(AllocationOptions),
     /// `kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration`.
     KubeSchedulerConfiguration(KubeSchedulerConfiguration),
+    /// `v1 Event`.
+    Event(Event),
+    /// `allot.dev/v1alpha1 NodeTopology` as the API server stores it (unless a loader
+    /// registers the kind in [`LoadOptions::extra_kinds`] to decode it itself).
+    NodeTopology(NodeTopology),
     /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
     Extension,
 }
@@ -696,6 +701,8 @@ impl Object {
             Object::PodGroup(_) => "PodGroup",
             Object::AllocationOptions(_) => "AllocationOptions",
             Object::KubeSchedulerConfiguration(_) => "KubeSchedulerConfiguration",
+            Object::Event(_) => "Event",
+            Object::NodeTopology(_) => "NodeTopology",
             Object::Extension => "Extension",
         }
     }
@@ -715,7 +722,9 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
     ("v1", "Pod"),
     ("v1", "Namespace"),
     ("scheduling.k8s.io/v1beta1", "PodGroup"),
+    ("v1", "Event"),
     ("allot.dev/v1alpha1", "AllocationOptions"),
+    ("allot.dev/v1alpha1", "NodeTopology"),
     (
         "kubescheduler.config.k8s.io/v1",
         "KubeSchedulerConfiguration",
@@ -741,7 +750,13 @@ impl LoadOptions {
 
 /// Decodes a raw document of a known (or registered) kind.
 pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object, LoadError> {
+    let registered = options
+        .extra_kinds
+        .iter()
+        .any(|(v, k)| *v == raw.api_version && *k == raw.kind);
     let object = match (raw.api_version.as_str(), raw.kind.as_str()) {
+        // A registered kind is the caller's to decode, even where this crate has a type.
+        _ if registered => Object::Extension,
         ("resource.k8s.io/v1", "DeviceClass") => Object::DeviceClass(decode(raw)?),
         ("resource.k8s.io/v1", "ResourceClaim") => Object::ResourceClaim(decode(raw)?),
         ("resource.k8s.io/v1", "ResourceClaimTemplate") => {
@@ -759,19 +774,13 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
         ("v1", "Pod") => Object::Pod(decode(raw)?),
         ("v1", "Namespace") => Object::Namespace(decode(raw)?),
         ("scheduling.k8s.io/v1beta1", "PodGroup") => Object::PodGroup(decode(raw)?),
+        ("v1", "Event") => Object::Event(decode(raw)?),
         ("allot.dev/v1alpha1", "AllocationOptions") => Object::AllocationOptions(decode(raw)?),
+        ("allot.dev/v1alpha1", "NodeTopology") => Object::NodeTopology(decode(raw)?),
         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration") => {
             let config: KubeSchedulerConfiguration = decode(raw)?;
             decode_dynamic_resources_args(raw, &config)?;
             Object::KubeSchedulerConfiguration(config)
-        }
-        (api_version, kind)
-            if options
-                .extra_kinds
-                .iter()
-                .any(|(v, k)| v == api_version && k == kind) =>
-        {
-            Object::Extension
         }
         (api_version, kind) => {
             return Err(LoadError::UnknownKind {
@@ -970,6 +979,36 @@ metadata:
         );
         assert!(loaded.errors.is_empty());
         assert_eq!(loaded.documents[0].object, Object::Extension);
+    }
+
+    #[test]
+    fn registered_kinds_win_over_built_in_types() {
+        let text = "apiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: n1\ncpus:\n- {id: 0, core: 0, socket: 0, numa: 0}\n";
+        let built_in = load_str("f.yaml", text, &LoadOptions::default());
+        assert!(built_in.errors.is_empty(), "{:?}", built_in.errors);
+        match &built_in.documents[0].object {
+            Object::NodeTopology(t) => {
+                assert_eq!(t.metadata.name, "n1");
+                assert_eq!(t.cpus.len(), 1);
+            }
+            other => panic!("got {other:?}"),
+        }
+        let registered = LoadOptions::default().with_kind("allot.dev/v1alpha1", "NodeTopology");
+        let loaded = load_str("f.yaml", text, &registered);
+        assert_eq!(loaded.documents[0].object, Object::Extension);
+        let event = load_str(
+            "e.yaml",
+            "apiVersion: v1\nkind: Event\nmetadata:\n  name: e\n  namespace: ns\ninvolvedObject:\n  kind: Pod\n  name: p\nreason: FailedScheduling\ntype: Warning\ncount: 2\n",
+            &LoadOptions::default(),
+        );
+        match &event.documents[0].object {
+            Object::Event(e) => {
+                assert_eq!(e.reason.as_deref(), Some("FailedScheduling"));
+                assert_eq!(e.type_.as_deref(), Some("Warning"));
+                assert_eq!(e.involved_object.name.as_deref(), Some("p"));
+            }
+            other => panic!("got {other:?}"),
+        }
     }
 
     #[test]

@@ -231,6 +231,8 @@ pub fn update_stored(store: &mut Store, object: Stored) -> Result<Stored, allot_
         Stored::ResourceClaim(o) => store.update(o).map(Resource::into_stored),
         Stored::PodGroup(o) => store.update(o).map(Resource::into_stored),
         Stored::Pod(o) => store.update(o).map(Resource::into_stored),
+        Stored::Event(o) => store.update(o).map(Resource::into_stored),
+        Stored::NodeTopology(o) => store.update(o).map(Resource::into_stored),
     }
 }
 

@@ -17,7 +17,8 @@ pub use journal::Uncommitted;
 
 use std::collections::BTreeMap;
 
-use allot_api::core::v1::{Namespace, Node, Pod};
+use allot_api::allot::v1alpha1::NodeTopology;
+use allot_api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
 use allot_api::load::Object;
 use allot_api::meta::v1::ObjectMeta;
 use allot_api::resource::v1::{
@@ -49,11 +50,15 @@ pub enum Kind {
     PodGroup,
     /// `v1 Pod`.
     Pod,
+    /// `v1 Event`.
+    Event,
+    /// `allot.dev/v1alpha1 NodeTopology` (cluster-scoped): the machine of a simulated node.
+    NodeTopology,
 }
 
 impl Kind {
     /// Every kind, in list order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Namespace,
         Kind::Node,
         Kind::DeviceClass,
@@ -64,6 +69,8 @@ impl Kind {
         Kind::ResourceClaim,
         Kind::PodGroup,
         Kind::Pod,
+        Kind::Event,
+        Kind::NodeTopology,
     ];
 
     /// The kind's name as in `kind:`.
@@ -79,19 +86,22 @@ impl Kind {
             Kind::ResourceClaim => "ResourceClaim",
             Kind::PodGroup => "PodGroup",
             Kind::Pod => "Pod",
+            Kind::Event => "Event",
+            Kind::NodeTopology => "NodeTopology",
         }
     }
 
     /// The `apiVersion` the store writes for this kind.
     pub fn api_version(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Node | Kind::Pod => "v1",
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
             Kind::DeviceClass
             | Kind::ResourceSlice
             | Kind::ResourceClaimTemplate
             | Kind::ResourceClaim => "resource.k8s.io/v1",
             Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => "resource.k8s.io/v1alpha3",
             Kind::PodGroup => "scheduling.k8s.io/v1beta1",
+            Kind::NodeTopology => "allot.dev/v1alpha1",
         }
     }
 
@@ -99,7 +109,11 @@ impl Kind {
     pub fn namespaced(self) -> bool {
         matches!(
             self,
-            Kind::ResourceClaimTemplate | Kind::ResourceClaim | Kind::PodGroup | Kind::Pod
+            Kind::ResourceClaimTemplate
+                | Kind::ResourceClaim
+                | Kind::PodGroup
+                | Kind::Pod
+                | Kind::Event
         )
     }
 }
@@ -261,6 +275,8 @@ stored_kinds! {
     ResourceClaim => ResourceClaim,
     PodGroup => PodGroup,
     Pod => Pod,
+    Event => CoreEvent,
+    NodeTopology => NodeTopology,
 }
 
 /// What happened to an object.
@@ -540,6 +556,8 @@ impl Store {
             Stored::ResourceClaim(o) => self.create(o, now).map(Resource::into_stored),
             Stored::PodGroup(o) => self.create(o, now).map(Resource::into_stored),
             Stored::Pod(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::Event(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::NodeTopology(o) => self.create(o, now).map(Resource::into_stored),
         }
     }
 

@@ -42,3 +42,50 @@ pub struct AllocationOptions {
     )]
     pub claims: Vec<String>,
 }
+
+/// A NodeTopology as the API server stores it: standard object metadata and the machine's
+/// description kept as JSON. `allot-topology` owns the machine's schema (this crate must not
+/// depend on it), so the API server checks the body by decoding it with `allot-topology`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeTopology {
+    /// `allot.dev/v1alpha1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `NodeTopology`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Object metadata; the name is the Node's name.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// A free-form remark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Counts stated explicitly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared: Option<serde_json::Value>,
+    /// Provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<serde_json::Value>,
+    /// Logical CPUs.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub cpus: Vec<serde_json::Value>,
+    /// NUMA nodes.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub numa_nodes: Vec<serde_json::Value>,
+    /// Device-plugin devices.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub devices: Vec<serde_json::Value>,
+}

@@ -865,3 +865,111 @@ pub struct PodResourceClaimStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_claim_name: Option<String>,
 }
+
+/// A reference to an object, as events name the object they are about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectReference {
+    /// The referent's kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The referent's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The referent's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The referent's uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// The referent's API version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// The referent's resourceVersion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// A field within the referent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
+}
+
+/// The component that reported an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventSource {
+    /// The component (`default-scheduler`, `kubelet`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// The node name, for node components.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// A series of repeated events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventSeries {
+    /// How many times it happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i32>,
+    /// When it was last seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_observed_time: Option<Time>,
+}
+
+/// A core/v1 Event: something that happened to an object (what `kubectl describe` lists).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Event {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Event`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The object the event is about.
+    #[serde(default)]
+    pub involved_object: ObjectReference,
+    /// A short, machine-readable reason (`FailedScheduling`, `Scheduled`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A human-readable description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Who reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<EventSource>,
+    /// When it was first recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_timestamp: Option<Time>,
+    /// When it was last recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_timestamp: Option<Time>,
+    /// How many times it happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i32>,
+    /// `Normal` or `Warning`.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "type")]
+    pub type_: Option<String>,
+    /// When it was first observed (microsecond time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_time: Option<Time>,
+    /// A series of repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<EventSeries>,
+    /// What was done (or failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// A second object involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related: Option<ObjectReference>,
+    /// The controller that emitted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporting_component: Option<String>,
+    /// The controller instance that emitted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporting_instance: Option<String>,
+}
