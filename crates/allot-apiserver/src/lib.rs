@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod patch;
 pub mod protobuf;
 pub mod resources;
 pub mod selector;
