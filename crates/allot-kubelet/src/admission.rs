@@ -190,14 +190,21 @@ impl Node {
                 )
             }
         };
+        // As the kubelet: pod entries are restored only with the PodLevelResourceManagers gate;
+        // a hand-written NodeState without any checksum is taken as written.
+        let pod_level = cfg.feature_gates.enabled("PodLevelResourceManagers");
+        let cpu_read = checkpoint::ReadOptions {
+            pod_level_resource_managers: pod_level,
+            trust_missing_checksum: checkpoints.cpu_origin.starts_with("NodeState."),
+        };
         let mut cpu_state = match &checkpoints.cpu {
-            Some(bytes) => {
-                checkpoint::decode(bytes, cpu.name()).map_err(|e| KubeletError::Start {
+            Some(bytes) => checkpoint::decode_with(bytes, cpu.name(), cpu_read).map_err(|e| {
+                KubeletError::Start {
                     manager: "CPU",
                     message: format!("could not restore state from checkpoint: {e}"),
                     action: cpu_action(&checkpoints.cpu_origin),
-                })?
-            }
+                }
+            })?,
             None => CpuManagerState::default(),
         };
         if let CpuPolicy::Static(p) = &cpu {
@@ -283,7 +290,11 @@ impl Node {
         let mut memory_state = match &checkpoints.memory {
             Some(bytes) => {
                 let text = String::from_utf8_lossy(bytes);
-                allot_memorymanager::Checkpoint::from_json(&text, memory.name())
+                let read = allot_memorymanager::ReadOptions {
+                    pod_level_resource_managers: pod_level,
+                    trust_missing_checksum: checkpoints.memory_origin.starts_with("NodeState."),
+                };
+                allot_memorymanager::Checkpoint::from_json_with(&text, memory.name(), read)
                     .map_err(|e| KubeletError::Start {
                         manager: "memory",
                         message: format!("could not restore state from checkpoint: {e}"),

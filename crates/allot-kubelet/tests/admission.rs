@@ -146,7 +146,7 @@ fn pod_level_pod_scope_slices_and_shared_pool() {
     let default = parse(r.state.cpu_manager["defaultCpuSet"].as_str().expect("set"));
     assert!(!default.intersects(&parse(&main.cpus).union(&parse(&log.cpus))));
     assert_eq!(
-        r.state.cpu_manager["entries"]["mixed"]["@pod"]
+        r.state.cpu_manager["podEntries"]["mixed"]["cpuSet"]
             .as_str()
             .map(|s| parse(s).len()),
         Some(4)

@@ -157,9 +157,19 @@ fn pod_level_memory_survives_a_checkpoint_round_trip() {
     let text =
         std::fs::read_to_string(dir.path().join("memory_manager_state")).expect("checkpoint");
     let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    // The kubelet's v3 file: pod entries only in the `data` payload, not in the v1 copy.
+    assert!(json.get("podEntries").is_none(), "{text}");
+    let data: serde_json::Value =
+        serde_json::from_str(json["data"].as_str().expect("data")).expect("payload");
     assert_eq!(
-        json["podEntries"]["a"]["memoryBlocks"][0]["size"],
+        data["podEntries"]["a"]["memoryBlocks"][0]["size"],
         serde_json::json!(4 * GI)
+    );
+    assert_eq!(
+        json["dataChecksum"],
+        serde_json::json!(allot_memorymanager::data_checksum(
+            json["data"].as_str().expect("data")
+        ))
     );
     // Restarting from the files validates the pod's budget (counted once, not per container)
     // and keeps it; a second pod goes to the other NUMA node's free memory or shares it.

@@ -100,10 +100,18 @@ pub enum Error {
         /// The memory kind.
         resource: String,
     },
-    /// A checkpoint is not valid JSON of the expected shape.
-    #[error("[memorymanager] cannot decode the checkpoint: {message}")]
+    /// A checkpoint is not valid JSON of the expected shape (the decoder's words, as the
+    /// kubelet reports them).
+    #[error("{message}")]
     CheckpointDecode {
         /// The decoder's message.
+        message: String,
+    },
+    /// A v3 checkpoint (it has `data` or `dataChecksum`) that does not load; the kubelet does not
+    /// fall back to older versions then.
+    #[error("could not load v3 checkpoint: {message}")]
+    CheckpointV3 {
+        /// Why: the payload does not decode, or its checksum does not match.
         message: String,
     },
     /// A checkpoint's checksum does not match its content.
@@ -136,6 +144,7 @@ impl Error {
             | Error::AssignmentUnknownResource { .. }
             | Error::MachineStateMismatch
             | Error::CheckpointDecode { .. }
+            | Error::CheckpointV3 { .. }
             | Error::CorruptCheckpoint { .. }
             | Error::PolicyMismatch { .. } => Some(
                 "drain the node and delete the memory manager checkpoint file (memory_manager_state) before restarting the kubelet",

@@ -18,7 +18,10 @@ mod policy;
 mod reserved;
 mod state;
 
-pub use checkpoint::{Checkpoint, checksum_v1, checksum_v2};
+pub use checkpoint::{
+    CHECKPOINT_FILE, Checkpoint, CheckpointData, ReadOptions, checksum_v1, checksum_v2,
+    data_checksum, decode_with,
+};
 pub use error::Error;
 pub use manager::MemoryManager;
 pub use pod::{ContainerResources, PodResources};

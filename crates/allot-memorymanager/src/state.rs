@@ -15,9 +15,10 @@ pub fn is_managed_resource(name: &str) -> bool {
     name == MEMORY || name.starts_with(HUGEPAGES_PREFIX)
 }
 
-/// Memory of one kind on one NUMA node, in bytes (upstream `MemoryTable`).
+/// Memory of one kind on one NUMA node, in bytes (upstream `MemoryTable`). Missing fields
+/// decode as zero, as Go's `encoding/json` leaves them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct MemoryTable {
     /// Everything the node has (`total`).
     #[serde(rename = "total")]
@@ -67,9 +68,10 @@ pub struct Block {
     #[serde(default, deserialize_with = "null_as_default")]
     pub numa_affinity: Vec<usize>,
     /// `memory` or `hugepages-<size>`.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default, deserialize_with = "null_as_default")]
     pub resource: String,
     /// Bytes.
+    #[serde(default)]
     pub size: u64,
 }
 
