@@ -13,6 +13,8 @@
 
 #![deny(missing_docs)]
 
+pub mod etcd;
+pub mod lease;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;
@@ -53,6 +55,42 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// Another process serves from the data directory.
+    #[error(
+        "{path}: in use by {holder} (its lock file is {path}/lock): stop that allot serve first, or use another --data-dir"
+    )]
+    Locked {
+        /// The data directory.
+        path: PathBuf,
+        /// Who holds it.
+        holder: String,
+    },
+    /// etcd refused or failed a request (the write was not made).
+    #[error("etcd {endpoints}: {message}")]
+    Etcd {
+        /// The endpoints.
+        endpoints: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The etcd watch that keeps this server's objects current stopped for good.
+    #[error("etcd watch: {message}")]
+    EtcdWatch {
+        /// Why.
+        message: String,
+    },
+    /// A write lost a race with another server's write of the same object.
+    #[error("{key}: {message}")]
+    Conflict {
+        /// The object.
+        key: allot_store::ObjectKey,
+        /// What happened.
+        message: String,
+        /// The object is gone.
+        not_found: bool,
+        /// The object was created meanwhile.
+        exists: bool,
+    },
     /// The listen address could not be bound.
     #[error("cannot listen on {address}: {source}")]
     Bind {
@@ -61,6 +99,20 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// Whether the storage may now disagree with the server's objects, so that the server must
+    /// refuse every further write (a failed append to the log); other errors fail one write.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            Error::Io { .. }
+                | Error::CorruptLog { .. }
+                | Error::Replay { .. }
+                | Error::EtcdWatch { .. }
+        )
+    }
 }
 
 /// Opens the data directory, binds, calls `ready` with the server (to print the kubeconfig path),

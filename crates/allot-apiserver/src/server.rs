@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::resources::{self, ResourceInfo};
 use crate::selector::Selector;
-use crate::storage::{self, Backend, FileLog, Record};
+use crate::storage::{self, Backend, Renumber};
 
 /// Request bodies larger than this are refused (upstream's limit is 3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -32,6 +32,8 @@ pub struct ServeOptions {
     pub watch_window: u64,
     /// How often watches that allow bookmarks get one.
     pub bookmark_interval: Duration,
+    /// Store everything in etcd instead of the log under the data directory.
+    pub etcd: Option<crate::etcd::EtcdOptions>,
 }
 
 impl ServeOptions {
@@ -42,6 +44,7 @@ impl ServeOptions {
             listen: "127.0.0.1:6443".into(),
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
+            etcd: None,
         }
     }
 }
@@ -51,6 +54,8 @@ struct Inner {
     backend: Box<dyn Backend>,
     persisted: u64,
     failed: Option<String>,
+    /// Held while serving: no second server on the same data directory.
+    _lock: storage::DirLock,
 }
 
 struct Shared {
@@ -87,13 +92,19 @@ impl Server {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(&options.data_dir).map_err(io(&options.data_dir))?;
-        let mut backend = FileLog::open(&options.data_dir.join("events.log"))?;
-        let records = backend.load()?;
-        let mut store = storage::replay(&records)?;
+        let (backend, store, lock) = storage::open(&options.data_dir, options.etcd.as_ref())?;
         let persisted = store.resource_version();
+        let mut inner = Inner {
+            store,
+            backend,
+            persisted,
+            failed: None,
+            _lock: lock,
+        };
         let now = now_rfc3339();
         for name in ["default", "kube-system", "kube-public"] {
-            if store
+            if inner
+                .store
                 .get::<allot_api::core::v1::Namespace>("", name)
                 .is_none()
             {
@@ -101,16 +112,15 @@ impl Server {
                     &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
                 )
                 .map_err(|message| Error::Replay { rv: 0, message })?;
-                let _ = store.create_stored(object, &now);
+                let _ = inner.store.create_stored(object, &now);
+                // Another server sharing the storage may have created it first.
+                if let Err(err) = persist(&mut inner, true)
+                    && err.is_fatal()
+                {
+                    return Err(err);
+                }
             }
         }
-        let mut inner = Inner {
-            store,
-            backend: Box::new(backend),
-            persisted,
-            failed: None,
-        };
-        persist(&mut inner)?;
         let tokens_path = options.data_dir.join("tokens.csv");
         let token = match std::fs::read_to_string(&tokens_path) {
             Ok(text) => text
@@ -235,8 +245,11 @@ fn sim_now() -> allot_runtime::SimTime {
 /// Runs the controllers on the real clock, on a thread that owns them (they are not `Send`).
 /// Every tick the shared store is lent to the runtime under the lock, whatever is due runs, and
 /// the controllers' writes are persisted and announced like API writes.
+/// With shared storage the tick first applies other servers' changes, and the controllers run
+/// only on the elected leader; they start over (from the store as it is) when they become
+/// leader or when shared storage refused their writes.
 fn run_controllers(shared: Arc<Shared>) {
-    let mut runtime = allot_runtime::Runtime::new(Store::new(), controllers(), sim_now());
+    let mut runtime: Option<allot_runtime::Runtime> = None;
     loop {
         std::thread::sleep(Duration::from_millis(100));
         let rv = {
@@ -244,13 +257,37 @@ fn run_controllers(shared: Arc<Shared>) {
             if inner.failed.is_some() {
                 continue;
             }
-            runtime.store = std::mem::take(&mut inner.store);
-            if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
-                tracing::warn!("controllers: {err}");
+            let inner = &mut *inner;
+            match inner.backend.sync(&mut inner.store) {
+                Ok(_) => inner.persisted = inner.store.resource_version(),
+                Err(err) => {
+                    tracing::warn!("storage: {err}");
+                    if err.is_fatal() {
+                        inner.failed = Some(err.to_string());
+                        continue;
+                    }
+                }
             }
-            inner.store = std::mem::take(&mut runtime.store);
-            if persist(&mut inner).is_err() {
-                continue;
+            if inner.backend.is_leader() {
+                let runtime = runtime.get_or_insert_with(|| {
+                    allot_runtime::Runtime::new(Store::new(), controllers(), sim_now())
+                });
+                runtime.store = std::mem::take(&mut inner.store);
+                if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
+                    tracing::warn!("controllers: {err}");
+                }
+                inner.store = std::mem::take(&mut runtime.store);
+            }
+            match persist(inner, false) {
+                Ok(committed) if !committed.rebased => {}
+                Ok(_) => runtime = None,
+                Err(err) => {
+                    tracing::warn!("controllers: {err}");
+                    runtime = None;
+                }
+            }
+            if !inner.backend.is_leader() {
+                runtime = None;
             }
             inner.persisted
         };
@@ -266,23 +303,42 @@ fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Writes the store's new events to the backend; after a failure every write is refused.
-fn persist(inner: &mut Inner) -> Result<(), Error> {
-    let records: Vec<Record> = inner
-        .store
-        .events_since(inner.persisted)
-        .iter()
-        .map(Record::of)
-        .collect();
-    match inner.backend.append(&records) {
-        Ok(()) => {
-            inner.persisted = inner.store.resource_version();
-            Ok(())
+/// Commits the store's new changes to the backend (see [`Backend::commit`] for `rebase`);
+/// after a fatal failure every write is refused.
+fn persist(inner: &mut Inner, rebase: bool) -> Result<storage::Committed, Error> {
+    let result = inner.backend.commit(&mut inner.store, rebase);
+    match &result {
+        Err(err) if err.is_fatal() => inner.failed = Some(err.to_string()),
+        _ => inner.persisted = inner.store.resource_version(),
+    }
+    result
+}
+
+/// A storage error as the response to the write it failed.
+fn storage_error(err: Error) -> ApiError {
+    match err {
+        Error::Conflict {
+            key,
+            not_found,
+            exists,
+            message,
+        } => {
+            let info = crate::resources::info_of(key.kind);
+            match info {
+                Some(info) if not_found => ApiError::not_found(info, &key.name),
+                Some(info) if exists => store_error(info, StoreError::AlreadyExists { key }),
+                Some(info) => store_error(
+                    info,
+                    StoreError::Conflict {
+                        key,
+                        have: String::new(),
+                        stored: message,
+                    },
+                ),
+                None => ApiError::new(StatusCode::CONFLICT, "Conflict", message),
+            }
         }
-        Err(err) => {
-            inner.failed = Some(err.to_string());
-            Err(err)
-        }
+        other => ApiError::internal(other.to_string()),
     }
 }
 
@@ -901,7 +957,7 @@ fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldErr
 
 /// Runs a write under the lock and persists it before answering.
 /// A dry run changes a copy of the store instead.
-fn write<T>(
+fn write<T: Renumber>(
     shared: &Shared,
     dry_run: bool,
     change: impl FnOnce(&mut Store) -> Result<T, ApiError>,
@@ -915,11 +971,13 @@ fn write<T>(
         drop(inner);
         return change(&mut copy);
     }
-    let out = change(&mut inner.store)?;
-    persist(&mut inner).map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut out = change(&mut inner.store)?;
+    let committed = persist(&mut inner, true).map_err(storage_error);
     let rv = inner.persisted;
     drop(inner);
+    // Even a refused write may have brought other servers' changes in.
     shared.changed.send_replace(rv);
+    out.renumber(&committed?);
     Ok(out)
 }
 
@@ -1237,7 +1295,13 @@ fn watch(
                 current
             } else {
                 match requested.parse::<u64>() {
-                    Ok(rv) if rv + shared.options.watch_window >= current && rv <= current => rv,
+                    Ok(rv)
+                        if rv + shared.options.watch_window >= current
+                            && rv >= inner.backend.oldest_resource_version()
+                            && rv <= current =>
+                    {
+                        rv
+                    }
                     Ok(rv) if rv > current => {
                         let status = ApiError::new(
                             StatusCode::GATEWAY_TIMEOUT,

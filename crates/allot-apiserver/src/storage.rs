@@ -48,12 +48,118 @@ pub fn event_type_name(event_type: EventType) -> &'static str {
     }
 }
 
-/// Where the event log is kept. Implementations must make `append` durable before returning.
+/// The outcome of a commit: how the store's resourceVersions of the committed changes ended up.
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// (resourceVersion the change had in the store before the commit, the object as committed)
+    /// for every change whose committed object differs from what the writer saw: the response
+    /// to a write must show the committed object.
+    pub renumbered: Vec<(u64, Stored)>,
+    /// Whether the store took in changes from elsewhere while committing (controllers that
+    /// track what they have seen must start over).
+    pub rebased: bool,
+}
+
+/// Where objects are kept durably. A write changes the in-memory [`Store`] under the server's
+/// lock, then [`Backend::commit`] makes the change durable before it is acknowledged.
 pub trait Backend: Send {
-    /// Every record written so far, oldest first.
-    fn load(&mut self) -> Result<Vec<Record>, Error>;
-    /// Appends records durably.
-    fn append(&mut self, records: &[Record]) -> Result<(), Error>;
+    /// Makes the store's new changes durable. `rebase`: whether changes that lost a race with
+    /// another server may be re-applied on top of that server's (API writes), or must be
+    /// refused (controllers). On an error the store holds exactly what is durable, except
+    /// after a fatal error ([`Error::is_fatal`]).
+    fn commit(&mut self, store: &mut Store, rebase: bool) -> Result<Committed, Error>;
+    /// Applies changes that other servers committed; returns whether the store changed.
+    fn sync(&mut self, _store: &mut Store) -> Result<bool, Error> {
+        Ok(false)
+    }
+    /// The oldest resourceVersion a watch may start from (older ones get 410 Gone).
+    fn oldest_resource_version(&self) -> u64 {
+        0
+    }
+    /// Whether this server runs the controllers (leader election; always with one server).
+    fn is_leader(&self) -> bool {
+        true
+    }
+}
+
+/// Puts the committed object in place of what a write returned, when the commit renumbered it.
+pub trait Renumber {
+    /// Replaces `self` by its committed version.
+    fn renumber(&mut self, committed: &Committed);
+}
+
+impl Renumber for Stored {
+    fn renumber(&mut self, committed: &Committed) {
+        let rv = self.meta().resource_version.parse::<u64>().ok();
+        if let Some(rv) = rv
+            && let Some((_, object)) = committed.renumbered.iter().find(|(old, _)| *old == rv)
+        {
+            *self = object.clone();
+        }
+    }
+}
+
+/// Opens the storage a server was configured with and loads its objects: etcd when
+/// `etcd` is given, else the event log under `data_dir` (which stays locked by this process:
+/// a second server on the same directory is refused with a clear message).
+pub fn open(
+    data_dir: &Path,
+    etcd: Option<&crate::etcd::EtcdOptions>,
+) -> Result<(Box<dyn Backend>, Store, DirLock), Error> {
+    let lock = DirLock::acquire(data_dir)?;
+    if let Some(options) = etcd {
+        let (backend, store) = crate::etcd::EtcdBackend::open(options)?;
+        return Ok((Box::new(backend), store, lock));
+    }
+    let mut log = FileLog::open(&data_dir.join("events.log"))?;
+    let records = log.load()?;
+    let store = replay(&records)?;
+    Ok((Box::new(log), store, lock))
+}
+
+/// An exclusive lock on a data directory (`DIR/lock`, holding the owner's pid), released when
+/// the process ends, however it ends.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Locks `dir/lock`, or says which process holds it.
+    pub fn acquire(dir: &Path) -> Result<DirLock, Error> {
+        let path = dir.join("lock");
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let holder = holder.trim();
+                return Err(Error::Locked {
+                    path: dir.to_path_buf(),
+                    holder: if holder.is_empty() {
+                        "another process".into()
+                    } else {
+                        format!("process {holder}")
+                    },
+                });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(io(source)),
+        }
+        file.set_len(0).map_err(io)?;
+        write!(file, "{}", std::process::id()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        Ok(DirLock { _file: file })
+    }
 }
 
 /// An append-only file of JSON lines, fsync'd after every append. A torn last line (a crash in
@@ -62,6 +168,8 @@ pub trait Backend: Send {
 pub struct FileLog {
     path: PathBuf,
     file: File,
+    /// The newest resourceVersion in the file.
+    persisted: u64,
 }
 
 impl FileLog {
@@ -79,6 +187,7 @@ impl FileLog {
         Ok(FileLog {
             path: path.to_path_buf(),
             file,
+            persisted: 0,
         })
     }
 
@@ -88,10 +197,8 @@ impl FileLog {
             source,
         }
     }
-}
-
-impl Backend for FileLog {
-    fn load(&mut self) -> Result<Vec<Record>, Error> {
+    /// Every record written so far, oldest first.
+    pub fn load(&mut self) -> Result<Vec<Record>, Error> {
         self.file.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
         let mut reader = BufReader::new(&self.file);
         let mut records = Vec::new();
@@ -114,6 +221,7 @@ impl Backend for FileLog {
                 offset: good_len,
                 message: e.to_string(),
             })?;
+            self.persisted = record.rv;
             records.push(record);
             good_len += n as u64;
         }
@@ -126,7 +234,8 @@ impl Backend for FileLog {
         Ok(records)
     }
 
-    fn append(&mut self, records: &[Record]) -> Result<(), Error> {
+    /// Appends records durably.
+    pub fn append(&mut self, records: &[Record]) -> Result<(), Error> {
         if records.is_empty() {
             return Ok(());
         }
@@ -141,7 +250,22 @@ impl Backend for FileLog {
         }
         self.file.write_all(&buffer).map_err(|e| self.io(e))?;
         self.file.sync_data().map_err(|e| self.io(e))?;
+        if let Some(last) = records.last() {
+            self.persisted = last.rv;
+        }
         Ok(())
+    }
+}
+
+impl Backend for FileLog {
+    fn commit(&mut self, store: &mut Store, _rebase: bool) -> Result<Committed, Error> {
+        let records: Vec<Record> = store
+            .events_since(self.persisted)
+            .iter()
+            .map(Record::of)
+            .collect();
+        self.append(&records)?;
+        Ok(Committed::default())
     }
 }
 

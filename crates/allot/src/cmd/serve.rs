@@ -20,6 +20,50 @@ pub struct Args {
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 60)]
     pub bookmark_interval_seconds: u64,
+    /// Store everything in etcd v3 at these client URLs (comma-separated) instead of under
+    /// the data directory; servers sharing one etcd elect one leader for the controllers.
+    #[arg(long, value_name = "URL,...", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// The etcd key prefix.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// Leader election: how long a candidate waits on an unchanged Lease before taking over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: std::time::Duration,
+    /// Leader election: how long the leader keeps leading without renewing its Lease.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: std::time::Duration,
+    /// Leader election: how often to try to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: std::time::Duration,
+    /// Leader election: this server's holderIdentity (default: hostname, pid and a random part).
+    #[arg(long)]
+    pub leader_elect_identity: Option<String>,
+}
+
+/// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: expected e.g. 15s, 500ms, 1m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => {
+            return Err(format!(
+                "invalid duration {text:?}: unit must be ms, s or m"
+            ));
+        }
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("invalid duration {text:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 /// Serves until killed; prints the kubeconfig path once listening.
@@ -29,6 +73,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     options.watch_window = args.watch_window;
     options.bookmark_interval =
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
+    if !args.etcd_servers.is_empty() {
+        let mut etcd = allot_apiserver::etcd::EtcdOptions::new(args.etcd_servers);
+        etcd.prefix = args.etcd_prefix;
+        etcd.election.lease_duration = args.leader_elect_lease_duration;
+        etcd.election.renew_deadline = args.leader_elect_renew_deadline;
+        etcd.election.retry_period = args.leader_elect_retry_period;
+        if let Some(identity) = args.leader_elect_identity {
+            etcd.election.identity = identity;
+        }
+        if let Err(message) = etcd.election.validate() {
+            eprintln!("allot serve: {message}");
+            return Ok(2);
+        }
+        options.etcd = Some(etcd);
+    }
     allot_apiserver::serve_blocking(options, |server| {
         let address = server
             .local_addr()

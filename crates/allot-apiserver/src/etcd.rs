@@ -1,0 +1,700 @@
+//! etcd v3 storage for `allot serve --etcd-servers`.
+//!
+//! Key design decision: etcd is the truth and each server's in-memory [`Store`] is a mirror of
+//! it, fed by one etcd watch on the key prefix, in which every object's resourceVersion is its
+//! etcd `mod_revision`. Objects live under kube-apiserver's layout
+//! (`/registry/[<group>/]<resource>/[<namespace>/]<name>`, JSON, no resourceVersion inside).
+//!
+//! A write runs against the mirror (validation, defaulting, controllers all see the same typed
+//! store as with the embedded log), then is committed as one etcd transaction per change:
+//! compare the key's `mod_revision` with the pre-image's resourceVersion (`create_revision == 0`
+//! for a create) *and* the `mod_revision` of a revision guard key with the mirror's own;
+//! then put (or delete) the key and put the guard. Every allot transaction touches the guard,
+//! so a transaction succeeds only when the mirror was at etcd's head: its revision is then
+//! exactly the resourceVersion the mirror gave the change, and the change was decided on
+//! the whole current state. The cost is that writes of all servers sharing one etcd are
+//! serialised through that key (the embedded store serialises them behind one lock anyway).
+//!
+//! When the guard moved (another server wrote, or a leader-election renewal), the change is
+//! rolled back, the mirror catches up from the watch, and an API write is re-applied on top
+//! (a rebase that keeps per-object optimistic concurrency: it fails with 409 only when the
+//! object itself changed). Controller writes are never rebased: a refused batch is dropped
+//! and the controllers start again from the new state, so an allocation is only ever
+//! committed if it was computed from the latest claims — two servers cannot hand out one
+//! device twice, even during a leadership hand-over.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use allot_store::{EventType, Kind, ObjectKey, Store, StoreError, Stored};
+use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions};
+
+use crate::Error;
+use crate::lease::{LeaderElection, LeaderState};
+use crate::storage::{self, Backend, Committed};
+
+/// How a server reaches etcd and takes part in leader election.
+#[derive(Debug, Clone)]
+pub struct EtcdOptions {
+    /// Client URLs, e.g. `http://127.0.0.1:2379`.
+    pub endpoints: Vec<String>,
+    /// The key prefix (kube-apiserver's `--etcd-prefix`), without a trailing slash.
+    pub prefix: String,
+    /// Leader election settings for the controllers.
+    pub election: crate::lease::ElectionOptions,
+}
+
+impl EtcdOptions {
+    /// Defaults (`/registry`, client-go's election timings) for these endpoints.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        EtcdOptions {
+            endpoints,
+            prefix: "/registry".into(),
+            election: crate::lease::ElectionOptions::default(),
+        }
+    }
+}
+
+/// How long a write waits for the watch to deliver revisions it needs before failing.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often an API write is re-applied after other servers' writes got in first.
+const MAX_REBASES: usize = 50;
+/// How long one etcd request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One change seen on the watch.
+#[derive(Debug, Clone)]
+struct FeedEvent {
+    revision: u64,
+    key: String,
+    change: Change,
+}
+
+#[derive(Debug, Clone)]
+enum Change {
+    Put { value: Vec<u8>, created: bool },
+    Delete { previous: Option<Vec<u8>> },
+}
+
+#[derive(Debug, Default)]
+struct FeedState {
+    events: VecDeque<FeedEvent>,
+    /// The newest revision the watch has delivered.
+    revision: u64,
+    /// Why the watch stopped for good (compaction past the mirror).
+    error: Option<String>,
+}
+
+/// The watch's output, shared between the watch task and the server.
+#[derive(Debug, Default)]
+struct Feed {
+    state: Mutex<FeedState>,
+    arrived: Condvar,
+}
+
+impl Feed {
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn fail(&self, message: String) {
+        self.lock().error = Some(message);
+        self.arrived.notify_all();
+    }
+}
+
+/// The etcd backend of one server.
+pub struct EtcdBackend {
+    /// Runs the etcd client, the watch and the leader election, apart from the HTTP runtime.
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+    endpoints: String,
+    prefix: String,
+    guard_key: String,
+    /// The guard's mod_revision as of the mirror's head (0: never written).
+    guard_rev: u64,
+    feed: Arc<Feed>,
+    /// The revision the mirror was loaded at: watches from before it get 410 Gone.
+    oldest: u64,
+    leader: Arc<LeaderState>,
+}
+
+impl std::fmt::Debug for EtcdBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdBackend")
+            .field("endpoints", &self.endpoints)
+            .field("prefix", &self.prefix)
+            .field("oldest", &self.oldest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The etcd key of an object: kube-apiserver's layout, with the group for non-core kinds.
+pub fn object_key(prefix: &str, kind: Kind, namespace: &str, name: &str) -> String {
+    let (group, plural) = match crate::resources::info_of(kind) {
+        Some(info) => (info.group.to_string(), info.plural.to_string()),
+        None => {
+            let api_version = kind.api_version();
+            let group = api_version
+                .rsplit_once('/')
+                .map_or(String::new(), |(g, _)| g.to_string());
+            (group, format!("{}s", kind.name().to_ascii_lowercase()))
+        }
+    };
+    let mut key = String::from(prefix);
+    if !group.is_empty() {
+        key.push('/');
+        key.push_str(&group);
+    }
+    key.push('/');
+    key.push_str(&plural);
+    if kind.namespaced() {
+        key.push('/');
+        key.push_str(namespace);
+    }
+    key.push('/');
+    key.push_str(name);
+    key
+}
+
+fn key_for(prefix: &str, key: &ObjectKey) -> String {
+    object_key(prefix, key.kind, &key.namespace, &key.name)
+}
+
+/// The stored value: the object's JSON without its resourceVersion (etcd's revision is it).
+fn value_of(object: &Stored) -> Vec<u8> {
+    let mut json = object.to_json();
+    if let Some(meta) = json.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("resourceVersion");
+    }
+    serde_json::to_vec(&json).unwrap_or_default()
+}
+
+fn decode(value: &[u8]) -> Result<Stored, String> {
+    let json: serde_json::Value = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+    storage::stored_from_json(&json)
+}
+
+fn rev(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn irev(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl EtcdBackend {
+    /// Connects, loads every object under the prefix into a new mirror, starts the watch from
+    /// the next revision and the leader election. The returned store has its journal on.
+    pub fn open(options: &EtcdOptions) -> Result<(EtcdBackend, Store), Error> {
+        let endpoints = options.endpoints.join(",");
+        let etcd_error = |message: String| Error::Etcd {
+            endpoints: endpoints.clone(),
+            message,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("allot-etcd")
+            .enable_all()
+            .build()
+            .map_err(|e| etcd_error(format!("cannot start the etcd client runtime: {e}")))?;
+        let prefix = options.prefix.trim_end_matches('/').to_string();
+        let guard_key = format!("{prefix}/allot.dev/revision");
+        let connect = Client::connect(
+            options.endpoints.clone(),
+            Some(
+                etcd_client::ConnectOptions::new()
+                    .with_connect_timeout(REQUEST_TIMEOUT)
+                    .with_timeout(REQUEST_TIMEOUT),
+            ),
+        );
+        let mut client = block_on(&runtime, connect).map_err(|e| etcd_error(e.to_string()))?;
+        let watched = format!("{prefix}/");
+        let loaded = block_on(
+            &runtime,
+            client.get(watched.clone(), Some(GetOptions::new().with_prefix())),
+        )
+        .map_err(|e| etcd_error(e.to_string()))?;
+        let head = rev(loaded.header().map_or(0, |h| h.revision()));
+        let mut objects = Vec::new();
+        let mut guard_rev = 0;
+        for kv in loaded.kvs() {
+            let key = String::from_utf8_lossy(kv.key()).into_owned();
+            if key == guard_key {
+                guard_rev = rev(kv.mod_revision());
+                continue;
+            }
+            if key.starts_with(&crate::lease::lease_prefix(&prefix)) {
+                continue;
+            }
+            match decode(kv.value()) {
+                Ok(object) => objects.push((rev(kv.mod_revision()), object)),
+                Err(message) => {
+                    return Err(etcd_error(format!("{key}: stored value: {message}")));
+                }
+            }
+        }
+        objects.sort_by_key(|(r, _)| *r);
+        let mut store = Store::new();
+        for (revision, object) in objects {
+            store
+                .apply_committed(revision, EventType::Added, object)
+                .map_err(|e| etcd_error(e.to_string()))?;
+        }
+        store.skip_to(head);
+        store.begin_journal();
+        let feed = Arc::new(Feed::default());
+        feed.lock().revision = head;
+        runtime.spawn(run_watch(client.clone(), watched, head + 1, feed.clone()));
+        let leader = Arc::new(LeaderState::default());
+        let election = LeaderElection::new(
+            client.clone(),
+            &prefix,
+            guard_key.clone(),
+            options.election.clone(),
+            leader.clone(),
+        );
+        runtime.spawn(election.run());
+        Ok((
+            EtcdBackend {
+                runtime,
+                client,
+                endpoints,
+                prefix,
+                guard_key,
+                guard_rev,
+                feed,
+                oldest: head,
+                leader,
+            },
+            store,
+        ))
+    }
+
+    fn etcd_error(&self, message: impl Into<String>) -> Error {
+        Error::Etcd {
+            endpoints: self.endpoints.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Waits until the watch delivered `revision`, then applies everything it delivered.
+    fn catch_up(&mut self, store: &mut Store, revision: u64) -> Result<(), Error> {
+        let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+        let events: Vec<FeedEvent> = {
+            let mut state = self.feed.lock();
+            while state.revision < revision && state.error.is_none() {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(self.etcd_error(format!(
+                        "the watch did not reach revision {revision} within {}s (at {})",
+                        CATCH_UP_TIMEOUT.as_secs(),
+                        state.revision
+                    )));
+                }
+                state = self
+                    .feed
+                    .arrived
+                    .wait_timeout(state, deadline - now)
+                    .map(|(s, _)| s)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            if let Some(error) = &state.error {
+                return Err(Error::EtcdWatch {
+                    message: error.clone(),
+                });
+            }
+            state.events.drain(..).collect()
+        };
+        self.apply(store, events);
+        Ok(())
+    }
+
+    /// Applies watch events to the mirror, in revision order, skipping what it already has.
+    fn apply(&mut self, store: &mut Store, events: Vec<FeedEvent>) {
+        for event in events {
+            if event.key == self.guard_key {
+                self.guard_rev = self.guard_rev.max(event.revision);
+            }
+            if event.revision <= store.resource_version() {
+                continue;
+            }
+            let applied = match &event.change {
+                _ if event.key == self.guard_key => Ok(false),
+                _ if event
+                    .key
+                    .starts_with(&crate::lease::lease_prefix(&self.prefix)) =>
+                {
+                    Ok(false)
+                }
+                Change::Put { value, created } => decode(value).and_then(|object| {
+                    let event_type = if *created {
+                        EventType::Added
+                    } else {
+                        EventType::Modified
+                    };
+                    store
+                        .apply_committed(event.revision, event_type, object)
+                        .map(|()| true)
+                        .map_err(|e| e.to_string())
+                }),
+                Change::Delete {
+                    previous: Some(value),
+                } => decode(value).and_then(|object| {
+                    store
+                        .apply_committed(event.revision, EventType::Deleted, object)
+                        .map(|()| true)
+                        .map_err(|e| e.to_string())
+                }),
+                Change::Delete { previous: None } => {
+                    Err("deleted, but etcd sent no previous value".to_string())
+                }
+            };
+            match applied {
+                Ok(true) => {}
+                Ok(false) => store.skip_to(event.revision),
+                Err(message) => {
+                    tracing::warn!(
+                        "etcd {} at revision {}: {message}",
+                        event.key,
+                        event.revision
+                    );
+                    store.skip_to(event.revision);
+                }
+            }
+        }
+        store.begin_journal();
+    }
+
+    /// Re-applies one change on the mirror's current state; `Ok(false)`: nothing to write.
+    fn reapply(store: &mut Store, change: &Op) -> Result<bool, StoreError> {
+        let before = store.resource_version();
+        match change.event_type {
+            EventType::Added => {
+                let mut object = change.object.clone();
+                object.meta_mut().uid.clear();
+                object.meta_mut().resource_version.clear();
+                let now = object.meta().creation_timestamp.clone().unwrap_or_default();
+                match store.create_stored(object.clone(), &now) {
+                    Err(StoreError::AlreadyExists { .. })
+                        if !object.meta().generate_name.is_empty() =>
+                    {
+                        // The generated name was taken meanwhile: generate another.
+                        object.meta_mut().name.clear();
+                        store.create_stored(object, &now)?;
+                    }
+                    other => {
+                        other?;
+                    }
+                }
+            }
+            EventType::Modified => {
+                let mut object = change.object.clone();
+                object.meta_mut().resource_version = change.previous_rv.clone();
+                storage::update_stored(store, object)?;
+            }
+            EventType::Deleted => {
+                let current =
+                    store
+                        .get_stored(&change.key)
+                        .ok_or_else(|| StoreError::NotFound {
+                            key: change.key.clone(),
+                        })?;
+                if current.meta().resource_version != change.previous_rv {
+                    return Err(StoreError::Conflict {
+                        key: change.key.clone(),
+                        have: change.previous_rv.clone(),
+                        stored: current.meta().resource_version.clone(),
+                    });
+                }
+                store.delete(&change.key)?;
+            }
+        }
+        Ok(store.resource_version() != before)
+    }
+
+    /// The transaction that commits the mirror's one uncommitted change.
+    fn txn(&self, store: &Store) -> Option<(Txn, ObjectKey, EventType)> {
+        let changes = store.uncommitted();
+        let change = changes.first()?;
+        let event = change.event;
+        let key = key_for(&self.prefix, &event.key);
+        let mut compares = vec![Compare::mod_revision(
+            self.guard_key.clone(),
+            CompareOp::Equal,
+            irev(self.guard_rev),
+        )];
+        let previous_rv = change
+            .previous
+            .and_then(|p| p.meta().resource_version.parse::<u64>().ok());
+        compares.push(match previous_rv {
+            Some(p) => Compare::mod_revision(key.clone(), CompareOp::Equal, irev(p)),
+            None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+        });
+        let op = match event.event_type {
+            EventType::Added | EventType::Modified => {
+                TxnOp::put(key, value_of(&event.object), None)
+            }
+            EventType::Deleted => TxnOp::delete(key, None),
+        };
+        let guard = TxnOp::put(self.guard_key.clone(), Vec::<u8>::new(), None);
+        Some((
+            Txn::new().when(compares).and_then(vec![op, guard]),
+            event.key.clone(),
+            event.event_type,
+        ))
+    }
+}
+
+/// One uncommitted change, copied out of the mirror before the rollback.
+#[derive(Debug, Clone)]
+struct Op {
+    rv: u64,
+    event_type: EventType,
+    key: ObjectKey,
+    object: Stored,
+    previous_rv: String,
+}
+
+/// Runs a future on the backend's runtime from synchronous code, inside the HTTP runtime or not.
+fn block_on<F>(runtime: &tokio::runtime::Runtime, future: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| runtime.block_on(future))
+        }
+        Ok(_) => std::thread::scope(|s| {
+            s.spawn(|| runtime.block_on(future))
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        }),
+        Err(_) => runtime.block_on(future),
+    }
+}
+
+impl Backend for EtcdBackend {
+    fn commit(&mut self, store: &mut Store, rebase: bool) -> Result<Committed, Error> {
+        let ops: Vec<Op> = store
+            .uncommitted()
+            .iter()
+            .map(|u| Op {
+                rv: u.event.resource_version,
+                event_type: u.event.event_type,
+                key: u.event.key.clone(),
+                object: u.event.object.clone(),
+                previous_rv: u
+                    .previous
+                    .map(|p| p.meta().resource_version.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let mut committed = Committed::default();
+        if !store.rollback() {
+            store.begin_journal();
+            return Ok(committed);
+        }
+        let mut rebases = 0;
+        let mut index = 0;
+        while let Some(op) = ops.get(index) {
+            let head = store.resource_version();
+            store.begin_journal();
+            let changed = match Self::reapply(store, op) {
+                Ok(changed) => changed,
+                Err(err) => {
+                    store.rollback();
+                    return Err(Error::Conflict {
+                        message: err.to_string(),
+                        key: op.key.clone(),
+                        not_found: matches!(err, StoreError::NotFound { .. }),
+                        exists: matches!(err, StoreError::AlreadyExists { .. }),
+                    });
+                }
+            };
+            let Some((txn, key, event_type)) = changed.then(|| self.txn(store)).flatten() else {
+                store.end_journal();
+                index += 1;
+                continue;
+            };
+            let mut client = self.client.clone();
+            let response = match block_on(&self.runtime, async move {
+                tokio::time::timeout(REQUEST_TIMEOUT, client.txn(txn)).await
+            }) {
+                Ok(Ok(response)) => response,
+                Ok(Err(err)) => {
+                    store.rollback();
+                    return Err(self.etcd_error(err.to_string()));
+                }
+                Err(_) => {
+                    store.rollback();
+                    return Err(self.etcd_error("the transaction timed out"));
+                }
+            };
+            let revision = rev(response.header().map_or(0, |h| h.revision()));
+            if response.succeeded() {
+                if revision == head + 1 {
+                    store.end_journal();
+                    self.guard_rev = revision;
+                } else {
+                    // Something outside allot's transactions wrote to etcd: take the change
+                    // back and let the watch bring it with etcd's revision.
+                    store.rollback();
+                    self.catch_up(store, revision)?;
+                    committed.rebased = true;
+                }
+                if event_type != EventType::Deleted
+                    && let Some(object) = store.get_stored(&key)
+                {
+                    committed.renumbered.push((op.rv, object.clone()));
+                }
+                index += 1;
+                continue;
+            }
+            store.rollback();
+            if !rebase || rebases >= MAX_REBASES {
+                self.catch_up(store, revision)?;
+                return Err(Error::Conflict {
+                    message: format!(
+                        "etcd moved on to revision {revision} while this change was decided at {head}"
+                    ),
+                    key: op.key.clone(),
+                    not_found: false,
+                    exists: false,
+                });
+            }
+            rebases += 1;
+            committed.rebased = true;
+            self.catch_up(store, revision)?;
+        }
+        store.begin_journal();
+        Ok(committed)
+    }
+
+    fn sync(&mut self, store: &mut Store) -> Result<bool, Error> {
+        let events: Vec<FeedEvent> = {
+            let mut state = self.feed.lock();
+            if let Some(error) = &state.error {
+                return Err(Error::EtcdWatch {
+                    message: error.clone(),
+                });
+            }
+            state.events.drain(..).collect()
+        };
+        let before = store.resource_version();
+        if !events.is_empty() {
+            self.apply(store, events);
+        }
+        Ok(store.resource_version() != before)
+    }
+
+    fn oldest_resource_version(&self) -> u64 {
+        self.oldest
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leader.is_leader()
+    }
+}
+
+/// Watches the prefix from `start` and queues every event on the feed; reconnects after
+/// errors from the next revision, and stops for good when etcd compacted past it.
+async fn run_watch(mut client: Client, prefix: String, start: u64, feed: Arc<Feed>) {
+    let mut next = start;
+    loop {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_prev_key()
+            .with_progress_notify()
+            .with_start_revision(irev(next));
+        let mut stream = match client.watch(prefix.clone(), Some(options)).await {
+            Ok(stream) => stream,
+            Err(err) => {
+                tracing::warn!("etcd watch: {err}; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        loop {
+            match stream.message().await {
+                Ok(Some(response)) => {
+                    if response.canceled() {
+                        if response.compact_revision() > 0 {
+                            feed.fail(format!(
+                                "etcd compacted revision {} before this server read it (the watch needs {next})",
+                                response.compact_revision()
+                            ));
+                            return;
+                        }
+                        break;
+                    }
+                    let mut state = feed.lock();
+                    for event in response.events() {
+                        let Some(kv) = event.kv() else { continue };
+                        let revision = rev(kv.mod_revision());
+                        let key = String::from_utf8_lossy(kv.key()).into_owned();
+                        let change = match event.event_type() {
+                            etcd_client::EventType::Put => Change::Put {
+                                value: kv.value().to_vec(),
+                                created: kv.create_revision() == kv.mod_revision(),
+                            },
+                            etcd_client::EventType::Delete => Change::Delete {
+                                previous: event.prev_kv().map(|p| p.value().to_vec()),
+                            },
+                        };
+                        state.events.push_back(FeedEvent {
+                            revision,
+                            key,
+                            change,
+                        });
+                        state.revision = state.revision.max(revision);
+                        next = next.max(revision + 1);
+                    }
+                    if response.events().is_empty()
+                        && let Some(header) = response.header()
+                    {
+                        // A progress notification: everything up to here was sent.
+                        state.revision = state.revision.max(rev(header.revision()));
+                    }
+                    drop(state);
+                    feed.arrived.notify_all();
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::warn!("etcd watch: {err}; reconnecting");
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_the_kube_apiserver_layout() {
+        assert_eq!(
+            object_key("/registry", Kind::Pod, "ml", "p"),
+            "/registry/pods/ml/p"
+        );
+        assert_eq!(
+            object_key("/registry", Kind::Namespace, "", "ml"),
+            "/registry/namespaces/ml"
+        );
+        assert_eq!(
+            object_key("/registry", Kind::ResourceClaim, "ml", "c"),
+            "/registry/resource.k8s.io/resourceclaims/ml/c"
+        );
+        assert_eq!(
+            object_key("/x", Kind::DeviceClass, "", "gpu"),
+            "/x/resource.k8s.io/deviceclasses/gpu"
+        );
+    }
+}

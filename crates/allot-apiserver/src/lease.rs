@@ -1,0 +1,354 @@
+//! Leader election for the controllers of `allot serve` processes that share one etcd, as
+//! client-go's `leaderelection` does it: a `coordination.k8s.io/v1` Lease object
+//! (`holderIdentity`, `leaseDurationSeconds`, `acquireTime`, `renewTime`, `leaseTransitions`)
+//! written with compare-and-swap on its `mod_revision`.
+//!
+//! The holder renews every `retry_period` and stops leading when it has not renewed for
+//! `renew_deadline`. A candidate takes the lease over only when the record it observes has not
+//! changed for `lease_duration` of its own clock (not the holder's `renewTime`, so clocks need
+//! not agree), which is longer than the renew deadline: the old leader has stopped by then.
+//! Lease writes also move the revision guard of [`crate::etcd`], so every server's mirror sees
+//! them as revisions it skips.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use serde_json::{Value, json};
+
+/// Where the controllers' Lease lives.
+pub const LEASE_NAMESPACE: &str = "kube-system";
+/// The Lease's name.
+pub const LEASE_NAME: &str = "allot-controller-manager";
+
+/// The key prefix of Lease objects (`/registry/coordination.k8s.io/leases/`).
+pub fn lease_prefix(prefix: &str) -> String {
+    format!("{prefix}/coordination.k8s.io/leases/")
+}
+
+/// The controllers' Lease key.
+pub fn lease_key(prefix: &str) -> String {
+    format!("{}{LEASE_NAMESPACE}/{LEASE_NAME}", lease_prefix(prefix))
+}
+
+/// Timings and identity (kube-controller-manager's `--leader-elect-*` flags).
+#[derive(Debug, Clone)]
+pub struct ElectionOptions {
+    /// This server's identity in `holderIdentity`.
+    pub identity: String,
+    /// How long a candidate waits on an unchanged record before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps leading without a successful renewal.
+    pub renew_deadline: Duration,
+    /// How often to try to acquire or renew.
+    pub retry_period: Duration,
+}
+
+impl Default for ElectionOptions {
+    fn default() -> Self {
+        ElectionOptions {
+            identity: default_identity(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+/// `hostname_pid_random`, unique per process.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "allot".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{host}_{}_{nanos:08x}", std::process::id())
+}
+
+impl ElectionOptions {
+    /// Checks the timings as client-go does.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.retry_period.is_zero() {
+            return Err("leader election: the retry period must be positive".into());
+        }
+        if self.renew_deadline <= self.retry_period {
+            return Err(
+                "leader election: the renew deadline must be longer than the retry period".into(),
+            );
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(
+                "leader election: the lease duration must be longer than the renew deadline".into(),
+            );
+        }
+        if self.identity.is_empty() {
+            return Err("leader election: the identity must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether this server leads, shared with the controllers' thread.
+#[derive(Debug, Default)]
+pub struct LeaderState {
+    leading_until: Mutex<Option<Instant>>,
+}
+
+impl LeaderState {
+    /// True while the last successful renewal is younger than the renew deadline.
+    pub fn is_leader(&self) -> bool {
+        self.leading_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    fn set(&self, until: Option<Instant>) {
+        *self
+            .leading_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = until;
+    }
+}
+
+/// The Lease's fields that election reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LeaseRecord {
+    /// `spec.holderIdentity`.
+    pub holder: String,
+    /// `spec.leaseDurationSeconds`.
+    pub duration_seconds: u64,
+    /// `spec.acquireTime`.
+    pub acquire_time: String,
+    /// `spec.leaseTransitions`.
+    pub transitions: u64,
+}
+
+impl LeaseRecord {
+    /// Reads a stored Lease; `None` when it is not one.
+    pub fn parse(value: &[u8]) -> Option<LeaseRecord> {
+        let json: Value = serde_json::from_slice(value).ok()?;
+        if json.get("kind").and_then(Value::as_str) != Some("Lease") {
+            return None;
+        }
+        let spec = json.get("spec")?;
+        Some(LeaseRecord {
+            holder: spec
+                .get("holderIdentity")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            duration_seconds: spec
+                .get("leaseDurationSeconds")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            acquire_time: spec
+                .get("acquireTime")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            transitions: spec
+                .get("leaseTransitions")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        })
+    }
+}
+
+/// `MicroTime` as the API writes it.
+fn micro_time() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+/// The Lease this server writes when it acquires or renews.
+pub fn lease_object(
+    identity: &str,
+    duration: Duration,
+    acquire_time: &str,
+    transitions: u64,
+) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
+        "spec": {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": duration.as_secs().max(1),
+            "acquireTime": acquire_time,
+            "renewTime": micro_time(),
+            "leaseTransitions": transitions,
+        }
+    })
+}
+
+/// The election loop of one server.
+pub struct LeaderElection {
+    client: Client,
+    key: String,
+    guard_key: String,
+    options: ElectionOptions,
+    state: Arc<LeaderState>,
+    /// The record last seen, its mod_revision, and when it was first seen (this clock).
+    observed: Option<(Option<LeaseRecord>, i64, Instant)>,
+}
+
+impl LeaderElection {
+    /// An election for the controllers' Lease under `prefix`.
+    pub fn new(
+        client: Client,
+        prefix: &str,
+        guard_key: String,
+        options: ElectionOptions,
+        state: Arc<LeaderState>,
+    ) -> Self {
+        LeaderElection {
+            client,
+            key: lease_key(prefix),
+            guard_key,
+            options,
+            state,
+            observed: None,
+        }
+    }
+
+    /// Tries to acquire or renew every retry period, forever.
+    pub async fn run(mut self) {
+        let mut leading = false;
+        loop {
+            let started = Instant::now();
+            let renewed = tokio::time::timeout(self.options.renew_deadline, self.try_once())
+                .await
+                .unwrap_or(Ok(false));
+            match renewed {
+                Ok(true) => {
+                    self.state.set(Some(started + self.options.renew_deadline));
+                    if !leading {
+                        eprintln!(
+                            "allot serve: leading the controllers as {} (Lease {LEASE_NAMESPACE}/{LEASE_NAME})",
+                            self.options.identity
+                        );
+                    }
+                    leading = true;
+                }
+                Ok(false) | Err(_) => {
+                    if let Err(err) = &renewed {
+                        tracing::warn!("leader election: {err}");
+                    }
+                    if leading && !self.state.is_leader() {
+                        eprintln!(
+                            "allot serve: lost the controllers' Lease ({})",
+                            self.options.identity
+                        );
+                        leading = false;
+                    }
+                }
+            }
+            tokio::time::sleep(self.options.retry_period).await;
+        }
+    }
+
+    /// One acquire-or-renew attempt; `Ok(true)` when this server holds the lease now.
+    async fn try_once(&mut self) -> Result<bool, etcd_client::Error> {
+        let response = self.client.get(self.key.clone(), None).await?;
+        let (record, mod_revision) = match response.kvs().first() {
+            Some(kv) => (LeaseRecord::parse(kv.value()), kv.mod_revision()),
+            None => (None, 0),
+        };
+        let now = Instant::now();
+        let observed_at = match &self.observed {
+            Some((_, seen, at)) if *seen == mod_revision => *at,
+            _ => {
+                self.observed = Some((record.clone(), mod_revision, now));
+                now
+            }
+        };
+        let me = self.options.identity.as_str();
+        let (acquire_time, transitions) = match &record {
+            Some(r) if r.holder == me => (r.acquire_time.clone(), r.transitions),
+            Some(r) if !r.holder.is_empty() => {
+                let duration = Duration::from_secs(r.duration_seconds.max(1));
+                if now < observed_at + duration {
+                    return Ok(false);
+                }
+                (micro_time(), r.transitions + 1)
+            }
+            Some(r) => (micro_time(), r.transitions + 1),
+            None => (micro_time(), 0),
+        };
+        let lease = lease_object(me, self.options.lease_duration, &acquire_time, transitions);
+        let txn = Txn::new()
+            .when(vec![Compare::mod_revision(
+                self.key.clone(),
+                CompareOp::Equal,
+                mod_revision,
+            )])
+            .and_then(vec![
+                TxnOp::put(
+                    self.key.clone(),
+                    serde_json::to_vec(&lease).unwrap_or_default(),
+                    None,
+                ),
+                TxnOp::put(self.guard_key.clone(), Vec::<u8>::new(), None),
+            ]);
+        let response = self.client.txn(txn).await?;
+        if !response.succeeded() {
+            return Ok(false);
+        }
+        let revision = response.header().map_or(0, |h| h.revision());
+        self.observed = Some((
+            LeaseRecord::parse(&serde_json::to_vec(&lease).unwrap_or_default()),
+            revision,
+            Instant::now(),
+        ));
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_records_round_trip() {
+        let value = lease_object(
+            "a",
+            Duration::from_secs(15),
+            "2026-01-01T00:00:00.000000Z",
+            3,
+        );
+        let bytes = serde_json::to_vec(&value).expect("encodes");
+        let record = LeaseRecord::parse(&bytes).expect("parses");
+        assert_eq!(
+            record,
+            LeaseRecord {
+                holder: "a".into(),
+                duration_seconds: 15,
+                acquire_time: "2026-01-01T00:00:00.000000Z".into(),
+                transitions: 3,
+            }
+        );
+        assert!(LeaseRecord::parse(b"{\"kind\":\"Pod\"}").is_none());
+        assert!(LeaseRecord::parse(b"not json").is_none());
+        assert_eq!(
+            lease_key("/registry"),
+            "/registry/coordination.k8s.io/leases/kube-system/allot-controller-manager"
+        );
+    }
+
+    #[test]
+    fn timings_are_checked_like_client_go() {
+        let mut options = ElectionOptions::default();
+        assert!(options.validate().is_ok());
+        options.renew_deadline = options.lease_duration;
+        assert!(options.validate().is_err());
+        options = ElectionOptions::default();
+        options.retry_period = options.renew_deadline;
+        assert!(options.validate().is_err());
+        options = ElectionOptions::default();
+        options.identity.clear();
+        assert!(options.validate().is_err());
+    }
+}
