@@ -162,16 +162,98 @@ fn state_dir_round_trip_and_corrupt_checkpoint() {
     let v = json(&out);
     assert_eq!(v["pods"][0]["containers"][0]["cpus"], "2,8");
     assert_eq!(v["pods"][1]["containers"][0]["cpus"], "4,10");
-    // A flipped byte: the node does not start, and says what to do.
+    // The file is the kubelet's v4: the payload in `data`, checked by `dataChecksum`.
     let path = state.join("cpu_manager_state");
     let text = fs::read_to_string(&path).expect("read");
-    fs::write(&path, text.replace("\"2,8\"", "\"2,9\"")).expect("write");
+    let cp: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(cp["checksum"], 0);
+    assert!(cp["dataChecksum"].as_u64().is_some_and(|n| n > 0), "{text}");
+    let data: Value = serde_json::from_str(cp["data"].as_str().expect("data")).expect("payload");
+    assert_eq!(data["entries"]["uid-b"]["c"], "4,10");
+    // Editing only the v3 copy beside the payload changes nothing: the kubelet reads `data`.
+    fs::write(&path, text.replace("\"c\":\"2,8\"", "\"c\":\"2,9\"")).expect("write");
+    let out = allot(&[
+        "node",
+        "admit",
+        "-f",
+        &file,
+        "--state-dir",
+        &state_arg,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["pods"][0]["containers"][0]["cpus"], "2,8");
+    // A flipped byte in the payload: the node does not start, and says what to do.
+    let text = fs::read_to_string(&path).expect("read");
+    assert!(text.contains("\\\"2,8\\\""), "{text}");
+    fs::write(&path, text.replace("\\\"2,8\\\"", "\\\"2,9\\\"")).expect("write");
     let out = allot(&["node", "admit", "-f", &file, "--state-dir", &state_arg]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("checkpoint is corrupted"), "{err}");
+    assert!(
+        err.contains("could not restore state from checkpoint: could not load v4 checkpoint: checkpoint is corrupted"),
+        "{err}"
+    );
     assert!(
         err.contains("please drain this node and delete the CPU manager checkpoint file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kubelet_v2_checkpoint_restores_and_is_rewritten_as_v4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    fs::create_dir_all(&state).expect("mkdir");
+    let state_arg = state.display().to_string();
+    // A v2 file as a kubelet without pod-level resource managers writes it (checksum: FNV-1a of
+    // the go-spew text under the type name CPUManagerCheckpoint, computed independently).
+    let v2 = r#"{"policyName":"static","defaultCpuSet":"0-1,3-7,9-11","entries":{"uid-a":{"c":"2,8"}},"checksum":290833760}"#;
+    fs::write(state.join("cpu_manager_state"), v2).expect("write");
+    let file = scenario(dir.path(), STATIC, &[("a", "2"), ("b", "2")]);
+    let out = allot(&[
+        "node",
+        "admit",
+        "-f",
+        &file,
+        "--state-dir",
+        &state_arg,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["pods"][0]["containers"][0]["cpus"], "2,8");
+    assert_eq!(v["pods"][1]["containers"][0]["cpus"], "4,10");
+    let cp: Value =
+        serde_json::from_slice(&fs::read(state.join("cpu_manager_state")).expect("file"))
+            .expect("json");
+    assert!(
+        cp["data"].is_string() && cp["dataChecksum"].is_u64(),
+        "{cp}"
+    );
+    // The same v2 file with a wrong checksum stops the node.
+    fs::write(
+        state.join("cpu_manager_state"),
+        v2.replace("290833760", "290833761"),
+    )
+    .expect("write");
+    let out = allot(&["node", "admit", "-f", &file, "--state-dir", &state_arg]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("could not restore state from checkpoint: checkpoint is corrupted"),
         "{err}"
     );
 }
