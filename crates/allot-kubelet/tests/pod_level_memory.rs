@@ -179,6 +179,14 @@ fn pod_level_memory_survives_a_checkpoint_round_trip() {
         node.memory_state.pod_entries["a"],
         first_node.memory_state.pod_entries["a"]
     );
+    // The pod's CPU pool comes back from cpu_manager_state's podEntries.
+    let cpu: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("cpu_manager_state")).expect("checkpoint"),
+    )
+    .expect("json");
+    let pool = &first_node.cpu_state.pod_pools["a"];
+    assert_eq!(cpu["podEntries"]["a"]["cpuSet"], pool.to_string());
+    assert_eq!(&node.cpu_state.pod_pools["a"], pool);
     assert!(r.pods[0].admitted, "{:?}", r.pods[0]);
     assert_eq!(reserved(&node, 0) + reserved(&node, 1), 8 * GI);
 }
