@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::KubeletError;
 
 /// `kind: NodeState` (allot.dev/v1alpha1): the CPU and Memory Manager checkpoints a node starts
-/// from, in the kubelet's checkpoint shapes (a missing checksum is not checked).
+/// from, in the kubelet's checkpoint shapes (any version the kubelet reads: the current ones with
+/// `data` and `dataChecksum`, or the older inline ones). A checkpoint without any checksum field
+/// is taken as written, `podEntries` included; one with a checksum is checked as the kubelet
+/// checks it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeState {
