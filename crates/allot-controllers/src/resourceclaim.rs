@@ -10,7 +10,9 @@
 //!   group, and records it in the group's `status.resourceClaimStatuses`.
 //! - **ResourceClaim**: drops `reservedFor` entries whose consumer is gone or finished,
 //!   deallocates a claim nothing reserves, and deletes a generated claim whose owner is gone or
-//!   finished once it is no longer reserved.
+//!   finished once it is no longer reserved (template claims, PodGroup claims, and the claim the
+//!   scheduler creates for a pod's extended resources, found through the pod's
+//!   `status.extendedResourceClaimStatus`).
 
 use std::collections::BTreeMap;
 
@@ -55,6 +57,19 @@ impl ResourceClaimController {
             generated: BTreeMap::new(),
         }
     }
+}
+
+/// The claim named in `status.extendedResourceClaimStatus` (DRAExtendedResource): created by
+/// the scheduler, owned by the pod, and like a generated claim released and deleted once the
+/// pod is gone or done.
+pub fn extended_resource_claim_name(pod: &Pod) -> Option<String> {
+    pod.status
+        .extended_resource_claim_status
+        .as_ref()
+        .and_then(|s| s.get("resourceClaimName"))
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
 }
 
 /// Whether a pod has finished (or is being deleted) and no longer needs its claims.
@@ -506,6 +521,10 @@ impl Controller for ResourceClaimController {
                     if let Some(name) = &claim.resource_claim_name {
                         keys.push(claim_key(name));
                     }
+                }
+                // The claim the scheduler made for extended resources backed by DRA.
+                if let Some(name) = extended_resource_claim_name(pod) {
+                    keys.push(claim_key(&name));
                 }
                 keys
             }

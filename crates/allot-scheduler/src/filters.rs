@@ -207,12 +207,15 @@ pub fn preferred_affinity_weight(pod: &Pod, node: &Node) -> i64 {
 }
 
 /// NodeResourcesFit filter: every reason, in upstream's order (pods, cpu, memory, ephemeral
-/// storage, then scalar resources by name).
+/// storage, then scalar resources by name). Scalar resources `delegated` says DRA serves on
+/// this node (extended resources backed by a DeviceClass where the node has none) are left to
+/// DynamicResources, as upstream's `shouldDelegateResourceToDRA`.
 pub fn resources_fit(
     request: &Resources,
     allocatable: &Resources,
     requested: &Resources,
     pods_on_node: i64,
+    delegated: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     if pods_on_node + 1 > allocatable.pods {
@@ -227,7 +230,9 @@ pub fn resources_fit(
     check("memory", request.memory, &mut reasons);
     check("ephemeral-storage", request.ephemeral_storage, &mut reasons);
     for (name, want) in &request.scalar {
-        check(name, *want, &mut reasons);
+        if !delegated(name) {
+            check(name, *want, &mut reasons);
+        }
     }
     reasons
 }
@@ -357,7 +362,7 @@ mod tests {
         };
         want.scalar.insert("example.com/gpu".into(), 2);
         assert_eq!(
-            resources_fit(&want, &alloc, &requested, 2),
+            resources_fit(&want, &alloc, &requested, 2, &|_| false),
             vec![
                 "Too many pods",
                 "Insufficient cpu",
@@ -365,11 +370,16 @@ mod tests {
                 "Insufficient example.com/gpu"
             ]
         );
+        // A resource DRA serves on this node is DynamicResources' business.
+        assert_eq!(
+            resources_fit(&want, &alloc, &requested, 1, &|n| n == "example.com/gpu"),
+            vec!["Insufficient cpu", "Insufficient memory"]
+        );
         let small = Resources {
             milli_cpu: 500,
             memory: 1000,
             ..Default::default()
         };
-        assert!(resources_fit(&small, &alloc, &requested, 1).is_empty());
+        assert!(resources_fit(&small, &alloc, &requested, 1, &|_| false).is_empty());
     }
 }

@@ -23,7 +23,9 @@
 #![deny(missing_docs)]
 
 mod cache;
+pub mod extended;
 pub mod filters;
+pub mod nodealloc;
 pub mod resources;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,6 +65,10 @@ pub struct SchedulerConfig {
     pub percentage_of_nodes_to_score: u32,
     /// The `spec.schedulerName` this scheduler serves (an empty name also matches).
     pub scheduler_name: String,
+    /// DRAExtendedResource: extended resources served by DeviceClasses ([`extended`]).
+    pub extended_resource: bool,
+    /// DRANodeAllocatableResources: devices consuming node resources ([`nodealloc`]).
+    pub node_allocatable_resources: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -72,6 +78,8 @@ impl Default for SchedulerConfig {
             binding_timeout_seconds: 600,
             percentage_of_nodes_to_score: 0,
             scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
+            extended_resource: true,
+            node_allocatable_resources: true,
         }
     }
 }
@@ -101,9 +109,47 @@ struct Waiting {
 /// One claim of the pod, resolved.
 #[derive(Debug, Clone)]
 struct PodClaim {
+    /// `pod.spec.resourceClaims[].name`.
+    entry: String,
     claim: ResourceClaim,
     /// The PodGroup to reserve for instead of the pod.
     group: Option<(String, String)>,
+}
+
+/// What the DynamicResources plugin checks for a pod besides its own claims: the special claim
+/// for extended resources and the node allocatable resources of its devices.
+struct Extras<'a> {
+    pod: &'a Pod,
+    claims: &'a [PodClaim],
+    extended: Option<extended::ExtendedPlan>,
+    node_allocatable: bool,
+}
+
+impl Extras<'_> {
+    /// Whether NodeResourcesFit leaves `resource` to DRA on a node with `allocatable`.
+    fn delegated(&self, allocatable: &resources::Resources, resource: &str) -> bool {
+        self.extended
+            .as_ref()
+            .is_some_and(|p| p.delegated(allocatable, resource))
+    }
+
+    /// Whether the DRA plugin has work on every node even without claims to allocate.
+    fn needed(&self) -> bool {
+        self.extended.is_some()
+            || (self.node_allocatable
+                && self
+                    .claims
+                    .iter()
+                    .any(|pc| pc.claim.status.allocation.is_some()))
+    }
+}
+
+/// Why the DRA plugin rejected a node.
+enum Rejection {
+    /// The allocator found no devices.
+    Devices(Explanation),
+    /// Filter reasons (node allocatable resources).
+    Reasons(Vec<String>),
 }
 
 /// A scored candidate: (DRA score, resource and preference score, rank in name order, node
@@ -302,6 +348,7 @@ impl Scheduler {
                 }
             }
             out.push(PodClaim {
+                entry: pod_claim.name.clone(),
                 claim: claim.clone(),
                 group: for_group,
             });
@@ -583,6 +630,13 @@ impl Scheduler {
                 .or_default()
                 .insert(waiting.node.clone());
             self.unreserve(store, &pod, &claims)?;
+            extended::release(store, &key.namespace, &key.name).map_err(|source| {
+                SchedulerError::Store {
+                    action: "release extended resource claim",
+                    key: key.to_string(),
+                    source: Box::new(source),
+                }
+            })?;
             return self.schedule(store, key, now);
         }
 
@@ -691,6 +745,17 @@ impl Scheduler {
                     .any(|r| !r.first_available.is_empty())
             });
         let request = pod_requests(&pod);
+        let extras = Extras {
+            pod: &pod,
+            claims: &claims,
+            extended: if self.config.extended_resource {
+                extended::ExtendedPlan::for_pod(&request, &self.cache.classes)
+            } else {
+                None
+            },
+            node_allocatable: self.config.node_allocatable_resources,
+        };
+        let run_dra = !to_allocate.is_empty() || extras.needed();
         let non_zero = pod_non_zero_requests(&pod);
         let avoid = self.avoid.get(key).cloned().unwrap_or_default();
 
@@ -778,6 +843,7 @@ impl Scheduler {
                     &state.allocatable,
                     &state.requested,
                     state.pods,
+                    &|name| extras.delegated(&state.allocatable, name),
                 );
                 if !fit.is_empty() {
                     for reason in fit {
@@ -860,7 +926,7 @@ impl Scheduler {
                 // The DRA score needs the allocator's choice on every candidate.
                 let mut kept = Vec::new();
                 for (_, score, rank, index, _) in scored {
-                    match self.try_allocate(index, &to_allocate) {
+                    match self.try_allocate(index, &to_allocate, &extras) {
                         Ok(Some(results)) => {
                             let dra = dra_score(&to_allocate, &results);
                             kept.push((dra, score, rank, index, Some(results)));
@@ -868,10 +934,13 @@ impl Scheduler {
                         Ok(None) => {
                             *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                         }
-                        Err(e) => {
-                            *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                            self.note_explanation(&mut explanation, index, e);
-                        }
+                        Err(e) => self.count_rejection(
+                            e,
+                            index,
+                            &mut reasons,
+                            &mut taint_reasons,
+                            &mut explanation,
+                        ),
                     }
                 }
                 scored = kept;
@@ -898,13 +967,13 @@ impl Scheduler {
                     .min_by(|&i, &j| better(&scored[i], &scored[j]))
                     .unwrap_or(0);
                 ordered.push(scored.swap_remove(best));
-                if to_allocate.is_empty() || prioritized {
+                if !run_dra || prioritized {
                     // The first one wins.
                     break;
                 }
                 // Keep selecting lazily: the allocator usually succeeds on the first node.
                 let (_, _, _, index, _) = ordered[ordered.len() - 1];
-                match self.try_allocate(index, &to_allocate) {
+                match self.try_allocate(index, &to_allocate, &extras) {
                     Ok(Some(results)) => {
                         chosen = Some((index, results));
                         break;
@@ -912,22 +981,25 @@ impl Scheduler {
                     Ok(None) => {
                         *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                     }
-                    Err(e) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                        self.note_explanation(&mut explanation, index, e);
-                    }
+                    Err(e) => self.count_rejection(
+                        e,
+                        index,
+                        &mut reasons,
+                        &mut taint_reasons,
+                        &mut explanation,
+                    ),
                 }
             }
             if chosen.is_some() {
                 break;
             }
-            let scored = if to_allocate.is_empty() || prioritized {
+            let scored = if !run_dra || prioritized {
                 ordered
             } else {
                 Vec::new()
             };
             for (_, _, _, index, results) in scored {
-                if to_allocate.is_empty() {
+                if !run_dra {
                     chosen = Some((index, Vec::new()));
                     break;
                 }
@@ -935,7 +1007,7 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
-                match self.try_allocate(index, &to_allocate) {
+                match self.try_allocate(index, &to_allocate, &extras) {
                     Ok(Some(results)) => {
                         chosen = Some((index, results));
                         break;
@@ -943,17 +1015,20 @@ impl Scheduler {
                     Ok(None) => {
                         *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                     }
-                    Err(e) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                        self.note_explanation(&mut explanation, index, e);
-                    }
+                    Err(e) => self.count_rejection(
+                        e,
+                        index,
+                        &mut reasons,
+                        &mut taint_reasons,
+                        &mut explanation,
+                    ),
                 }
             }
         }
         let Some((node_index, results)) = chosen else {
             if explanation.is_none()
                 && let Some(index) = pruned_dra
-                && let Err(e) = self.try_allocate(index, &to_allocate)
+                && let Err(Rejection::Devices(e)) = self.try_allocate(index, &to_allocate, &extras)
             {
                 explanation = Some((String::new(), e));
             }
@@ -1059,6 +1134,9 @@ impl Scheduler {
                 }
             }
         }
+        if run_dra {
+            self.reserve_extras(store, key, node_index, &extras, result_iter.next(), &stamp)?;
+        }
         if needs_wait && with_timestamp {
             let deadline = now.plus_seconds(self.config.binding_timeout_seconds);
             self.waiting.insert(key.clone(), Waiting { node, deadline });
@@ -1089,32 +1167,259 @@ impl Scheduler {
         }
     }
 
-    /// Runs the allocator on a node: `Ok(Some(results))` when the claims fit, `Ok(None)` when
-    /// the allocator failed on bad input, `Err(explanation)` when they do not fit.
+    /// Counts a node the DRA plugin rejected under its reasons; keeps the allocator's
+    /// explanation of the first node by name.
+    fn count_rejection(
+        &self,
+        rejection: Rejection,
+        index: usize,
+        reasons: &mut BTreeMap<&'static str, usize>,
+        other_reasons: &mut BTreeMap<String, usize>,
+        explanation: &mut Option<(String, Explanation)>,
+    ) {
+        match rejection {
+            Rejection::Devices(e) => {
+                *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                self.note_explanation(explanation, index, e);
+            }
+            Rejection::Reasons(list) => {
+                for reason in list {
+                    *other_reasons.entry(reason).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+
+    /// Runs the allocator on a node for the pod's unallocated claims and, when the node has
+    /// no device plugin for an extended resource the pod requests, the special claim serving
+    /// it (its result comes last); then checks the node allocatable resources the pod's
+    /// devices consume. `Ok(Some(results))` when everything fits, `Ok(None)` when the allocator
+    /// failed on bad input, `Err` with why not.
     fn try_allocate(
         &mut self,
         index: usize,
         claims: &[ResourceClaim],
-    ) -> Result<Option<Vec<AllocationResult>>, Explanation> {
+        extras: &Extras<'_>,
+    ) -> Result<Option<Vec<AllocationResult>>, Rejection> {
         self.cache.prepare_slices(index);
         self.cache.prepare_in_use(index);
         let Some(state) = self.cache.node(index) else {
             return Ok(None);
         };
-        let input = AllocationInput {
-            node: &state.node,
-            classes: &self.cache.classes,
-            slices: state.visible_slices.as_deref().unwrap_or(&[]),
-            allocated_claims: self.cache.in_use(index),
-            claims,
-            taint_rules: &self.cache.taint_rules,
-            namespaces: &self.cache.namespaces,
+        let special = extras
+            .extended
+            .as_ref()
+            .and_then(|plan| plan.claim_for_node(extras.pod, &state.allocatable))
+            .map(|(claim, _)| claim);
+        let with_special: Vec<ResourceClaim>;
+        let claims = match special {
+            Some(claim) => {
+                with_special = claims.iter().cloned().chain([claim]).collect();
+                &with_special[..]
+            }
+            None => claims,
         };
-        match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
-            Ok(Outcome::Allocated(results)) => Ok(Some(results)),
-            Ok(Outcome::Unschedulable(explanation)) => Err(explanation),
-            Err(_) => Ok(None),
+        let results = if claims.is_empty() {
+            Vec::new()
+        } else {
+            let input = AllocationInput {
+                node: &state.node,
+                classes: &self.cache.classes,
+                slices: state.visible_slices.as_deref().unwrap_or(&[]),
+                allocated_claims: self.cache.in_use(index),
+                claims,
+                taint_rules: &self.cache.taint_rules,
+                namespaces: &self.cache.namespaces,
+            };
+            match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
+                Ok(Outcome::Allocated(results)) => results,
+                Ok(Outcome::Unschedulable(explanation)) => {
+                    return Err(Rejection::Devices(explanation));
+                }
+                Err(_) => return Ok(None),
+            }
+        };
+        if extras.node_allocatable {
+            let reasons = match self.node_allocatable_statuses(index, extras, &results, None) {
+                Ok(statuses) => match self.cache.node(index) {
+                    Some(state) => nodealloc::fit_reasons(
+                        extras.pod,
+                        &statuses,
+                        &state.allocatable,
+                        &state.requested,
+                    ),
+                    None => Vec::new(),
+                },
+                Err(reason) => vec![reason],
+            };
+            if !reasons.is_empty() {
+                return Err(Rejection::Reasons(reasons));
+            }
         }
+        Ok(Some(results))
+    }
+
+    /// The pod's `nodeAllocatableResourceClaimStatuses` on a node, for its claims' existing
+    /// allocations and `results` (the unallocated claims' in order, then the special claim's,
+    /// named `special_name` or upstream's in-memory name); `Err` with a filter reason when a
+    /// claim with a mapped device is already used by another pod, or a device is missing.
+    fn node_allocatable_statuses(
+        &self,
+        index: usize,
+        extras: &Extras<'_>,
+        results: &[AllocationResult],
+        special_name: Option<&str>,
+    ) -> Result<Vec<nodealloc::ClaimStatus>, String> {
+        let Some(state) = self.cache.node(index) else {
+            return Ok(Vec::new());
+        };
+        let slices = state.visible_slices.as_deref().unwrap_or(&[]);
+        let mut new = results.iter();
+        let mut allocated = Vec::new();
+        for pc in extras.claims {
+            let allocation = match &pc.claim.status.allocation {
+                Some(existing) => {
+                    // Claims with mapped devices cannot be shared across pods.
+                    if !pc.claim.status.reserved_for.is_empty()
+                        && !Self::reserved_for_consumer(extras.pod, pc)
+                        && nodealloc::has_mapped_device(existing, slices, &state.node)
+                    {
+                        return Err(format!(
+                            "node allocatable resource claim {} has a mapped device and cannot be shared across pods",
+                            pc.claim.metadata.name
+                        ));
+                    }
+                    existing
+                }
+                None => match new.next() {
+                    Some(result) => result,
+                    None => continue,
+                },
+            };
+            allocated.push(nodealloc::AllocatedClaim {
+                entry: Some(pc.entry.as_str()),
+                name: pc.claim.metadata.name.as_str(),
+                allocation,
+            });
+        }
+        if let Some(result) = new.next() {
+            allocated.push(nodealloc::AllocatedClaim {
+                entry: None,
+                name: special_name.unwrap_or(extended::IN_MEMORY_NAME),
+                allocation: result,
+            });
+        }
+        nodealloc::claim_statuses(extras.pod, &allocated, slices, &state.node)
+    }
+
+    /// Reserve for the DRA extras on the chosen node: creates the special claim for extended
+    /// resources with its allocation (`special`), reserved for the pod, and records
+    /// `status.extendedResourceClaimStatus` and `status.nodeAllocatableResourceClaimStatuses`
+    /// on the pod (upstream PreBind).
+    fn reserve_extras(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        index: usize,
+        extras: &Extras<'_>,
+        special: Option<AllocationResult>,
+        stamp: &str,
+    ) -> Result<(), SchedulerError> {
+        let store_error = |action: &'static str, key: String| {
+            move |source: StoreError| SchedulerError::Store {
+                action,
+                key,
+                source: Box::new(source),
+            }
+        };
+        let pod = extras.pod;
+        let mut special_status = None;
+        let mut special_claim: Option<(String, AllocationResult)> = None;
+        if let Some(mut allocation) = special
+            && let Some(state) = self.cache.node(index)
+            && let Some((mut claim, mappings)) = extras
+                .extended
+                .as_ref()
+                .and_then(|plan| plan.claim_for_node(pod, &state.allocatable))
+        {
+            claim.metadata.name.clear();
+            let created = store.create(claim, stamp).map_err(store_error(
+                "create extended resource claim",
+                pod.metadata.name.clone(),
+            ))?;
+            let name = created.metadata.name.clone();
+            if self.config.features.device_binding_conditions
+                && self.config.features.resource_claim_device_status
+                && allocation.allocation_timestamp.is_none()
+            {
+                allocation.allocation_timestamp = Some(stamp.to_string());
+            }
+            let consumer = ResourceClaimConsumerReference {
+                api_group: String::new(),
+                resource: "pods".into(),
+                name: pod.metadata.name.clone(),
+                uid: pod.metadata.uid.clone(),
+            };
+            let written = allocation.clone();
+            store
+                .modify::<ResourceClaim, _>(&key.namespace, &name, |claim| {
+                    claim.metadata.finalizers.push(CLAIM_FINALIZER.into());
+                    claim.status.allocation = Some(written);
+                    claim.status.reserved_for.push(consumer);
+                })
+                .map_err(store_error(
+                    "reserve claim",
+                    format!("{}/{name}", key.namespace),
+                ))?;
+            special_status = Some(extended::status_json(&name, &mappings));
+            special_claim = Some((name, allocation));
+        }
+        let mut statuses = Vec::new();
+        if extras.node_allocatable {
+            // The claims as written by Reserve.
+            let refreshed: Vec<PodClaim> = extras
+                .claims
+                .iter()
+                .map(|pc| PodClaim {
+                    claim: store
+                        .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                        .cloned()
+                        .unwrap_or_else(|| pc.claim.clone()),
+                    ..pc.clone()
+                })
+                .collect();
+            let now = Extras {
+                pod,
+                claims: &refreshed,
+                extended: None,
+                node_allocatable: true,
+            };
+            let results: Vec<AllocationResult> =
+                special_claim.iter().map(|(_, a)| a.clone()).collect();
+            let name = special_claim.as_ref().map(|(n, _)| n.as_str());
+            statuses = self
+                .node_allocatable_statuses(index, &now, &results, name)
+                .unwrap_or_default();
+        }
+        if special_status.is_none() && statuses.is_empty() {
+            return Ok(());
+        }
+        store
+            .modify::<Pod, _>(&key.namespace, &key.name, |p| {
+                if let Some(status) = &special_status {
+                    p.status.extended_resource_claim_status = Some(status.clone());
+                }
+                if !statuses.is_empty() {
+                    p.status.node_allocatable_resource_claim_statuses =
+                        Some(nodealloc::statuses_json(&statuses));
+                }
+            })
+            .map_err(store_error("update pod", key.to_string()))?;
+        if let Some(written) = store.get::<Pod>(&key.namespace, &key.name) {
+            self.own_writes
+                .insert(key.clone(), written.metadata.resource_version.clone());
+        }
+        Ok(())
     }
 }
 

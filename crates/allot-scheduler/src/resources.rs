@@ -1,5 +1,7 @@
 //! Resource arithmetic of NodeResourcesFit: a pod's effective requests as upstream's
-//! `resource.PodRequests` computes them, and node allocatable.
+//! `resource.PodRequests` computes them (including, as with DRANodeAllocatableResources, the
+//! node-allocatable resources its claims' devices consume, from
+//! `status.nodeAllocatableResourceClaimStatuses`), and node allocatable.
 
 use std::collections::BTreeMap;
 
@@ -127,22 +129,146 @@ fn container_requests(container: &Container) -> Resources {
 }
 
 /// Whether a resource may be set at pod level (upstream `IsSupportedPodLevelResource`).
-fn pod_level_supported(name: &str) -> bool {
+pub fn pod_level_supported(name: &str) -> bool {
     name == "cpu" || name == "memory" || name.starts_with("hugepages-")
+}
+
+/// The node-allocatable resources a pod's claims consume (upstream
+/// `draNodeAllocatableResources`): mapped quantities and per-pod overheads for the pod's whole
+/// life, per-container overheads with the containers that reference the claim.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DraFootprint {
+    /// Charged for the pod's whole life.
+    pub pod_fixed: Resources,
+    /// Charged while each container runs, by container name.
+    pub per_container: BTreeMap<String, Resources>,
+}
+
+impl DraFootprint {
+    /// Reads `status.nodeAllocatableResourceClaimStatuses` (empty when absent or unreadable).
+    pub fn from_status(pod: &Pod) -> Self {
+        match pod
+            .status
+            .node_allocatable_resource_claim_statuses
+            .as_ref()
+            .and_then(serde_json::Value::as_array)
+        {
+            Some(statuses) => Self::from_statuses(pod, statuses),
+            None => DraFootprint::default(),
+        }
+    }
+
+    /// Reads statuses in the JSON shape of `status.nodeAllocatableResourceClaimStatuses`.
+    pub fn from_statuses(pod: &Pod, statuses: &[serde_json::Value]) -> Self {
+        let mut out = DraFootprint::default();
+        let quantity = |v: Option<&serde_json::Value>| {
+            v.and_then(serde_json::Value::as_str)
+                .and_then(|t| allot_api::Quantity::parse(t).ok())
+        };
+        let name_of = |v: &serde_json::Value| {
+            v.get("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let list = |status: &serde_json::Value, field: &str| {
+            status
+                .get(field)
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        for status in statuses {
+            let mut fixed = ResourceList::new();
+            for mapping in list(status, "mapping") {
+                if let Some(q) = quantity(mapping.get("quantity")) {
+                    *fixed.entry(name_of(&mapping)).or_default() += &q;
+                }
+            }
+            let overheads = list(status, "overhead");
+            let mut per_container = ResourceList::new();
+            for overhead in &overheads {
+                if let Some(q) = quantity(overhead.get("perPod")) {
+                    *fixed.entry(name_of(overhead)).or_default() += &q;
+                }
+                if let Some(q) = quantity(overhead.get("perContainer")) {
+                    *per_container.entry(name_of(overhead)).or_default() += &q;
+                }
+            }
+            out.pod_fixed.add(&Resources::from_list(&fixed));
+            if per_container.is_empty() {
+                continue;
+            }
+            let per_container = Resources::from_list(&per_container);
+            let referencing: Vec<String> = list(status, "containers")
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_string)
+                .collect();
+            let mut known = 0usize;
+            for container in pod.spec.init_containers.iter().chain(&pod.spec.containers) {
+                if referencing.contains(&container.name) {
+                    known += 1;
+                    out.per_container
+                        .entry(container.name.clone())
+                        .or_default()
+                        .add(&per_container);
+                }
+            }
+            // References to containers the pod does not have are charged for its whole life.
+            for _ in known..referencing.len() {
+                out.pod_fixed.add(&per_container);
+            }
+        }
+        out
+    }
+
+    /// Whether nothing is charged.
+    pub fn is_empty(&self) -> bool {
+        self.pod_fixed == Resources::default() && self.per_container.is_empty()
+    }
 }
 
 /// A pod's effective requests as the scheduler sees them (upstream `PodRequests`): the larger
 /// of the regular containers plus sidecars and the largest init phase (an init container plus
-/// the sidecars started before it), replaced by pod-level requests where set, plus overhead.
+/// the sidecars started before it), plus the node-allocatable resources its claims consume
+/// (from its status), replaced by pod-level requests where set, plus overhead.
 pub fn pod_requests(pod: &Pod) -> Resources {
+    pod_requests_with(pod, &DraFootprint::from_status(pod), false)
+}
+
+/// [`pod_requests`] with a given DRA footprint; `skip_pod_level` leaves pod-level requests out.
+pub fn pod_requests_with(pod: &Pod, dra: &DraFootprint, skip_pod_level: bool) -> Resources {
+    let mut requests = aggregate_container_requests(pod, dra);
+    if !skip_pod_level && let Some(pod_level) = &pod.spec.resources {
+        for (name, quantity) in &pod_level.requests {
+            if pod_level_supported(name) {
+                requests.set(name, quantity_value(name, quantity));
+            }
+        }
+    }
+    requests.add(&Resources::from_list(&pod.spec.overhead));
+    requests
+}
+
+/// Upstream `AggregateContainerRequests`: containers, sidecars and init phases with their DRA
+/// per-container charges, plus the pod-fixed DRA charge.
+fn aggregate_container_requests(pod: &Pod, dra: &DraFootprint) -> Resources {
+    let with_dra = |container: &Container| {
+        let mut r = container_requests(container);
+        if let Some(extra) = dra.per_container.get(&container.name) {
+            r.add(extra);
+        }
+        r
+    };
     let mut requests = Resources::default();
     for container in &pod.spec.containers {
-        requests.add(&container_requests(container));
+        requests.add(&with_dra(container));
     }
     let mut sidecars = Resources::default();
     let mut init_max = Resources::default();
     for container in &pod.spec.init_containers {
-        let mut phase = container_requests(container);
+        let mut phase = with_dra(container);
         if container.restart_policy.as_deref() == Some("Always") {
             requests.add(&phase);
             sidecars.add(&phase);
@@ -153,14 +279,7 @@ pub fn pod_requests(pod: &Pod) -> Resources {
         init_max.max_with(&phase);
     }
     requests.max_with(&init_max);
-    if let Some(pod_level) = &pod.spec.resources {
-        for (name, quantity) in &pod_level.requests {
-            if pod_level_supported(name) {
-                requests.set(name, quantity_value(name, quantity));
-            }
-        }
-    }
-    requests.add(&Resources::from_list(&pod.spec.overhead));
+    requests.add(&dra.pod_fixed);
     requests
 }
 

@@ -43,6 +43,28 @@ pub struct TopologyEntry {
     pub selector: Option<Vec<(String, Option<String>)>>,
 }
 
+/// A KubeletConfiguration with the nodes it applies to.
+///
+/// KubeletConfiguration has no `metadata` upstream; the simulator accepts an optional one to
+/// say which nodes a document configures, the way NodeTopology does: `metadata.name` equal to a
+/// node's name configures that node, the [`NODE_SELECTOR_ANNOTATION`] annotation configures
+/// every node whose labels match (a node label group), and a document with neither is the
+/// default for the other nodes. A node named by a document takes it; otherwise the one group
+/// matching the node; otherwise the default; otherwise upstream's defaults. A node matched by
+/// two groups is an input error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubeletConfigEntry {
+    /// The configuration (without the simulator's `metadata`).
+    pub config: KubeletConfiguration,
+    /// `metadata.name` (empty when absent).
+    pub name: String,
+    /// Label requirements from the [`NODE_SELECTOR_ANNOTATION`] annotation, as for
+    /// [`TopologyEntry::selector`].
+    pub selector: Option<Selector>,
+    /// Where the document starts (`file:line`).
+    pub origin: String,
+}
+
 /// What a timeline event does once its time comes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -76,8 +98,12 @@ pub struct Input {
     pub objects: Vec<Stored>,
     /// NodeTopology documents, in input order.
     pub topologies: Vec<TopologyEntry>,
-    /// The KubeletConfiguration every node uses (upstream defaults when absent).
+    /// The KubeletConfiguration of nodes no other document names or selects (upstream
+    /// defaults when absent).
     pub kubelet_config: KubeletConfiguration,
+    /// KubeletConfigurations for one node (`metadata.name`) or a node label group (the
+    /// [`NODE_SELECTOR_ANNOTATION`] annotation), in input order.
+    pub kubelet_configs: Vec<KubeletConfigEntry>,
     /// Timeline events in time order (ties in input order).
     pub events: Vec<ScheduledEvent>,
     /// The options document (defaults when absent).
@@ -99,6 +125,7 @@ pub const OTHER_GATES: &[(&str, bool)] = &[
     ("DRAWorkloadResourceClaims", true),
     ("ResourceHealthStatus", true),
     ("DRANodeAllocatableResources", true),
+    ("DRAExtendedResource", true),
 ];
 
 impl Input {
@@ -114,25 +141,20 @@ impl Input {
 
     /// The topology and kubelet configuration of one node: the NodeTopology named like the
     /// node, else the first whose selector matches the node's labels, else one made from the
-    /// node's CPU and memory capacity (one socket, one NUMA node, no SMT).
+    /// node's CPU and memory capacity (one socket, one NUMA node, no SMT); the
+    /// KubeletConfiguration chosen the same way (see [`KubeletConfigEntry`]), else the default.
+    /// (Loading rejects a node that two selectors match, so "the first" is "the only".)
     pub fn node_setup(&self, node: &Node) -> (NodeTopology, KubeletConfiguration) {
         let name = &node.metadata.name;
+        let labels = &node.metadata.labels;
         let by_name = self
             .topologies
             .iter()
             .find(|t| t.selector.is_none() && &t.topology.metadata.name == name);
         let by_selector = || {
-            self.topologies.iter().find(|t| {
-                t.selector.as_ref().is_some_and(|requirements| {
-                    requirements.iter().all(|(key, value)| {
-                        match (node.metadata.labels.get(key), value) {
-                            (Some(_), None) => true,
-                            (Some(have), Some(want)) => have == want,
-                            (None, _) => false,
-                        }
-                    })
-                })
-            })
+            self.topologies
+                .iter()
+                .find(|t| t.selector.as_ref().is_some_and(|s| labels_match(s, labels)))
         };
         let topology = match by_name.or_else(by_selector) {
             Some(entry) => {
@@ -142,7 +164,155 @@ impl Input {
             }
             None => default_topology(node),
         };
-        (topology, self.kubelet_config.clone())
+        let config = self
+            .kubelet_configs
+            .iter()
+            .find(|k| k.selector.is_none() && &k.name == name)
+            .or_else(|| {
+                self.kubelet_configs
+                    .iter()
+                    .find(|k| k.selector.as_ref().is_some_and(|s| labels_match(s, labels)))
+            })
+            .map_or_else(|| self.kubelet_config.clone(), |k| k.config.clone());
+        (topology, config)
+    }
+}
+
+/// Whether node labels satisfy selector requirements (`(key, None)`: the label exists).
+fn labels_match(
+    requirements: &[(String, Option<String>)],
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    requirements
+        .iter()
+        .all(|(key, value)| match (labels.get(key), value) {
+            (Some(_), None) => true,
+            (Some(have), Some(want)) => have == want,
+            (None, _) => false,
+        })
+}
+
+/// Node label requirements of an [`NODE_SELECTOR_ANNOTATION`] annotation.
+pub type Selector = Vec<(String, Option<String>)>;
+
+/// Reads the simulator's optional `metadata` of a KubeletConfiguration document (name,
+/// labels, annotations), removing it from the document so the rest decodes as upstream's type.
+fn kubelet_config_metadata(
+    raw: &mut RawDocument,
+) -> Result<(String, Option<Selector>), Box<InputError>> {
+    let Some(metadata) = raw.value.as_object_mut().and_then(|o| o.remove("metadata")) else {
+        return Ok((String::new(), None));
+    };
+    let serde_json::Value::Object(fields) = metadata else {
+        return Err(Box::new(raw_error(
+            raw,
+            "metadata",
+            "Invalid value: must be an object",
+        )));
+    };
+    let mut name = String::new();
+    let mut selector = None;
+    for (key, value) in &fields {
+        match key.as_str() {
+            "name" => match value.as_str() {
+                Some(text) => name = text.to_string(),
+                None => {
+                    return Err(Box::new(raw_error(
+                        raw,
+                        "metadata.name",
+                        "Invalid value: must be a string",
+                    )));
+                }
+            },
+            "labels" | "annotations" => {
+                let Some(map) = value
+                    .as_object()
+                    .filter(|m| m.values().all(|v| v.is_string()))
+                else {
+                    return Err(Box::new(raw_error(
+                        raw,
+                        &format!("metadata.{key}"),
+                        "Invalid value: must be a map of strings",
+                    )));
+                };
+                if key == "annotations"
+                    && let Some(text) = map.get(NODE_SELECTOR_ANNOTATION).and_then(|v| v.as_str())
+                {
+                    selector = Some(parse_selector(text).ok_or_else(|| {
+                        Box::new(raw_error(
+                            raw,
+                            &format!("metadata.annotations[{NODE_SELECTOR_ANNOTATION}]"),
+                            format!("Invalid value: {text:?}: expected key=value[,key=value...]"),
+                        ))
+                    })?);
+                }
+            }
+            other => {
+                return Err(Box::new(raw_error(
+                    raw,
+                    &format!("metadata.{other}"),
+                    "Unsupported value: a KubeletConfiguration's metadata may only have name, labels and annotations",
+                )));
+            }
+        }
+    }
+    Ok((name, selector))
+}
+
+/// Errors for nodes that two node label groups select (NodeTopology or KubeletConfiguration)
+/// and are not named by a document of their own.
+fn check_group_overlaps(
+    nodes: &[(&Node, String)],
+    topologies: &[(TopologyEntry, String)],
+    kubelet_configs: &[KubeletConfigEntry],
+    errors: &mut Vec<InputError>,
+) {
+    for (node, origin) in nodes {
+        let name = &node.metadata.name;
+        let labels = &node.metadata.labels;
+        let mut report = |kind: &str, groups: Vec<(&str, &str)>| {
+            if groups.len() < 2 {
+                return;
+            }
+            let listed: Vec<String> = groups
+                .iter()
+                .map(|(group, at)| format!("{group:?} ({at})"))
+                .collect();
+            let (file, line) = origin.rsplit_once(':').unwrap_or((origin.as_str(), "0"));
+            errors.push(InputError {
+                file: file.to_string(),
+                line: line.parse().unwrap_or(0),
+                kind: "Node".into(),
+                object: name.clone(),
+                field: "metadata.labels".into(),
+                message: format!(
+                    "Invalid value: the {NODE_SELECTOR_ANNOTATION} selectors of {kind} {} all match this node; a node belongs to one node label group (make the selectors exclusive, or give a {kind} named after the node)",
+                    listed.join(" and ")
+                ),
+            });
+        };
+        if !topologies
+            .iter()
+            .any(|(t, _)| t.selector.is_none() && &t.topology.metadata.name == name)
+        {
+            let groups = topologies
+                .iter()
+                .filter(|(t, _)| t.selector.as_ref().is_some_and(|s| labels_match(s, labels)))
+                .map(|(t, at)| (t.topology.metadata.name.as_str(), at.as_str()))
+                .collect();
+            report(allot_topology::KIND, groups);
+        }
+        if !kubelet_configs
+            .iter()
+            .any(|k| k.selector.is_none() && &k.name == name)
+        {
+            let groups = kubelet_configs
+                .iter()
+                .filter(|k| k.selector.as_ref().is_some_and(|s| labels_match(s, labels)))
+                .map(|k| (k.name.as_str(), k.origin.as_str()))
+                .collect();
+            report(allot_kubelet_config::KIND, groups);
+        }
     }
 }
 
@@ -374,8 +544,9 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         .collect();
     let mut objects = Vec::new();
     let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
-    let mut topologies = Vec::new();
-    let mut kubelet_configs: Vec<(RawDocument, KubeletConfiguration)> = Vec::new();
+    let mut topologies: Vec<(TopologyEntry, String)> = Vec::new();
+    let mut kubelet_configs: Vec<KubeletConfigEntry> = Vec::new();
+    let mut default_kubelet_config: Option<(String, KubeletConfiguration)> = None;
     let mut timelines: Vec<(RawDocument, Timeline)> = Vec::new();
     let mut options: Option<(RawDocument, SimulationOptions)> = None;
     for document in &mut documents {
@@ -410,19 +581,66 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                                 }
                             },
                         };
-                        topologies.push(TopologyEntry { topology, selector });
+                        let origin = format!("{}:{}", raw.file, raw.line);
+                        topologies.push((TopologyEntry { topology, selector }, origin));
                     }
                     Err(err) => errors.push(load_error(&err)),
                 }
             }
             (Object::Extension, allot_kubelet_config::API_VERSION, allot_kubelet_config::KIND) => {
-                match decode::<KubeletConfiguration>(&raw) {
-                    Ok(config) => match config.validate() {
-                        Ok(_) => kubelet_configs.push((raw, config)),
-                        Err(err) => errors.push(raw_error(&raw, "", err.to_string())),
-                    },
-                    Err(err) => errors.push(load_error(&err)),
+                let mut stripped = raw.clone();
+                let (name, selector) = match kubelet_config_metadata(&mut stripped) {
+                    Ok(meta) => meta,
+                    Err(err) => {
+                        errors.push(*err);
+                        continue;
+                    }
+                };
+                let config = match decode::<KubeletConfiguration>(&stripped) {
+                    Ok(config) => config,
+                    Err(err) => {
+                        errors.push(load_error(&err));
+                        continue;
+                    }
+                };
+                if let Err(err) = config.validate() {
+                    errors.push(raw_error(&raw, "", err.to_string()));
+                    continue;
                 }
+                let origin = format!("{}:{}", raw.file, raw.line);
+                if name.is_empty() && selector.is_none() {
+                    if let Some((first, _)) = &default_kubelet_config {
+                        errors.push(raw_error(
+                            &raw,
+                            "",
+                            format!("Duplicate value: the KubeletConfiguration at {first} is already the default for every node; give this one a metadata.name (one node) or an {NODE_SELECTOR_ANNOTATION} annotation (a node label group)"),
+                        ));
+                    } else {
+                        default_kubelet_config = Some((origin, config));
+                    }
+                    continue;
+                }
+                if selector.is_none()
+                    && let Some(first) = kubelet_configs
+                        .iter()
+                        .find(|k| k.selector.is_none() && k.name == name)
+                {
+                    errors.push(raw_error(
+                        &raw,
+                        "metadata.name",
+                        format!(
+                            "Duplicate value: {name:?}: the KubeletConfiguration at {} already configures this node",
+                            first.origin
+                        ),
+                    ));
+                    continue;
+                }
+                kubelet_configs.push(KubeletConfigEntry {
+                    config,
+                    name,
+                    selector,
+                    origin,
+                });
             }
             (Object::Extension, API_VERSION, TIMELINE_KIND) => match decode::<Timeline>(&raw) {
                 Ok(timeline) => timelines.push((raw, timeline)),
@@ -466,19 +684,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             }
         }
     }
-    if kubelet_configs.len() > 1 {
-        let (raw, _) = &kubelet_configs[1];
-        errors.push(raw_error(
-            raw,
-            "",
-            "Duplicate value: one KubeletConfiguration applies to every node; give only one",
-        ));
-    }
-    let kubelet_config = kubelet_configs
-        .into_iter()
-        .next()
-        .map(|(_, c)| c)
-        .unwrap_or_default();
+    let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
 
     let mut features = Features::all();
     let mut other_gates = BTreeMap::new();
@@ -640,6 +846,25 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     // A stable sort keeps input order among events at the same time.
     events.sort_by_key(|e| e.at);
 
+    let mut nodes: Vec<(&Node, String)> = Vec::new();
+    for object in &objects {
+        if let Stored::Node(node) = object {
+            let origin = seen.get(&stored_key(object)).cloned().unwrap_or_default();
+            nodes.push((node, origin));
+        }
+    }
+    for event in &events {
+        if let Action::Create(created) = &event.action {
+            for object in created {
+                if let Stored::Node(node) = object {
+                    nodes.push((node, event.origin.clone()));
+                }
+            }
+        }
+    }
+    check_group_overlaps(&nodes, &topologies, &kubelet_configs, &mut errors);
+    let topologies: Vec<TopologyEntry> = topologies.into_iter().map(|(t, _)| t).collect();
+
     if !errors.is_empty() {
         return Err(SimError::Input(errors));
     }
@@ -647,6 +872,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         objects,
         topologies,
         kubelet_config,
+        kubelet_configs,
         events,
         options,
         features,
@@ -716,5 +942,191 @@ fn inline_object(
             errors.push(error);
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: cpu-1, labels: {pool: cpu}}
+status: {capacity: {cpu: '8', memory: 8Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-1, labels: {pool: gpu, zone: a}}
+status: {capacity: {cpu: '8', memory: 8Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-2, labels: {pool: gpu, zone: b}}
+status: {capacity: {cpu: '8', memory: 8Gi, pods: '110'}}
+";
+
+    fn config(metadata: &str, policy: &str) -> String {
+        format!(
+            "---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{metadata}cpuManagerPolicy: {policy}\nreservedSystemCPUs: '0'\n"
+        )
+    }
+
+    fn node<'a>(input: &'a Input, name: &str) -> &'a Node {
+        input
+            .objects
+            .iter()
+            .find_map(|o| match o {
+                Stored::Node(n) if n.metadata.name == name => Some(n),
+                _ => None,
+            })
+            .expect("node")
+    }
+
+    fn policy(input: &Input, name: &str) -> String {
+        input.node_setup(node(input, name)).1.cpu_manager_policy
+    }
+
+    fn errors(texts: &[(&str, &str)]) -> Vec<String> {
+        match load_texts(texts) {
+            Err(SimError::Input(errors)) => errors.iter().map(ToString::to_string).collect(),
+            other => panic!("expected input errors, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kubelet_configuration_by_name_group_and_default() {
+        let text = format!(
+            "{NODES}{}{}{}",
+            config(
+                "metadata:\n  name: gpu-nodes\n  annotations: {allot.dev/node-selector: pool=gpu}\n",
+                "static"
+            ),
+            config("metadata: {name: gpu-2}\n", "none"),
+            config("", "none"),
+        );
+        let input = load_texts(&[("c.yaml", &text)]).expect("valid");
+        assert_eq!(input.kubelet_configs.len(), 2);
+        assert_eq!(policy(&input, "gpu-1"), "static");
+        // The document named after the node wins over its group.
+        assert_eq!(policy(&input, "gpu-2"), "none");
+        // Neither named nor selected: the default.
+        assert_eq!(policy(&input, "cpu-1"), "none");
+        assert_eq!(input.kubelet_config.cpu_manager_policy, "none");
+    }
+
+    #[test]
+    fn without_a_default_unmatched_nodes_get_upstream_defaults() {
+        let text = format!(
+            "{NODES}{}",
+            config(
+                "metadata:\n  annotations: {allot.dev/node-selector: zone}\n",
+                "static"
+            )
+        );
+        let input = load_texts(&[("c.yaml", &text)]).expect("valid");
+        assert_eq!(policy(&input, "gpu-1"), "static");
+        assert_eq!(policy(&input, "gpu-2"), "static");
+        assert_eq!(policy(&input, "cpu-1"), "none");
+    }
+
+    #[test]
+    fn two_groups_matching_one_node_is_an_error() {
+        let text = format!(
+            "{NODES}{}{}",
+            config(
+                "metadata:\n  name: gpus\n  annotations: {allot.dev/node-selector: pool=gpu}\n",
+                "static"
+            ),
+            config(
+                "metadata:\n  name: zone-a\n  annotations: {allot.dev/node-selector: zone=a}\n",
+                "none"
+            ),
+        );
+        let errors = errors(&[("c.yaml", &text)]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("c.yaml:7: Node gpu-1: metadata.labels: Invalid value:"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[0].contains("KubeletConfiguration \"gpus\" (c.yaml:17) and \"zone-a\""),
+            "{errors:?}"
+        );
+        // A document named after the node settles it.
+        let settled = format!("{text}{}", config("metadata: {name: gpu-1}\n", "none"));
+        let input = load_texts(&[("c.yaml", &settled)]).expect("valid");
+        assert_eq!(policy(&input, "gpu-1"), "none");
+    }
+
+    #[test]
+    fn overlapping_topology_groups_are_an_error_too() {
+        let topology = |name: &str, selector: &str| {
+            format!(
+                "---\napiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: {name}\n  annotations: {{allot.dev/node-selector: '{selector}'}}\ncpus:\n- {{id: 0, core: 0, socket: 0, numa: 0}}\n"
+            )
+        };
+        let text = format!(
+            "{NODES}{}{}",
+            topology("gpus", "pool=gpu"),
+            topology("b", "zone=b")
+        );
+        let errors = errors(&[("t.yaml", &text)]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("Node gpu-2"), "{errors:?}");
+        assert!(errors[0].contains("NodeTopology \"gpus\""), "{errors:?}");
+    }
+
+    #[test]
+    fn duplicate_defaults_and_names_and_bad_metadata() {
+        let text = format!(
+            "{NODES}{}{}{}{}{}",
+            config("", "static"),
+            config("", "none"),
+            config("metadata: {name: cpu-1}\n", "none"),
+            config("metadata: {name: cpu-1}\n", "static"),
+            config("metadata: {namespace: x}\n", "none"),
+        );
+        let errors = errors(&[("d.yaml", &text)]);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(
+            errors[0].contains("already the default for every node"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].contains("metadata.name: Duplicate value: \"cpu-1\""),
+            "{errors:?}"
+        );
+        assert!(errors[2].contains("metadata.namespace:"), "{errors:?}");
+        let bad = format!(
+            "{NODES}{}",
+            config(
+                "metadata:\n  annotations: {allot.dev/node-selector: '=x'}\n",
+                "none"
+            )
+        );
+        let errors = self::errors(&[("b.yaml", &bad)]);
+        assert!(
+            errors[0].contains("metadata.annotations[allot.dev/node-selector]: Invalid value"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn nodes_created_by_the_timeline_are_checked() {
+        let text = format!(
+            "{}{}\n---\napiVersion: allot.dev/v1alpha1\nkind: Timeline\nmetadata: {{name: t}}\nevents:\n- at: 10s\n  create:\n  - apiVersion: v1\n    kind: Node\n    metadata: {{name: late, labels: {{a: '1', b: '1'}}}}\n",
+            config(
+                "metadata:\n  name: a\n  annotations: {allot.dev/node-selector: a}\n",
+                "static"
+            ),
+            config(
+                "metadata:\n  name: b\n  annotations: {allot.dev/node-selector: b}\n",
+                "none"
+            ),
+        );
+        let errors = errors(&[("l.yaml", &text)]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("Node late"), "{errors:?}");
     }
 }

@@ -68,6 +68,8 @@ fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
         allot_scheduler::SchedulerConfig {
             features: input.features,
             binding_timeout_seconds: input.binding_timeout_seconds,
+            extended_resource: input.gate("DRAExtendedResource"),
+            node_allocatable_resources: input.gate("DRANodeAllocatableResources"),
             ..allot_scheduler::SchedulerConfig::default()
         },
     )));

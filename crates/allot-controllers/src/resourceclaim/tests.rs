@@ -283,3 +283,56 @@ fn pod_group_claims_are_not_generated_without_the_feature() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_deleted_pod_releases_and_deletes_its_extended_resource_claim() {
+    let mut store = Store::new();
+    let p = store.create(pod("ns", "p", &[]), "t").unwrap();
+    let mut claim = ResourceClaim::default();
+    claim.metadata.namespace = "ns".into();
+    claim.metadata.name = "p-extended-resources-abcde".into();
+    claim.metadata.annotations.insert(
+        allot_api::resource::v1::EXTENDED_RESOURCE_CLAIM_ANNOTATION.into(),
+        "true".into(),
+    );
+    claim.metadata.owner_references = vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: "p".into(),
+        uid: p.metadata.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }];
+    claim.status.allocation = Some(AllocationResult::default());
+    claim.status.reserved_for.push(pod_reference(&p));
+    store.create(claim, "t").unwrap();
+    store
+        .modify::<Pod, _>("ns", "p", |p| {
+            p.status.extended_resource_claim_status = Some(serde_json::json!({
+                "requestMappings": [],
+                "resourceClaimName": "p-extended-resources-abcde"
+            }));
+        })
+        .unwrap();
+    assert_eq!(
+        extended_resource_claim_name(store.get::<Pod>("ns", "p").unwrap()).as_deref(),
+        Some("p-extended-resources-abcde")
+    );
+    let mut rt = run(store, false);
+    // While the pod lives, the claim stays allocated and reserved.
+    let kept = rt
+        .store
+        .get::<ResourceClaim>("ns", "p-extended-resources-abcde")
+        .unwrap();
+    assert_eq!(kept.status.reserved_for.len(), 1);
+    rt.store
+        .delete(&ObjectKey::new(Kind::Pod, "ns", "p"))
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    assert!(
+        rt.store
+            .get::<ResourceClaim>("ns", "p-extended-resources-abcde")
+            .is_none()
+    );
+}
