@@ -281,8 +281,9 @@ impl EtcdBackend {
         }
     }
 
-    /// Waits until the watch delivered `revision`, then applies everything it delivered.
-    fn catch_up(&mut self, store: &mut Store, revision: u64) -> Result<(), Error> {
+    /// Waits until the watch delivered `revision`, then applies everything it delivered;
+    /// returns whether any object changed (rather than only the guard or the Lease).
+    fn catch_up(&mut self, store: &mut Store, revision: u64) -> Result<bool, Error> {
         let deadline = Instant::now() + CATCH_UP_TIMEOUT;
         let events: Vec<FeedEvent> = {
             let mut state = self.feed.lock();
@@ -309,12 +310,13 @@ impl EtcdBackend {
             }
             state.events.drain(..).collect()
         };
-        self.apply(store, events);
-        Ok(())
+        Ok(self.apply(store, events))
     }
 
-    /// Applies watch events to the mirror, in revision order, skipping what it already has.
-    fn apply(&mut self, store: &mut Store, events: Vec<FeedEvent>) {
+    /// Applies watch events to the mirror, in revision order, skipping what it already has;
+    /// returns whether any object changed.
+    fn apply(&mut self, store: &mut Store, events: Vec<FeedEvent>) -> bool {
+        let mut objects = false;
         for event in events {
             if event.key == self.guard_key {
                 self.guard_rev = self.guard_rev.max(event.revision);
@@ -354,7 +356,7 @@ impl EtcdBackend {
                 }
             };
             match applied {
-                Ok(true) => {}
+                Ok(true) => objects = true,
                 Ok(false) => store.skip_to(event.revision),
                 Err(message) => {
                     tracing::warn!(
@@ -367,6 +369,7 @@ impl EtcdBackend {
             }
         }
         store.begin_journal();
+        objects
     }
 
     /// Re-applies one change on the mirror's current state; `Ok(false)`: nothing to write.
@@ -544,8 +547,7 @@ impl Backend for EtcdBackend {
                     // Something outside allot's transactions wrote to etcd: take the change
                     // back and let the watch bring it with etcd's revision.
                     store.rollback();
-                    self.catch_up(store, revision)?;
-                    committed.rebased = true;
+                    committed.rebased |= self.catch_up(store, revision)?;
                 }
                 if event_type != EventType::Deleted
                     && let Some(object) = store.get_stored(&key)
@@ -556,8 +558,12 @@ impl Backend for EtcdBackend {
                 continue;
             }
             store.rollback();
-            if !rebase || rebases >= MAX_REBASES {
-                self.catch_up(store, revision)?;
+            // Only revisions of the guard and the Lease got in first (a leader-election
+            // renewal): the objects the change was decided on are the same, so it is re-applied
+            // on top even for the controllers.
+            let objects_changed = self.catch_up(store, revision)?;
+            committed.rebased |= objects_changed;
+            if (objects_changed && !rebase) || rebases >= MAX_REBASES {
                 return Err(Error::Conflict {
                     message: format!(
                         "etcd moved on to revision {revision} while this change was decided at {head}"
@@ -568,8 +574,6 @@ impl Backend for EtcdBackend {
                 });
             }
             rebases += 1;
-            committed.rebased = true;
-            self.catch_up(store, revision)?;
         }
         store.begin_journal();
         Ok(committed)

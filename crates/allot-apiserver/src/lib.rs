@@ -14,7 +14,9 @@
 #![deny(missing_docs)]
 
 pub mod etcd;
+pub mod events;
 pub mod lease;
+pub mod nodes;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;

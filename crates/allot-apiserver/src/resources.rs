@@ -63,6 +63,15 @@ pub const RESOURCES: &[ResourceInfo] = &[
         status: true,
     },
     ResourceInfo {
+        kind: Kind::Event,
+        group: "",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        status: false,
+    },
+    ResourceInfo {
         kind: Kind::DeviceClass,
         group: "resource.k8s.io",
         version: "v1",
@@ -142,6 +151,15 @@ pub const RESOURCES: &[ResourceInfo] = &[
         singular: "podgroup",
         short_names: &[],
         status: true,
+    },
+    ResourceInfo {
+        kind: Kind::NodeTopology,
+        group: "allot.dev",
+        version: "v1alpha1",
+        plural: "nodetopologies",
+        singular: "nodetopology",
+        short_names: &[],
+        status: false,
     },
 ];
 
@@ -608,6 +626,7 @@ mod tests {
     fn core_group_comes_first_then_groups_by_name() {
         let gvs = group_versions();
         assert_eq!(gvs.first(), Some(&("", "v1")));
+        assert_eq!(gvs.get(1), Some(&("allot.dev", "v1alpha1")));
         assert_eq!(gvs.last(), Some(&("scheduling.k8s.io", "v1beta1")));
     }
 }

@@ -1345,6 +1345,9 @@ fn watch(
         }
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let interval = shared.options.bookmark_interval;
+        // One timer across wake-ups: frequent changes (a Lease renewal moves etcd's revision)
+        // must not postpone bookmarks forever.
+        let mut next_bookmark = tokio::time::Instant::now() + interval;
         loop {
             let lines: Vec<String> = {
                 let inner = shared.lock();
@@ -1372,7 +1375,7 @@ fn watch(
                     return;
                 }
             }
-            let sleep = tokio::time::sleep(interval);
+            let sleep = tokio::time::sleep_until(next_bookmark);
             let until_deadline = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d).await,
@@ -1386,6 +1389,7 @@ fn watch(
                     }
                 }
                 () = sleep => {
+                    next_bookmark = tokio::time::Instant::now() + interval;
                     if bookmarks && tx.send(Ok(encode("BOOKMARK", bookmark(from), &mut first))).await.is_err() {
                         return;
                     }

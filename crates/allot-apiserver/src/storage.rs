@@ -55,8 +55,8 @@ pub struct Committed {
     /// for every change whose committed object differs from what the writer saw: the response
     /// to a write must show the committed object.
     pub renumbered: Vec<(u64, Stored)>,
-    /// Whether the store took in changes from elsewhere while committing (controllers that
-    /// track what they have seen must start over).
+    /// Whether the store took in other servers' object changes while committing, between
+    /// changes of this commit (controllers that track what they have seen must start over).
     pub rebased: bool,
 }
 

@@ -39,6 +39,10 @@ pub struct Args {
     /// Leader election: this server's holderIdentity (default: hostname, pid and a random part).
     #[arg(long)]
     pub leader_elect_identity: Option<String>,
+    /// The KubeletConfiguration of simulated nodes (the Nodes that have a NodeTopology);
+    /// the kubelet's defaults without it.
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_config: Option<PathBuf>,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -87,6 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(2);
         }
         options.etcd = Some(etcd);
+    }
+    if let Some(path) = &args.kubelet_config {
+        match allot_apiserver::nodes::load_kubelet_config(path) {
+            Ok(config) => options.kubelet_config = Some(config),
+            Err(message) => {
+                eprintln!("allot serve: --kubelet-config: {message}");
+                return Ok(2);
+            }
+        }
     }
     allot_apiserver::serve_blocking(options, |server| {
         let address = server
