@@ -34,6 +34,9 @@ pub struct ServeOptions {
     pub bookmark_interval: Duration,
     /// Store everything in etcd instead of the log under the data directory.
     pub etcd: Option<crate::etcd::EtcdOptions>,
+    /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
+    /// defaults when `None`.
+    pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
 }
 
 impl ServeOptions {
@@ -45,6 +48,7 @@ impl ServeOptions {
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
             etcd: None,
+            kubelet_config: None,
         }
     }
 }
@@ -217,19 +221,30 @@ fn kubeconfig_text(address: SocketAddr, token: &str) -> String {
     )
 }
 
-/// The control-plane loops of `allot simulate` that need no node setup: ResourceClaim
-/// controller, scheduler, device-taint eviction. Simulated node agents are not run yet.
-fn controllers() -> Vec<Box<dyn allot_runtime::Controller>> {
+/// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
+/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
+/// the recorder of pod Events.
+fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
+        // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
         Box::new(allot_controllers::ResourceClaimController::new(
-            allot_controllers::ResourceClaimControllerConfig::default(),
+            allot_controllers::ResourceClaimControllerConfig {
+                workload_resource_claims: true,
+            },
         )),
         Box::new(allot_scheduler::Scheduler::new(
             allot_scheduler::SchedulerConfig::default(),
         )),
+        Box::new(crate::nodes::NodeFleet::new(
+            options.kubelet_config.clone().unwrap_or_default(),
+        )),
         Box::new(allot_controllers::DeviceTaintEvictionController::new(
             allot_controllers::EvictionMode::Delete,
         )),
+        Box::new(allot_controllers::PoolStatusController::new(
+            allot_controllers::PoolStatusControllerConfig::default(),
+        )),
+        Box::new(crate::events::EventRecorder::new()),
     ]
 }
 
@@ -270,7 +285,11 @@ fn run_controllers(shared: Arc<Shared>) {
             }
             if inner.backend.is_leader() {
                 let runtime = runtime.get_or_insert_with(|| {
-                    allot_runtime::Runtime::new(Store::new(), controllers(), sim_now())
+                    allot_runtime::Runtime::new(
+                        Store::new(),
+                        controllers(&shared.options),
+                        sim_now(),
+                    )
                 });
                 runtime.store = std::mem::take(&mut inner.store);
                 if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
@@ -916,8 +935,13 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         let name = raw.name().to_string();
         return Err(invalid(info, &name, &errors));
     }
-    Stored::from_object(object)
-        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))
+    let stored = Stored::from_object(object)
+        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))?;
+    let errors = crate::nodes::admit(&stored);
+    if !errors.is_empty() {
+        return Err(invalid(info, raw.name(), &errors));
+    }
+    Ok(stored)
 }
 
 fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldError]) -> ApiError {
