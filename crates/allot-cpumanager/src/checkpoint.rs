@@ -25,9 +25,9 @@
 //! Reading follows the kubelet: v4 first; a file with a `data` or a `dataChecksum` that does not
 //! load is an error ("could not load v4 checkpoint: ...") and never falls back; otherwise v3
 //! (`podEntries`, checksum required), then v2, then v1 (entries keyed by container id; only an
-//! empty v1 can be migrated, since allot has no running containers to map ids to). Where upstream
-//! has dropped v1 (the v4 reader stops at v2), allot keeps reading it: that only accepts more
-//! files, never a different state.
+//! empty v1 can be migrated, since allot has no running containers to map ids to). The newest
+//! upstream reader seen stops at v2; allot keeps reading v1 as the v3-era kubelet did, which only
+//! accepts more files, never a different state.
 //!
 //! # Checksums
 //!

@@ -32,9 +32,9 @@
 //! FNV-1a (32 bit) over go-spew's `%#v` text with the kubelet's hashing configuration (types in
 //! parentheses, sorted keys, no pointer addresses), checksum zeroed: `dataChecksum` hashes
 //! `(string)` followed by `data`; v1 and v2 hash the struct under the legacy type name
-//! `MemoryManagerCheckpoint` (v1 also under `MemoryManagerCheckpointV1`, the name a kubelet of
-//! the v2 era used for v1 files with the gate off). The tests check the text against checksums
-//! computed by upstream's kubelet.
+//! `MemoryManagerCheckpoint` (v1 also under `MemoryManagerCheckpointV1`, which the v2-era
+//! kubelet accepted with the gate off). The tests check the text against checksums computed by
+//! upstream's kubelet.
 
 use std::fmt::Write as _;
 
