@@ -400,7 +400,10 @@ pub fn human_age(seconds: i64) -> String {
     format!("{}y", d / 365)
 }
 
-/// The columns `kubectl get` shows for a kind: `(name, type, priority)`.
+/// The columns `kubectl get` shows for a kind, `(name, type, priority)`, as upstream's printers
+/// (pkg/printers/internalversion) define them; kinds upstream has no printer for get the API
+/// server's default columns (`Name`, `Created At`), allot's own NodeTopology those of a custom
+/// resource (`Name`, `Age`).
 pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
     let mut out = vec![("Name", "string", 0)];
     match kind {
@@ -411,6 +414,8 @@ pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
             ("Age", "string", 0),
             ("IP", "string", 1),
             ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
         ]),
         Kind::Node => out.extend([
             ("Status", "string", 0),
@@ -426,7 +431,26 @@ pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
             ("Pool", "string", 0),
             ("Age", "string", 0),
         ]),
-        _ => out.push(("Age", "string", 0)),
+        Kind::Event => {
+            return vec![
+                ("Last Seen", "string", 0),
+                ("Type", "string", 0),
+                ("Reason", "string", 0),
+                ("Object", "string", 0),
+                ("Subobject", "string", 1),
+                ("Source", "string", 1),
+                ("Message", "string", 0),
+                ("First Seen", "string", 1),
+                ("Count", "integer", 1),
+                ("Name", "string", 1),
+            ];
+        }
+        Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => {
+            out.push(("Created At", "date", 0));
+        }
+        Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
+            out.push(("Age", "string", 0))
+        }
     }
     out
 }
@@ -461,13 +485,38 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
                         .count()
                 });
             let phase = str_at(object, "/status/phase");
-            let status = if object.pointer("/metadata/deletionTimestamp").is_some() {
+            let reason = str_at(object, "/status/reason");
+            let terminal = matches!(phase, "Succeeded" | "Failed");
+            let status = if object.pointer("/metadata/deletionTimestamp").is_some() && !terminal {
                 "Terminating".to_string()
+            } else if !reason.is_empty() {
+                reason.to_string()
             } else if phase.is_empty() {
                 "Pending".to_string()
             } else {
                 phase.to_string()
             };
+            let gates = object
+                .pointer("/spec/readinessGates")
+                .and_then(Value::as_array)
+                .filter(|g| !g.is_empty());
+            let readiness = gates.map_or_else(none, |gates| {
+                let conditions = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array);
+                let ready = gates
+                    .iter()
+                    .filter(|g| {
+                        conditions.is_some_and(|cs| {
+                            cs.iter().any(|c| {
+                                c.get("type") == g.get("conditionType")
+                                    && c.get("status").and_then(Value::as_str) == Some("True")
+                            })
+                        })
+                    })
+                    .count();
+                format!("{ready}/{}", gates.len())
+            });
             vec![
                 name,
                 format!("{ready}/{containers}"),
@@ -476,6 +525,8 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
                 age,
                 or_none(str_at(object, "/status/podIP")),
                 or_none(str_at(object, "/spec/nodeName")),
+                or_none(str_at(object, "/status/nominatedNodeName")),
+                readiness,
             ]
         }
         Kind::Node => {
@@ -538,9 +589,66 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
             str_at(object, "/spec/pool/name").to_string(),
             age,
         ],
-        _ => vec![name, age],
+        Kind::Event => return event_cells(object, now),
+        Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => {
+            vec![
+                name,
+                str_at(object, "/metadata/creationTimestamp").to_string(),
+            ]
+        }
+        Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
+            vec![name, age]
+        }
     };
     row.into_iter().map(Value::String).collect()
+}
+
+/// An Event's row as upstream prints it: when last and first seen, type, reason, the object as
+/// `kind/name` (lower-case kind), field path, source, message, count, name.
+fn event_cells(object: &Value, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    let since = |pointer: &str| {
+        chrono::DateTime::parse_from_rfc3339(str_at(object, pointer))
+            .ok()
+            .map(|t| human_age((now - t.with_timezone(&chrono::Utc)).num_seconds()))
+    };
+    let first = since("/firstTimestamp")
+        .or_else(|| since("/eventTime"))
+        .unwrap_or_else(|| "<unknown>".into());
+    let mut last = since("/lastTimestamp").unwrap_or_else(|| first.clone());
+    let mut count = object.get("count").and_then(Value::as_i64).unwrap_or(0);
+    if object.get("series").is_some_and(Value::is_object) {
+        last = since("/series/lastObservedTime").unwrap_or_else(|| "<unknown>".into());
+        count = object
+            .pointer("/series/count")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+    } else if count == 0 {
+        count = 1;
+    }
+    let kind = str_at(object, "/involvedObject/kind").to_lowercase();
+    let target = match str_at(object, "/involvedObject/name") {
+        "" => kind,
+        name => format!("{kind}/{name}"),
+    };
+    let component = str_at(object, "/source/component");
+    let host = str_at(object, "/source/host");
+    let source = if host.is_empty() {
+        component.to_string()
+    } else {
+        format!("{component}, {host}")
+    };
+    vec![
+        Value::String(last),
+        Value::String(str_at(object, "/type").into()),
+        Value::String(str_at(object, "/reason").into()),
+        Value::String(target),
+        Value::String(str_at(object, "/involvedObject/fieldPath").into()),
+        Value::String(source),
+        Value::String(str_at(object, "/message").into()),
+        Value::String(first),
+        Value::from(count),
+        Value::String(str_at(object, "/metadata/name").into()),
+    ]
 }
 
 /// A `meta.k8s.io/v1 Table` of objects of one kind.
@@ -603,6 +711,53 @@ mod tests {
             .map(|(s, want)| format!("{s}: got {}, want {want}", human_age(*s)))
             .collect();
         assert!(failures.is_empty(), "{failures:?}");
+    }
+
+    #[test]
+    fn every_kind_has_one_cell_per_column() {
+        let now = chrono::Utc::now();
+        let object =
+            json!({"metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"}});
+        for kind in Kind::ALL {
+            assert_eq!(
+                columns(kind).len(),
+                cells(kind, &object, now).len(),
+                "{kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn events_print_like_kubectl_get_events() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:00Z")
+            .expect("time")
+            .with_timezone(&chrono::Utc);
+        let event = json!({
+            "metadata": {"name": "p.1"},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "reason": "FailedScheduling", "type": "Warning", "message": "0/1 nodes",
+            "source": {"component": "kubelet", "host": "n1"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:30Z",
+        });
+        let row = cells(Kind::Event, &event, now);
+        assert_eq!(
+            row,
+            vec![
+                json!("30s"),
+                json!("Warning"),
+                json!("FailedScheduling"),
+                json!("pod/p"),
+                json!(""),
+                json!("kubelet, n1"),
+                json!("0/1 nodes"),
+                json!("60s"),
+                json!(1),
+                json!("p.1"),
+            ]
+        );
+        let rejected = json!({"metadata": {"name": "p"}, "spec": {"containers": [{}]},
+            "status": {"phase": "Failed", "reason": "OutOfcpu"}});
+        assert_eq!(cells(Kind::Pod, &rejected, now)[2], json!("OutOfcpu"));
     }
 
     #[test]
