@@ -13,9 +13,11 @@
 
 #![deny(missing_docs)]
 
+pub mod apply;
 pub mod etcd;
 pub mod events;
 pub mod lease;
+pub mod namespace;
 pub mod nodes;
 pub mod patch;
 pub mod protobuf;

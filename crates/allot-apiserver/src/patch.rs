@@ -212,6 +212,69 @@ fn resource_field(last: &str) -> FieldMeta {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Patch types
+// ---------------------------------------------------------------------------------------------
+
+/// The patch types of `PATCH`, by `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json` (RFC 6902).
+    Json,
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml` (server-side apply, see [`crate::apply`]).
+    Apply,
+}
+
+/// The accepted patch media types, as upstream lists them in its 415 message.
+pub const ACCEPTED_PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
+
+impl PatchType {
+    /// The patch type of a `Content-Type` value (parameters ignored).
+    pub fn from_content_type(content_type: &str) -> Option<PatchType> {
+        match content_type.split(';').next().unwrap_or_default().trim() {
+            "application/json-patch+json" => Some(PatchType::Json),
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+                Some(PatchType::Apply)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Applies a JSON, merge or strategic merge patch (the body as sent) to the current object.
+pub fn patch_object(
+    patch_type: PatchType,
+    current: &Value,
+    body: &[u8],
+    schema: &dyn Schema,
+) -> Result<Value, PatchError> {
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| PatchError::malformed(format!("error decoding patch: {e}")))?;
+    match patch_type {
+        PatchType::Json => json_patch(current, &patch),
+        PatchType::Merge => {
+            if !patch.is_object() {
+                return Err(PatchError::malformed(
+                    "error decoding patch: the merge patch must be an object",
+                ));
+            }
+            let mut out = current.clone();
+            merge_patch(&mut out, &patch);
+            Ok(out)
+        }
+        PatchType::Strategic => strategic_merge_patch(current, &patch, schema),
+        PatchType::Apply => Err(PatchError::malformed(
+            "an apply patch is not applied by patch_object",
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // JSON merge patch (RFC 7386)
 // ---------------------------------------------------------------------------------------------
 

@@ -34,9 +34,6 @@ pub struct ServeOptions {
     pub bookmark_interval: Duration,
     /// Store everything in etcd instead of the log under the data directory.
     pub etcd: Option<crate::etcd::EtcdOptions>,
-    /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
-    /// defaults when `None`.
-    pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
 }
 
 impl ServeOptions {
@@ -48,7 +45,6 @@ impl ServeOptions {
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
             etcd: None,
-            kubelet_config: None,
         }
     }
 }
@@ -221,30 +217,20 @@ fn kubeconfig_text(address: SocketAddr, token: &str) -> String {
     )
 }
 
-/// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
-/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events.
-fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
+/// The control-plane loops of `allot simulate` that need no node setup: ResourceClaim
+/// controller, scheduler, device-taint eviction. Simulated node agents are not run yet.
+fn controllers() -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
-        // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
         Box::new(allot_controllers::ResourceClaimController::new(
-            allot_controllers::ResourceClaimControllerConfig {
-                workload_resource_claims: true,
-            },
+            allot_controllers::ResourceClaimControllerConfig::default(),
         )),
         Box::new(allot_scheduler::Scheduler::new(
             allot_scheduler::SchedulerConfig::default(),
         )),
-        Box::new(crate::nodes::NodeFleet::new(
-            options.kubelet_config.clone().unwrap_or_default(),
-        )),
         Box::new(allot_controllers::DeviceTaintEvictionController::new(
             allot_controllers::EvictionMode::Delete,
         )),
-        Box::new(allot_controllers::PoolStatusController::new(
-            allot_controllers::PoolStatusControllerConfig::default(),
-        )),
-        Box::new(crate::events::EventRecorder::new()),
+        Box::new(crate::namespace::NamespaceController::new()),
     ]
 }
 
@@ -285,11 +271,7 @@ fn run_controllers(shared: Arc<Shared>) {
             }
             if inner.backend.is_leader() {
                 let runtime = runtime.get_or_insert_with(|| {
-                    allot_runtime::Runtime::new(
-                        Store::new(),
-                        controllers(&shared.options),
-                        sim_now(),
-                    )
+                    allot_runtime::Runtime::new(Store::new(), controllers(), sim_now())
                 });
                 runtime.store = std::mem::take(&mut inner.store);
                 if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
@@ -477,6 +459,8 @@ struct Target {
     namespace: String,
     name: Option<String>,
     status: bool,
+    /// Field manager, `force`, field validation and the warnings collected on the way.
+    options: crate::apply::WriteOptions,
 }
 
 /// The single entry point: routing by hand keeps every error a `Status`.
@@ -563,6 +547,15 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .into_response();
         }
     }
+    let user_agent = parts
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    match crate::apply::WriteOptions::parse(|k| query_get(&query, k), user_agent) {
+        Ok(options) => target.options = options,
+        Err(message) => return ApiError::bad_request(message).into_response(),
+    }
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -584,17 +577,23 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
             format!("{} is not supported on this resource", parts.method),
         )),
     };
-    match result {
+    let mut response = match result {
         Ok((code, value)) => json_response(code, &value),
         Err(err) => err.into_response(),
+    };
+    for warning in target.options.warning_headers() {
+        if let Ok(value) = header::HeaderValue::from_str(&warning) {
+            response.headers_mut().append(header::WARNING, value);
+        }
     }
+    response
 }
 
 /// A presented bearer token must be in the tokens file; no credentials at all are accepted only
@@ -677,6 +676,7 @@ fn route(path: &str) -> Option<Target> {
     Some(Target {
         info,
         dry_run: false,
+        options: crate::apply::WriteOptions::default(),
         namespace,
         name,
         status,
@@ -909,7 +909,7 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
     // Server-managed fields that clients may echo back but never set.
     metadata.remove("managedFields");
     metadata.remove("selfLink");
-    let raw = RawDocument {
+    let mut raw = RawDocument {
         file: "request".into(),
         line: 1,
         api_version: info.group_version(),
@@ -917,31 +917,45 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         value,
         source_map: SourceMap::default(),
     };
-    let mut object = decode_object(&raw, &LoadOptions::default()).map_err(|e| {
-        let message = match &e {
-            allot_api::load::LoadError::UnknownField { path, .. } => {
-                format!("strict decoding error: unknown field \"{path}\"")
+    // Unknown fields are dropped one by one to find them all; `fieldValidation` says whether
+    // that refuses the request, warns or is silent.
+    let mut unknown = Vec::new();
+    let mut object = loop {
+        match decode_object(&raw, &LoadOptions::default()) {
+            Ok(object) => break object,
+            Err(allot_api::load::LoadError::UnknownField { path, .. })
+                if unknown.len() < 100 && crate::apply::remove_field(&mut raw.value, &path) =>
+            {
+                unknown.push(format!("unknown field \"{path}\""));
             }
-            other => other
-                .to_string()
-                .trim_start_matches("request:1: ")
-                .to_string(),
-        };
-        ApiError::bad_request(message)
-    })?;
+            Err(e) => {
+                return Err(ApiError::bad_request(
+                    e.to_string().trim_start_matches("request:1: ").to_string(),
+                ));
+            }
+        }
+    };
+    match target.options.validation {
+        _ if unknown.is_empty() => {}
+        crate::apply::FieldValidation::Strict => {
+            return Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                unknown.join(", ")
+            )));
+        }
+        crate::apply::FieldValidation::Warn => {
+            unknown.into_iter().for_each(|w| target.options.warn(w))
+        }
+        crate::apply::FieldValidation::Ignore => {}
+    }
     allot_api::defaults::default_object(&mut object);
     let errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
     if !errors.is_empty() {
         let name = raw.name().to_string();
         return Err(invalid(info, &name, &errors));
     }
-    let stored = Stored::from_object(object)
-        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))?;
-    let errors = crate::nodes::admit(&stored);
-    if !errors.is_empty() {
-        return Err(invalid(info, raw.name(), &errors));
-    }
-    Ok(stored)
+    Stored::from_object(object)
+        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))
 }
 
 fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldError]) -> ApiError {
@@ -1013,7 +1027,50 @@ fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode,
             "create is not supported on status",
         ));
     }
-    let mut value = parse_body(bytes)?;
+    create_value(shared, target, parse_body(bytes)?, None)
+}
+
+/// What the request may change, for field ownership.
+fn scope(target: &Target) -> crate::apply::Scope {
+    if target.status {
+        crate::apply::Scope::Status
+    } else if target.info.status {
+        crate::apply::Scope::MainWithoutStatus
+    } else {
+        crate::apply::Scope::Main
+    }
+}
+
+/// Sets `metadata.managedFields`: the entries given (server-side apply), or an `Update` by the
+/// request's field manager from `old` to the admitted object.
+fn manage_fields(
+    target: &Target,
+    old: Option<&Value>,
+    object: &mut Stored,
+    entries: Option<Vec<crate::apply::Entry>>,
+    now: &str,
+) {
+    let entries = entries.unwrap_or_else(|| {
+        let api_version = target.info.group_version();
+        let writer = crate::apply::Writer {
+            manager: &target.options.field_manager,
+            api_version: &api_version,
+            scope: scope(target),
+            now,
+        };
+        let schema = crate::patch::KindSchema(target.info.kind);
+        crate::apply::record_update(old, &render(target.info, object), &writer, &schema)
+    });
+    object.meta_mut().managed_fields = crate::apply::entries_json(&entries);
+}
+
+/// Creates an object from a request body or an apply; `entries` are the apply's managed fields.
+fn create_value(
+    shared: &Shared,
+    target: &Target,
+    mut value: Value,
+    entries: Option<Vec<crate::apply::Entry>>,
+) -> Result<(StatusCode, Value), ApiError> {
     if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         for field in [
             "uid",
@@ -1031,21 +1088,41 @@ fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode,
     {
         map.remove("status");
     }
-    let object = admit(target, value)?;
+    if target.info.kind == Kind::Namespace {
+        crate::namespace::prepare_create(&mut value);
+    }
+    let mut object = admit(target, value)?;
+    let now = now_rfc3339();
+    manage_fields(target, None, &mut object, entries, &now);
     if target.info.kind.namespaced() {
         let namespace = object.meta().namespace.clone();
-        let exists = shared
-            .lock()
-            .store
-            .get_stored(&ObjectKey::new(Kind::Namespace, "", namespace.as_str()))
-            .is_some();
+        let (exists, terminating) = {
+            let inner = shared.lock();
+            let ns = ObjectKey::new(Kind::Namespace, "", namespace.as_str());
+            (
+                inner.store.get_stored(&ns).is_some(),
+                crate::namespace::is_terminating(&inner.store, &namespace),
+            )
+        };
         if !exists {
             let ns_info = resources::info_of(Kind::Namespace)
                 .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
             return Err(ApiError::not_found(ns_info, &namespace));
         }
+        if terminating {
+            let mut err = ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                format!(
+                    "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                    qualified(target.info),
+                    object.meta().name
+                ),
+            );
+            err.details = json!({"name": object.meta().name, "group": target.info.group, "kind": target.info.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}]});
+            return Err(err);
+        }
     }
-    let now = now_rfc3339();
     let created = write(shared, target.dry_run, |store| {
         store
             .create_stored(object, &now)
@@ -1060,25 +1137,38 @@ fn replace(
     shared: &Shared,
     target: &Target,
     name: &str,
-    mut value: Value,
+    value: Value,
 ) -> Result<(StatusCode, Value), ApiError> {
-    let body_name = value
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if body_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
+    replace_with(shared, target, name, move |_| Ok((value, None)))
+}
+
+/// Like [`replace`], with the new object made from the stored one under the lock (patches,
+/// applies); `make` may also return the managed fields (server-side apply).
+fn replace_with(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    make: impl FnOnce(&Value) -> Result<(Value, Option<Vec<crate::apply::Entry>>), ApiError>,
+) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
+    let now = now_rfc3339();
     let result = write(shared, target.dry_run, |store| {
         let current = store
             .get_stored(&key)
             .map(|o| render(info, o))
             .ok_or_else(|| ApiError::not_found(info, name))?;
+        let (mut value, entries) = make(&current)?;
+        let body_name = value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
         let have = value
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -1133,8 +1223,14 @@ fn replace(
         }
         let object = admit(target, merged)?;
         let mut object = object;
+        manage_fields(target, Some(&current), &mut object, entries, &now);
         object.meta_mut().resource_version = value_rv(&value, target, &current);
-        storage::update_stored(store, object).map_err(|e| store_error(info, e))
+        let updated = storage::update_stored(store, object).map_err(|e| store_error(info, e))?;
+        // The last finalizer of an object being deleted is gone: it goes now.
+        if crate::namespace::ready_to_delete(&updated) {
+            return store.delete(&key).map_err(|e| store_error(info, e));
+        }
+        Ok(updated)
     })?;
     Ok((StatusCode::OK, render(target.info, &result)))
 }
@@ -1158,39 +1254,6 @@ fn update(
     replace(shared, target, name, value)
 }
 
-/// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(patch) => {
-            if !target.is_object() {
-                *target = json!({});
-            }
-            if let Value::Object(map) = target {
-                for (k, v) in patch {
-                    if v.is_null() {
-                        map.remove(k);
-                    } else {
-                        merge_patch(map.entry(k.clone()).or_insert(Value::Null), v);
-                    }
-                }
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
-
-/// Drops strategic-merge-patch directives (`$patch`, `$setElementOrder/...`, `$retainKeys`).
-fn strip_directives(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|k, _| !k.starts_with('$'));
-            map.values_mut().for_each(strip_directives);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_directives),
-        _ => {}
-    }
-}
-
 fn patch(
     shared: &Shared,
     target: &Target,
@@ -1198,52 +1261,168 @@ fn patch(
     bytes: &[u8],
     content_type: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
-    let media = content_type.split(';').next().unwrap_or_default().trim();
-    let mut patch = match media {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-            parse_body(bytes)?
-        }
-        other => {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "UnsupportedMediaType",
-                format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {other})"
-                ),
-            ));
-        }
+    use crate::patch::PatchType;
+    let Some(patch_type) = PatchType::from_content_type(content_type) else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                crate::patch::ACCEPTED_PATCH_TYPES
+            ),
+        ));
     };
-    if media == "application/strategic-merge-patch+json" {
-        strip_directives(&mut patch);
+    if patch_type == PatchType::Apply {
+        return apply_patch(shared, target, name, bytes);
     }
-    let mut current = {
-        let inner = shared.lock();
-        inner
-            .store
-            .get_stored(&key(target, name))
-            .map(|o| render(target.info, o))
-            .ok_or_else(|| ApiError::not_found(target.info, name))?
-    };
-    let precondition = patch.pointer("/metadata/resourceVersion").cloned();
-    let stored_rv = current
-        .pointer("/metadata/resourceVersion")
-        .cloned()
-        .unwrap_or(Value::Null);
-    merge_patch(&mut current, &patch);
-    // Without a resourceVersion in the patch the patch applies to whatever is stored; a
-    // concurrent write between the read and the write is caught as a conflict.
-    current["metadata"]["resourceVersion"] = precondition.unwrap_or(stored_rv);
-    replace(shared, target, name, current)
+    let schema = crate::patch::KindSchema(target.info.kind);
+    replace_with(shared, target, name, |current| {
+        let mut patched = crate::patch::patch_object(patch_type, current, bytes, &schema)
+            .map_err(|e| patch_error(&e))?;
+        // A resourceVersion the patch sets is a precondition; without one the patch applies to
+        // whatever is stored.
+        if patched.pointer("/metadata/resourceVersion").is_none()
+            && let Some(rv) = current.pointer("/metadata/resourceVersion")
+            && let Some(metadata) = patched.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.insert("resourceVersion".into(), rv.clone());
+        }
+        Ok((patched, None))
+    })
 }
 
-fn delete(shared: &Shared, target: &Target, name: &str) -> Result<(StatusCode, Value), ApiError> {
+fn patch_error(err: &crate::patch::PatchError) -> ApiError {
+    if err.malformed {
+        ApiError::bad_request(err.message.clone())
+    } else {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            err.message.clone(),
+        )
+    }
+}
+
+/// Server-side apply: `PATCH` with `application/apply-patch+yaml`.
+fn apply_patch(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(StatusCode, Value), ApiError> {
+    if !target.options.explicit_manager {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        ));
+    }
+    let config = parse_body(bytes)?;
+    let body_name = config
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let api_version = target.info.group_version();
+    let now = now_rfc3339();
+    let writer = crate::apply::Writer {
+        manager: &target.options.field_manager,
+        api_version: &api_version,
+        scope: scope(target),
+        now: &now,
+    };
+    let schema = crate::patch::KindSchema(target.info.kind);
+    let conflict = |c: crate::apply::Conflicts| {
+        let mut err = ApiError::new(StatusCode::CONFLICT, "Conflict", c.message());
+        err.details = json!({"causes": c.causes()});
+        err
+    };
+    let exists = shared.lock().store.get_stored(&key(target, name)).is_some();
+    if !exists && !target.status {
+        let (merged, entries) =
+            crate::apply::apply(None, &config, &writer, target.options.force, &schema)
+                .map_err(conflict)?;
+        return create_value(shared, target, merged, Some(entries));
+    }
+    replace_with(shared, target, name, |current| {
+        let (mut merged, entries) = crate::apply::apply(
+            Some(current),
+            &config,
+            &writer,
+            target.options.force,
+            &schema,
+        )
+        .map_err(conflict)?;
+        // A resourceVersion in the configuration is a precondition.
+        let rv = config
+            .pointer("/metadata/resourceVersion")
+            .or_else(|| current.pointer("/metadata/resourceVersion"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        merged["metadata"]["resourceVersion"] = rv;
+        Ok((merged, Some(entries)))
+    })
+}
+
+fn delete(
+    shared: &Shared,
+    target: &Target,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
-    let deleted = write(shared, target.dry_run, |store| {
+    // kubectl sends its options as a DeleteOptions body: dryRun and preconditions live there.
+    let options = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        parse_body(bytes)?
+    };
+    let dry_run = target.dry_run
+        || options
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.iter().any(|v| v == "All"));
+    let deleted = write(shared, dry_run, |store| {
         let current = store
             .get_stored(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?
             .clone();
+        for (field, have, label) in [
+            ("uid", current.meta().uid.as_str(), "UID"),
+            (
+                "resourceVersion",
+                current.meta().resource_version.as_str(),
+                "ResourceVersion",
+            ),
+        ] {
+            if let Some(want) = options
+                .pointer(&format!("/preconditions/{field}"))
+                .and_then(Value::as_str)
+                && want != have
+            {
+                let mut err = ApiError::new(
+                    StatusCode::CONFLICT,
+                    "Conflict",
+                    format!(
+                        "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: {label} in precondition: {want}, {label} in object meta: {have}",
+                        qualified(info)
+                    ),
+                );
+                err.details = json!({"name": name, "group": info.group, "kind": info.plural});
+                return Err(err);
+            }
+        }
+        if current.kind() == Kind::Namespace
+            && let Some(marked) = crate::namespace::mark_terminating(&current, &now_rfc3339())
+                .map_err(ApiError::internal)?
+        {
+            return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
+        }
         if !current.meta().finalizers.is_empty() {
             let mut marked = current.clone();
             if marked.meta().deletion_timestamp.is_none() {
@@ -1485,16 +1664,6 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{failures:#?}");
-    }
-
-    #[test]
-    fn merge_patch_follows_rfc_7386() {
-        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
-        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
-        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
-        let mut target = json!({"a": [1, 2]});
-        merge_patch(&mut target, &json!({"a": [3]}));
-        assert_eq!(target, json!({"a": [3]}));
     }
 
     #[test]

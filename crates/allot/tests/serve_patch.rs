@@ -1,0 +1,709 @@
+//! End-to-end tests of `allot serve`'s write paths driven by a real kubectl 1.37: client-side
+//! apply (strategic merge patch with the last-applied annotation), `kubectl patch` with every
+//! patch type, server-side apply with conflicts and `--force-conflicts`, server dry runs of every
+//! verb, field validation (Strict, Warn, Ignore), namespace deletion, and claims going with their
+//! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail under CI and print a
+//! loud skip message otherwise.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn kubectl_or_skip() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
+        && path.exists()
+    {
+        return Some(path);
+    }
+    let on_path = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if on_path {
+        return Some(PathBuf::from("kubectl"));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
+    );
+    eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
+    None
+}
+
+/// A running `allot serve`; killed when dropped.
+struct Serve {
+    child: Child,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    dir: PathBuf,
+}
+
+impl Serve {
+    fn start(dir: &Path, kubectl: &Path) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("allot serve starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut kubeconfig = PathBuf::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("reads stdout");
+            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = PathBuf::from(rest);
+                break;
+            }
+        }
+        assert!(
+            kubeconfig.exists(),
+            "allot serve printed no kubeconfig path"
+        );
+        Serve {
+            child,
+            kubeconfig,
+            kubectl: kubectl.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(&self.kubectl)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// stdout of a kubectl run that must succeed; stderr goes to `warnings` when asked.
+    fn ok_with_stderr(&self, args: &[&str]) -> (String, String) {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        self.ok_with_stderr(args).0
+    }
+
+    /// stderr of a kubectl run that must fail.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("kubectl prints JSON")
+    }
+
+    /// Writes a file into the data directory's parent test folder and returns its path.
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("writes");
+        path.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Option<(tempfile::TempDir, Serve)> {
+    let kubectl = kubectl_or_skip()?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl);
+    Some((dir, serve))
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn managers(object: &Value) -> Vec<(String, String)> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or_default().to_string(),
+                        e["operation"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const POD_V1: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  containers:
+  - name: app
+    image: app:1
+    env:
+    - name: A
+      value: a
+    - name: B
+      value: b
+  - name: side
+    image: side:1
+";
+
+const POD_V2: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  containers:
+  - name: app
+    image: app:2
+    env:
+    - name: A
+      value: a
+    - name: C
+      value: c
+";
+
+#[test]
+fn client_side_apply_and_every_patch_type() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let v1 = serve.file("pod-v1.yaml", POD_V1);
+    let out = serve.ok(&["apply", "-f", &v1]);
+    assert!(out.contains("pod/web created"), "{out}");
+    // A label set by someone else survives the next apply (three-way merge).
+    serve.ok(&["label", "pod", "web", "owner=ops"]);
+    let v2 = serve.file("pod-v2.yaml", POD_V2);
+    let out = serve.ok(&["apply", "-f", &v2]);
+    assert!(out.contains("pod/web configured"), "{out}");
+    let pod = serve.json(&["get", "pod", "web", "--show-managed-fields"]);
+    let containers = &pod["spec"]["containers"];
+    assert_eq!(names(containers), ["app"], "{pod}");
+    assert_eq!(containers[0]["image"], "app:2");
+    assert_eq!(names(&containers[0]["env"]), ["A", "C"], "{pod}");
+    assert_eq!(pod["metadata"]["labels"]["owner"], "ops", "{pod}");
+    let who = managers(&pod);
+    for want in [
+        ("kubectl-client-side-apply", "Update"),
+        ("kubectl-label", "Update"),
+    ] {
+        assert!(
+            who.contains(&(want.0.to_string(), want.1.to_string())),
+            "{want:?} missing in {who:?}"
+        );
+    }
+    let entry = pod["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["manager"] == "kubectl-label"))
+        .expect("kubectl-label entry");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert!(
+        entry["fieldsV1"]["f:metadata"]["f:labels"]
+            .get("f:owner")
+            .is_some(),
+        "{entry}"
+    );
+    // Applying the same file again changes nothing.
+    let out = serve.ok(&["apply", "-f", &v2]);
+    assert!(out.contains("pod/web unchanged"), "{out}");
+    // kubectl patch: strategic (the default) with a delete directive, merge, and JSON patch.
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "-p",
+        r#"{"spec":{"containers":[{"name":"app","env":[{"name":"A","$patch":"delete"}]}]}}"#,
+    ]);
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"owner":null,"tier":"front"}}}"#,
+    ]);
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"test","path":"/metadata/labels/tier","value":"front"},{"op":"add","path":"/metadata/annotations","value":{"note":"json"}}]"#,
+    ]);
+    let pod = serve.json(&["get", "pod", "web"]);
+    assert_eq!(names(&pod["spec"]["containers"][0]["env"]), ["C"], "{pod}");
+    assert_eq!(
+        pod["metadata"]["labels"],
+        serde_json::json!({"app": "web", "tier": "front"})
+    );
+    assert_eq!(pod["metadata"]["annotations"]["note"], "json");
+    // A JSON patch whose test fails is refused with 422 and changes nothing.
+    let err = serve.fails(&[
+        "patch",
+        "pod",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"test","path":"/metadata/labels/tier","value":"back"},{"op":"remove","path":"/metadata/labels"}]"#,
+    ]);
+    assert!(err.contains("test failed"), "{err}");
+    // A strategic patch without the merge key is a bad request.
+    let err = serve.fails(&[
+        "patch",
+        "pod",
+        "web",
+        "-p",
+        r#"{"spec":{"containers":[{"image":"x"}]}}"#,
+    ]);
+    assert!(
+        err.contains("does not contain declared merge key: name"),
+        "{err}"
+    );
+}
+
+const CLASS_ALICE: &str = "apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+  labels:
+    team: alice
+    tier: gold
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == \"gpu.example.com\"
+";
+
+const CLASS_BOB: &str = "apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == \"other.example.com\"
+";
+
+#[test]
+fn server_side_apply_conflicts_and_force() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let alice = serve.file("alice.yaml", CLASS_ALICE);
+    let out = serve.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=alice",
+        "-f",
+        &alice,
+    ]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let class = serve.json(&[
+        "get",
+        "deviceclass",
+        "gpu.example.com",
+        "--show-managed-fields",
+    ]);
+    let entries = class["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    assert_eq!(entries.len(), 1, "{class}");
+    assert_eq!(entries[0]["manager"], "alice");
+    assert_eq!(entries[0]["operation"], "Apply");
+    assert_eq!(entries[0]["fieldsType"], "FieldsV1");
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        serde_json::json!({
+            "f:metadata": {"f:labels": {"f:team": {}, "f:tier": {}}},
+            "f:spec": {"f:selectors": {}}
+        })
+    );
+    // Another manager changing alice's field conflicts, with upstream's message.
+    let bob = serve.file("bob.yaml", CLASS_BOB);
+    let err = serve.fails(&["apply", "--server-side", "--field-manager=bob", "-f", &bob]);
+    assert!(
+        err.contains("Apply failed with 1 conflict: conflict with \"alice\": .spec.selectors"),
+        "{err}"
+    );
+    let class = serve.json(&["get", "deviceclass", "gpu.example.com"]);
+    assert!(
+        class["spec"]["selectors"][0]["cel"]["expression"]
+            .as_str()
+            .is_some_and(|e| e.contains("gpu.example.com")),
+        "{class}"
+    );
+    // --force-conflicts takes the field.
+    serve.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=bob",
+        "--force-conflicts",
+        "-f",
+        &bob,
+    ]);
+    let class = serve.json(&[
+        "get",
+        "deviceclass",
+        "gpu.example.com",
+        "--show-managed-fields",
+    ]);
+    assert!(
+        class["spec"]["selectors"][0]["cel"]["expression"]
+            .as_str()
+            .is_some_and(|e| e.contains("other.example.com")),
+        "{class}"
+    );
+    let fields_of = |manager: &str| {
+        class["metadata"]["managedFields"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["manager"] == manager))
+            .map(|e| e["fieldsV1"].clone())
+            .unwrap_or_default()
+    };
+    assert!(fields_of("alice")["f:spec"].is_null(), "{class}");
+    assert!(
+        !fields_of("bob")["f:spec"]["f:selectors"].is_null(),
+        "{class}"
+    );
+    // Alice drops a label from her configuration: it goes (nobody else owns it).
+    let alice_less = serve.file(
+        "alice-less.yaml",
+        &CLASS_ALICE.replace("    tier: gold\n", ""),
+    );
+    serve.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=alice",
+        "--force-conflicts",
+        "-f",
+        &alice_less,
+    ]);
+    let class = serve.json(&["get", "deviceclass", "gpu.example.com"]);
+    assert_eq!(
+        class["metadata"]["labels"],
+        serde_json::json!({"team": "alice"}),
+        "{class}"
+    );
+    // Keyed lists merge by key: a second manager adds a container to alice's pod.
+    let pod_alice = serve.file(
+        "pod-alice.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: app\n    image: app:1\n",
+    );
+    let pod_bob = serve.file(
+        "pod-bob.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: side\n    image: side:1\n",
+    );
+    serve.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=alice",
+        "-f",
+        &pod_alice,
+    ]);
+    serve.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=bob",
+        "-f",
+        &pod_bob,
+    ]);
+    let pod = serve.json(&["get", "pod", "shared"]);
+    assert_eq!(names(&pod["spec"]["containers"]), ["app", "side"], "{pod}");
+}
+
+#[test]
+fn server_dry_run_persists_nothing() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let alice = serve.file("class.yaml", CLASS_ALICE);
+    let out = serve.ok(&["create", "--dry-run=server", "-f", &alice]);
+    assert!(out.contains("(server dry run)"), "{out}");
+    assert!(
+        serve
+            .fails(&["get", "deviceclass", "gpu.example.com"])
+            .contains("NotFound")
+    );
+    let out = serve.ok(&["apply", "--server-side", "--dry-run=server", "-f", &alice]);
+    assert!(out.contains("(server dry run)"), "{out}");
+    assert!(
+        serve
+            .fails(&["get", "deviceclass", "gpu.example.com"])
+            .contains("NotFound")
+    );
+    serve.ok(&["apply", "-f", &alice]);
+    let before = serve.json(&["get", "deviceclass", "gpu.example.com"]);
+    let out = serve.ok(&[
+        "label",
+        "--dry-run=server",
+        "deviceclass",
+        "gpu.example.com",
+        "extra=yes",
+    ]);
+    assert!(out.contains("(server dry run)"), "{out}");
+    let out = serve.ok(&[
+        "patch",
+        "--dry-run=server",
+        "deviceclass",
+        "gpu.example.com",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/labels"}]"#,
+    ]);
+    // kubectl patch prints no dry-run suffix; the object below shows nothing changed.
+    assert!(out.contains("patched"), "{out}");
+    let replaced = serve.file(
+        "replaced.yaml",
+        &CLASS_ALICE.replace("team: alice", "team: carol"),
+    );
+    let out = serve.ok(&["replace", "--dry-run=server", "-f", &replaced]);
+    assert!(out.contains("(server dry run)"), "{out}");
+    let out = serve.ok(&[
+        "delete",
+        "--dry-run=server",
+        "deviceclass",
+        "gpu.example.com",
+    ]);
+    assert!(out.contains("(server dry run)"), "{out}");
+    // A stale precondition is a conflict.
+    let uid = before["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let body = format!(
+        r#"{{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{{"uid":"{uid}x"}}}}"#
+    );
+    let body_file = serve.file("delete-options.json", &body);
+    let err = serve.fails(&[
+        "delete",
+        "--raw",
+        "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com",
+        "-f",
+        &body_file,
+    ]);
+    assert!(
+        err.contains("Precondition failed: UID in precondition"),
+        "{err}"
+    );
+    let after = serve.json(&["get", "deviceclass", "gpu.example.com"]);
+    assert_eq!(before, after);
+}
+
+#[test]
+fn field_validation_strict_warn_ignore() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let text = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: NAME\n  colour: red\nspec:\n  selectorz: []\n";
+    let strict = serve.file("strict.yaml", &text.replace("NAME", "strict"));
+    let err = serve.fails(&["create", "-f", &strict]);
+    assert!(
+        err.contains("strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.selectorz\""),
+        "{err}"
+    );
+    let warn = serve.file("warn.yaml", &text.replace("NAME", "warn"));
+    let (_, stderr) = serve.ok_with_stderr(&["create", "--validate=warn", "-f", &warn]);
+    assert!(
+        stderr.contains("Warning: unknown field \"metadata.colour\"")
+            && stderr.contains("Warning: unknown field \"spec.selectorz\""),
+        "{stderr}"
+    );
+    let ignore = serve.file("ignore.yaml", &text.replace("NAME", "ignore"));
+    let (_, stderr) = serve.ok_with_stderr(&["create", "--validate=ignore", "-f", &ignore]);
+    assert!(!stderr.contains("Warning"), "{stderr}");
+    let class = serve.json(&["get", "deviceclass", "ignore"]);
+    assert!(class["spec"].get("selectorz").is_none(), "{class}");
+}
+
+const TEMPLATE: &str = "apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: one-gpu
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.example.com
+";
+
+const POD_WITH_CLAIM: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: NAME
+spec:
+  containers:
+  - name: app
+    image: app:1
+    resources:
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: one-gpu
+";
+
+fn claim_names(serve: &Serve, namespace: &str) -> Vec<String> {
+    let list = serve.json(&["get", "resourceclaims", "-n", namespace]);
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn deleting_a_pod_removes_its_generated_claims() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    serve.ok(&["create", "namespace", "apps"]);
+    let template = serve.file("template.yaml", TEMPLATE);
+    serve.ok(&["apply", "-n", "apps", "-f", &template]);
+    let pod = serve.file("pod.yaml", &POD_WITH_CLAIM.replace("NAME", "worker"));
+    serve.ok(&["apply", "-n", "apps", "-f", &pod]);
+    eventually("the generated claim", || {
+        claim_names(&serve, "apps")
+            .iter()
+            .any(|n| n.starts_with("worker-gpu-"))
+    });
+    serve.ok(&["delete", "pod", "worker", "-n", "apps"]);
+    eventually("the generated claim to go", || {
+        claim_names(&serve, "apps").is_empty()
+    });
+}
+
+#[test]
+fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    serve.ok(&["create", "namespace", "team"]);
+    let ns = serve.json(&["get", "namespace", "team"]);
+    assert_eq!(
+        ns["spec"]["finalizers"],
+        serde_json::json!(["kubernetes"]),
+        "{ns}"
+    );
+    assert_eq!(ns["status"]["phase"], "Active", "{ns}");
+    let template = serve.file("template.yaml", TEMPLATE);
+    serve.ok(&["apply", "-n", "team", "-f", &template]);
+    let pod = serve.file("pod.yaml", &POD_WITH_CLAIM.replace("NAME", "worker"));
+    serve.ok(&["apply", "-n", "team", "-f", &pod]);
+    let kept = serve.file(
+        "kept.yaml",
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: kept\n  finalizers:\n  - example.com/keep\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n",
+    );
+    serve.ok(&["apply", "-n", "team", "-f", &kept]);
+    let out = serve.ok(&["delete", "namespace", "team", "--wait=false"]);
+    assert!(out.contains("namespace \"team\" deleted"), "{out}");
+    let ns = serve.json(&["get", "namespace", "team"]);
+    assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
+    // Content goes, except what has finalizers; the namespace says why it waits.
+    eventually(
+        "the pod, the template and the generated claim to go",
+        || {
+            let pods = serve.json(&["get", "pods", "-n", "team"]);
+            let templates = serve.json(&["get", "resourceclaimtemplates", "-n", "team"]);
+            pods["items"].as_array().is_some_and(Vec::is_empty)
+                && templates["items"].as_array().is_some_and(Vec::is_empty)
+                && claim_names(&serve, "team") == ["kept"]
+        },
+    );
+    let claim = serve.json(&["get", "resourceclaim", "kept", "-n", "team"]);
+    assert!(
+        claim["metadata"]["deletionTimestamp"].is_string(),
+        "{claim}"
+    );
+    eventually("the finalizers condition", || {
+        let ns = serve.json(&["get", "namespace", "team"]);
+        ns["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter().any(|c| {
+                c["type"] == "NamespaceFinalizersRemaining"
+                    && c["status"] == "True"
+                    && c["message"]
+                        == "Some content in the namespace has finalizers remaining: example.com/keep in 1 resource instances"
+            })
+        })
+    });
+    // Nothing new in a terminating namespace.
+    let other = serve.file("other.yaml", &POD_WITH_CLAIM.replace("NAME", "late"));
+    let err = serve.fails(&["create", "-n", "team", "-f", &other]);
+    assert!(
+        err.contains(
+            "unable to create new content in namespace team because it is being terminated"
+        ),
+        "{err}"
+    );
+    // The finalizer goes: the claim, then the namespace.
+    serve.ok(&[
+        "patch",
+        "resourceclaim",
+        "kept",
+        "-n",
+        "team",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    eventually("the namespace to go", || {
+        serve.kubectl(&["get", "namespace", "team"]).status.code() == Some(1)
+    });
+    let err = serve.fails(&["get", "namespace", "team"]);
+    assert!(err.contains("NotFound"), "{err}");
+}
+
+/// Polls until `check` holds (20 s at most).
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..100 {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
