@@ -176,7 +176,8 @@ pub fn lease_object(
         "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
         "spec": {
             "holderIdentity": identity,
-            "leaseDurationSeconds": duration.as_secs().max(1),
+            // Whole seconds, rounded up: a candidate must never wait less than configured.
+            "leaseDurationSeconds": duration.as_secs() + u64::from(duration.subsec_nanos() > 0),
             "acquireTime": acquire_time,
             "renewTime": micro_time(),
             "leaseTransitions": transitions,
@@ -331,6 +332,8 @@ mod tests {
             }
         );
         assert!(LeaseRecord::parse(b"{\"kind\":\"Pod\"}").is_none());
+        let rounded = lease_object("a", Duration::from_millis(1500), "", 0);
+        assert_eq!(rounded["spec"]["leaseDurationSeconds"], 2);
         assert!(LeaseRecord::parse(b"not json").is_none());
         assert_eq!(
             lease_key("/registry"),
