@@ -563,12 +563,9 @@ impl Entry {
         if !self.subresource.is_empty() {
             name.push_str(&format!(" with subresource {:?}", self.subresource));
         }
+        // Upstream names managers by an identifier without the time.
         if self.operation == "Update" {
-            if self.time.is_empty() {
-                name.push_str(&format!(" using {}", self.api_version));
-            } else {
-                name.push_str(&format!(" using {} at {}", self.api_version, self.time));
-            }
+            name.push_str(&format!(" using {}", self.api_version));
         }
         name
     }
@@ -610,10 +607,13 @@ impl Writer<'_> {
         }
     }
 
+    /// Whether the entry is this writer's for `operation`: an `Update` entry is per API
+    /// version, an `Apply` entry is not (upstream's manager identifier).
     fn is_mine(&self, entry: &Entry, operation: &str) -> bool {
         entry.manager == self.manager
             && entry.operation == operation
             && entry.subresource == self.subresource()
+            && (operation == "Apply" || entry.api_version == self.api_version)
     }
 }
 

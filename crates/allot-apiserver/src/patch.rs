@@ -76,6 +76,8 @@ pub struct FieldMeta {
     pub list_type: ListType,
     /// Whether an object value is a free-form map (labels, requests) rather than a struct.
     pub free_form_map: bool,
+    /// Whether the tag also says `retainKeys` (clients send `$retainKeys` for its items).
+    pub retain_keys: bool,
 }
 
 impl FieldMeta {
@@ -85,6 +87,7 @@ impl FieldMeta {
         merge_key: None,
         list_type: ListType::Atomic,
         free_form_map: false,
+        retain_keys: false,
     };
     const fn merge(key: &'static str, keys: &'static [&'static str]) -> FieldMeta {
         FieldMeta {
@@ -92,6 +95,13 @@ impl FieldMeta {
             merge_key: Some(key),
             list_type: ListType::Map(keys),
             free_form_map: false,
+            retain_keys: false,
+        }
+    }
+    const fn merge_retain(key: &'static str, keys: &'static [&'static str]) -> FieldMeta {
+        FieldMeta {
+            retain_keys: true,
+            ..FieldMeta::merge(key, keys)
         }
     }
     const fn map_list(keys: &'static [&'static str]) -> FieldMeta {
@@ -100,6 +110,7 @@ impl FieldMeta {
             merge_key: None,
             list_type: ListType::Map(keys),
             free_form_map: false,
+            retain_keys: false,
         }
     }
     const fn merge_set() -> FieldMeta {
@@ -108,6 +119,7 @@ impl FieldMeta {
             merge_key: None,
             list_type: ListType::Set,
             free_form_map: false,
+            retain_keys: false,
         }
     }
     const fn free_form() -> FieldMeta {
@@ -116,6 +128,7 @@ impl FieldMeta {
             merge_key: None,
             list_type: ListType::Atomic,
             free_form_map: true,
+            retain_keys: false,
         }
     }
 }
@@ -182,21 +195,94 @@ fn pod_field(p: &[&str]) -> FieldMeta {
         ["spec", list, "resources", "limits" | "requests"] if CONTAINER_LISTS.contains(list) => {
             FieldMeta::free_form()
         }
-        ["spec", "volumes"] => FieldMeta::merge("name", &["name"]),
+        ["spec", "volumes"] => FieldMeta::merge_retain("name", &["name"]),
         ["spec", "imagePullSecrets"] => FieldMeta::merge("name", &["name"]),
         ["spec", "hostAliases"] => FieldMeta::merge("ip", &["ip"]),
         ["spec", "topologySpreadConstraints"] => {
             FieldMeta::merge("topologyKey", &["topologyKey", "whenUnsatisfiable"])
         }
-        ["spec", "resourceClaims"] => FieldMeta::merge("name", &["name"]),
+        ["spec", "resourceClaims"] => FieldMeta::merge_retain("name", &["name"]),
         ["spec", "schedulingGates"] => FieldMeta::merge("name", &["name"]),
         ["spec", "nodeSelector" | "overhead"] => FieldMeta::free_form(),
         ["spec", "resources", "limits" | "requests"] => FieldMeta::free_form(),
         ["status", "conditions"] => FieldMeta::merge("type", &["type"]),
         ["status", "podIPs" | "hostIPs"] => FieldMeta::merge("ip", &["ip"]),
-        ["status", "resourceClaimStatuses"] => FieldMeta::merge("name", &["name"]),
+        ["status", "resourceClaimStatuses"] => FieldMeta::merge_retain("name", &["name"]),
         _ => FieldMeta::PLAIN,
     }
+}
+
+/// The same facts by Go type and JSON field name (the Rust types carry the Go names), for
+/// OpenAPI documents: kubectl computes its client-side apply patches from the
+/// `x-kubernetes-patch-*` extensions when the server publishes a schema for a kind.
+pub fn type_field(type_name: &str, field: &str) -> Option<FieldMeta> {
+    let meta = match (type_name, field) {
+        ("ObjectMeta", "ownerReferences") => FieldMeta::merge("uid", &["uid"]),
+        ("ObjectMeta", "finalizers") => FieldMeta::merge_set(),
+        ("PodSpec", "containers" | "initContainers" | "ephemeralContainers")
+        | ("PodSpec", "imagePullSecrets" | "schedulingGates") => {
+            FieldMeta::merge("name", &["name"])
+        }
+        ("PodSpec", "volumes" | "resourceClaims") => FieldMeta::merge_retain("name", &["name"]),
+        ("PodSpec", "hostAliases") => FieldMeta::merge("ip", &["ip"]),
+        ("PodSpec", "topologySpreadConstraints") => {
+            FieldMeta::merge("topologyKey", &["topologyKey", "whenUnsatisfiable"])
+        }
+        ("Container", "ports") => FieldMeta::merge("containerPort", &["containerPort", "protocol"]),
+        ("Container", "env") => FieldMeta::merge("name", &["name"]),
+        ("Container", "volumeMounts") => FieldMeta::merge("mountPath", &["mountPath"]),
+        ("Container", "volumeDevices") => FieldMeta::merge("devicePath", &["devicePath"]),
+        ("Container", "resizePolicy") => FieldMeta::map_list(&["resourceName"]),
+        ("ResourceRequirements", "claims") => FieldMeta::map_list(&["name"]),
+        ("PodStatus", "conditions") => FieldMeta::merge("type", &["type"]),
+        ("PodStatus", "podIPs" | "hostIPs") => FieldMeta::merge("ip", &["ip"]),
+        ("PodStatus", "resourceClaimStatuses") => FieldMeta::merge_retain("name", &["name"]),
+        ("NodeSpec", "podCIDRs") => FieldMeta::merge_set(),
+        ("NodeStatus", "conditions" | "addresses") => FieldMeta::merge("type", &["type"]),
+        ("ResourceClaimStatus", "reservedFor") => FieldMeta::merge("uid", &["uid"]),
+        (
+            "NamespaceStatus"
+            | "DeviceTaintRuleStatus"
+            | "PodGroupStatus"
+            | "ResourcePoolStatusRequestStatus",
+            "conditions",
+        ) => FieldMeta::merge("type", &["type"]),
+        _ => return None,
+    };
+    Some(meta)
+}
+
+/// The OpenAPI vendor extensions that state a field's facts (`x-kubernetes-patch-strategy`,
+/// `x-kubernetes-patch-merge-key`, `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`).
+pub fn openapi_extensions(meta: &FieldMeta) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    let strategy = match (meta.strategy, meta.retain_keys) {
+        (Strategy::Merge, true) => Some("merge,retainKeys"),
+        (Strategy::Merge, false) => Some("merge"),
+        (Strategy::Replace, _) => Some("replace"),
+        (Strategy::Default, _) => None,
+    };
+    if let Some(strategy) = strategy {
+        out.push((
+            "x-kubernetes-patch-strategy",
+            Value::String(strategy.into()),
+        ));
+    }
+    if let Some(key) = meta.merge_key {
+        out.push(("x-kubernetes-patch-merge-key", Value::String(key.into())));
+    }
+    match meta.list_type {
+        ListType::Atomic => {}
+        ListType::Set => out.push(("x-kubernetes-list-type", Value::String("set".into()))),
+        ListType::Map(keys) => {
+            out.push(("x-kubernetes-list-type", Value::String("map".into())));
+            out.push((
+                "x-kubernetes-list-map-keys",
+                Value::Array(keys.iter().map(|k| Value::String((*k).into())).collect()),
+            ));
+        }
+    }
+    out
 }
 
 /// resource.k8s.io, scheduling and namespace fields: condition lists merge by type, attribute
@@ -1172,6 +1258,49 @@ mod tests {
                 .field(&["status".into(), "reservedFor".into()])
                 .merge_key,
             Some("uid")
+        );
+    }
+
+    #[test]
+    fn type_facts_agree_with_path_facts() {
+        let pod = KindSchema(Kind::Pod);
+        let path = |p: &str| p.split('.').map(str::to_string).collect::<Vec<_>>();
+        for (type_name, field, at) in [
+            ("ObjectMeta", "ownerReferences", "metadata.ownerReferences"),
+            ("ObjectMeta", "finalizers", "metadata.finalizers"),
+            ("PodSpec", "containers", "spec.containers"),
+            ("PodSpec", "volumes", "spec.volumes"),
+            ("PodSpec", "resourceClaims", "spec.resourceClaims"),
+            ("Container", "env", "spec.initContainers.env"),
+            ("Container", "ports", "spec.containers.ports"),
+            (
+                "ResourceRequirements",
+                "claims",
+                "spec.containers.resources.claims",
+            ),
+            ("PodStatus", "conditions", "status.conditions"),
+            (
+                "PodStatus",
+                "resourceClaimStatuses",
+                "status.resourceClaimStatuses",
+            ),
+        ] {
+            assert_eq!(
+                type_field(type_name, field),
+                Some(pod.field(&path(at))),
+                "{at}"
+            );
+        }
+        assert_eq!(type_field("PodSpec", "tolerations"), None);
+        let ext = openapi_extensions(&pod.field(&path("spec.volumes")));
+        assert_eq!(
+            ext,
+            vec![
+                ("x-kubernetes-patch-strategy", json!("merge,retainKeys")),
+                ("x-kubernetes-patch-merge-key", json!("name")),
+                ("x-kubernetes-list-type", json!("map")),
+                ("x-kubernetes-list-map-keys", json!(["name"])),
+            ]
         );
     }
 
