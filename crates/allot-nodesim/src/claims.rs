@@ -121,6 +121,36 @@ pub(crate) fn ready_claims(store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, Wa
             claim: claim.clone(),
         });
     }
+    // The claim the scheduler made for extended resources backed by DRA (DRAExtendedResource),
+    // named in the pod's status; no container references it by name.
+    if let Some(name) = pod
+        .status
+        .extended_resource_claim_status
+        .as_ref()
+        .and_then(|s| s.get("resourceClaimName"))
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+    {
+        let Some(claim) = store.get::<ResourceClaim>(ns, name) else {
+            return Err(Waiting::Missing(name.to_string()));
+        };
+        if claim.status.allocation.is_none() {
+            return Err(Waiting::NotAllocated(name.to_string()));
+        }
+        if !claim
+            .status
+            .reserved_for
+            .iter()
+            .any(|r| r.resource == "pods" && r.uid == pod.metadata.uid)
+        {
+            return Err(Waiting::NotReserved(name.to_string()));
+        }
+        out.push(PodClaim {
+            pod_claim_name: name.to_string(),
+            from_template: false,
+            claim: claim.clone(),
+        });
+    }
     Ok(out)
 }
 

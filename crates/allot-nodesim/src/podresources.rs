@@ -158,6 +158,51 @@ pub(crate) fn annotation(
                 }));
             }
         }
+        // The extended resource claim (DRAExtendedResource): the container's devices are those
+        // of the requests its request mappings name.
+        let extended = pod.status.extended_resource_claim_status.as_ref();
+        let extended_name = extended
+            .and_then(|s| s.get("resourceClaimName"))
+            .and_then(|n| n.as_str());
+        let requests: Vec<&str> = extended
+            .and_then(|s| s.get("requestMappings"))
+            .and_then(|m| m.as_array())
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("containerName").and_then(|n| n.as_str()) == Some(&result.name))
+            .filter_map(|m| m.get("requestName").and_then(|n| n.as_str()))
+            .collect();
+        if !requests.is_empty()
+            && let Some(pc) = claims
+                .iter()
+                .find(|pc| Some(pc.claim.metadata.name.as_str()) == extended_name)
+            && let Some(allocation) = &pc.claim.status.allocation
+        {
+            let mut resources = Vec::new();
+            for r in allocation
+                .devices
+                .results
+                .iter()
+                .filter(|r| requests.contains(&r.request.as_str()))
+            {
+                let mut d = serde_json::Map::new();
+                d.insert("driverName".into(), r.driver.clone().into());
+                d.insert("poolName".into(), r.pool.clone().into());
+                d.insert("deviceName".into(), r.device.clone().into());
+                if let Some(numa) = device_of(&r.driver, &r.pool, &r.device)
+                    .as_ref()
+                    .and_then(device_numa)
+                {
+                    d.insert("topology".into(), topology([numa]));
+                }
+                resources.push(serde_json::Value::Object(d));
+            }
+            dynamic.push(serde_json::json!({
+                "claimName": pc.claim.metadata.name,
+                "claimNamespace": pc.claim.metadata.namespace,
+                "claimResources": resources,
+            }));
+        }
         if !dynamic.is_empty() {
             c.insert("dynamicResources".into(), dynamic.into());
         }

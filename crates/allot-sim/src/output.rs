@@ -24,8 +24,17 @@ pub fn list(store: &Store) -> serde_json::Value {
 }
 
 /// The names of a pod's claims as `(pod claim name, ResourceClaim name)`; the second is empty
-/// while a claim from a template has not been created.
+/// while a claim from a template has not been created. The claim the scheduler made for the
+/// pod's extended resources (DRAExtendedResource) comes last, as `extended-resources`.
 pub fn pod_claims(pod: &Pod) -> Vec<(String, String)> {
+    let extended = pod
+        .status
+        .extended_resource_claim_status
+        .as_ref()
+        .and_then(|s| s.get("resourceClaimName"))
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+        .map(|n| ("extended-resources".to_string(), n.to_string()));
     pod.spec
         .resource_claims
         .iter()
@@ -42,6 +51,7 @@ pub fn pod_claims(pod: &Pod) -> Vec<(String, String)> {
             };
             (claim.name.clone(), name)
         })
+        .chain(extended)
         .collect()
 }
 
