@@ -1,5 +1,15 @@
 //! Reading a simulation's input: manifests, node topologies, the kubelet configuration, the
 //! timeline and options; defaulting and validating every object before anything runs.
+//!
+//! Per-node configuration: a NodeTopology or KubeletConfiguration applies to the node with its
+//! `metadata.name`, or, with the `allot.dev/node-selector` annotation (`key=value,key2` where a
+//! bare key means "the label exists"), to a node label group: every node whose labels match.
+//! A node takes the document named after it, else its group's, else (KubeletConfiguration only)
+//! the one document with neither name nor selector, else defaults (upstream's kubelet defaults;
+//! a one-socket topology from the node's capacity). KubeletConfiguration has no `metadata`
+//! upstream: the simulator accepts `name`, `labels` and `annotations` there and strips them
+//! before decoding. A node (given or created by the timeline) that two groups of one kind
+//! select, without a document named after it, is an input error naming both groups.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -45,9 +45,9 @@ pub const OPTIONS_KIND: &str = "SimulationOptions";
 /// ResourceSlice annotation holding device health: a JSON object from device name to
 /// `Healthy`, `Unhealthy` or `Unknown`.
 pub const DEVICE_HEALTH_ANNOTATION: &str = "allot.dev/device-health";
-/// NodeTopology and KubeletConfiguration matching: a NodeTopology annotation with a node label
-/// selector (`key=value,key2=value2`; `key` alone means the label exists) choosing the nodes it
-/// describes when no node has its name.
+/// NodeTopology and KubeletConfiguration matching: an annotation with a node label selector
+/// (`key=value,key2=value2`; `key` alone means the label exists) choosing the nodes (a node
+/// label group) the document applies to; see [`crate::input`] for the precedence.
 pub const NODE_SELECTOR_ANNOTATION: &str = "allot.dev/node-selector";
 
 /// Object metadata of the simulator's kinds.
