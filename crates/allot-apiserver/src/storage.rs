@@ -374,6 +374,21 @@ mod tests {
     }
 
     #[test]
+    fn a_data_directory_has_one_owner() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let held = DirLock::acquire(dir.path()).expect("locks");
+        let err = DirLock::acquire(dir.path()).expect_err("second lock refused");
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("in use by process {}", std::process::id()))
+                && message.contains("stop that allot serve first"),
+            "{message}"
+        );
+        drop(held);
+        DirLock::acquire(dir.path()).expect("free again once the owner is gone");
+    }
+
+    #[test]
     fn replay_restores_resource_versions_and_uids() {
         let mut store = Store::new();
         for name in ["a", "b", "c"] {
