@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod apply;
+pub mod auth;
 pub mod etcd;
 pub mod events;
 pub mod lease;
@@ -21,10 +22,12 @@ pub mod namespace;
 pub mod nodes;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod resources;
 pub mod selector;
 pub mod server;
 pub mod storage;
+pub mod tls;
 
 use std::path::PathBuf;
 
@@ -94,6 +97,24 @@ pub enum Error {
         not_found: bool,
         /// The object was created meanwhile.
         exists: bool,
+    },
+    /// The TLS certificates could not be created or loaded.
+    #[error("{path}: {message}")]
+    Tls {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tokens file line does not parse.
+    #[error("{path}:{line}: {message}")]
+    TokenFile {
+        /// The tokens file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
     },
     /// The listen address could not be bound.
     #[error("cannot listen on {address}: {source}")]

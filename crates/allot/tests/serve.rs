@@ -2,8 +2,10 @@
 //! wheel). kubectl is found through `ALLOT_KUBECTL` (a path), then `kubectl` on PATH; without
 //! either, the tests fail under CI and print a loud skip message otherwise.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+#[path = "support/https.rs"]
+mod https;
+
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -68,7 +70,7 @@ impl Serve {
         let mut kubeconfig = PathBuf::new();
         for line in lines.by_ref() {
             let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("serving on http://") {
+            if let Some(rest) = line.strip_prefix("serving on https://") {
                 address = rest.to_string();
             }
             if let Some(rest) = line.strip_prefix("kubeconfig: ") {
@@ -124,37 +126,27 @@ impl Serve {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
-    /// A raw HTTP/1.1 request (no credentials: the loopback listener accepts that); returns
-    /// status code and body.
+    /// A raw HTTPS/1.1 request as the admin user (the kubeconfig's token, the server's CA)
+    /// unless `headers` hold an Authorization header; returns status code and body.
     fn http(&self, method: &str, path: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.address).expect("connects");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        let mut request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.address,
-            body.len()
-        );
-        for h in headers {
-            request.push_str(h);
-            request.push_str("\r\n");
-        }
-        request.push_str("\r\n");
-        stream.write_all(request.as_bytes()).expect("writes");
-        let _ = stream.write_all(body);
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let text = String::from_utf8_lossy(&response).into_owned();
-        let code = text
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let body = text
-            .split_once("\r\n\r\n")
-            .map_or(String::new(), |(_, b)| b.to_string());
-        (code, body)
+        let own = headers
+            .iter()
+            .any(|h| h.to_ascii_lowercase().starts_with("authorization:"));
+        let token = https::kubeconfig_token(&self.kubeconfig).filter(|_| !own);
+        let ca = self
+            .kubeconfig
+            .parent()
+            .map(|d| d.join("pki/ca.crt"))
+            .unwrap_or_default();
+        https::request(
+            &self.address,
+            &ca,
+            token.as_deref(),
+            method,
+            path,
+            headers,
+            body,
+        )
     }
 
     /// Creates a namespace from a manifest (`kubectl create namespace` sends protobuf).
@@ -239,6 +231,13 @@ fn every_spec_dra_example_applies_and_reads_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl);
     serve.namespace(dir.path(), "some-ns");
+    // The admin-access example needs a namespace that allows it (as upstream).
+    serve.ok(&[
+        "label",
+        "namespace",
+        "default",
+        "resource.kubernetes.io/admin-access=true",
+    ]);
     let mut files: Vec<PathBuf> = std::fs::read_dir(spec_dir())
         .expect("examples/spec exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -479,7 +478,7 @@ fn raw_protocol_edges() {
     let serve = Serve::start(dir.path(), &kubectl);
     assert_eq!(serve.http("GET", "/livez", &[], b"").0, 200);
     assert_eq!(serve.http("GET", "/readyz", &[], b"").0, 200);
-    // A wrong bearer token is refused; no token on loopback is the admin.
+    // A wrong bearer token is refused.
     let (code, body) = serve.http(
         "GET",
         "/api/v1/namespaces",

@@ -1,4 +1,6 @@
-//! `allot serve`: a Kubernetes-compatible API server on a durable store under a data directory.
+//! `allot serve`: a Kubernetes-compatible API server on a durable store under a data directory,
+//! over HTTPS (a CA and serving certificate under DATA_DIR/pki/) with bearer-token
+//! authentication and RBAC.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +22,10 @@ pub struct Args {
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 60)]
     pub bookmark_interval_seconds: u64,
+    /// Bearer tokens, as kube-apiserver's file: `token,user,uid,"group1,group2"` per line.
+    /// Default: DATA_DIR/tokens.csv, created with an admin user (group system:masters).
+    #[arg(long, value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
     /// Store everything in etcd v3 at these client URLs (comma-separated) instead of under
     /// the data directory; servers sharing one etcd elect one leader for the controllers.
     #[arg(long, value_name = "URL,...", value_delimiter = ',')]
@@ -77,6 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     options.watch_window = args.watch_window;
     options.bookmark_interval =
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
+    options.token_auth_file = args.token_auth_file;
     if !args.etcd_servers.is_empty() {
         let mut etcd = allot_apiserver::etcd::EtcdOptions::new(args.etcd_servers);
         etcd.prefix = args.etcd_prefix;
@@ -107,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map(|a| a.to_string())
             .unwrap_or_default();
         let mut out = std::io::stdout();
-        let _ = writeln!(out, "serving on http://{address}");
+        let _ = writeln!(out, "serving on https://{address}");
         let _ = writeln!(out, "kubeconfig: {}", server.kubeconfig().display());
         let _ = out.flush();
     })?;

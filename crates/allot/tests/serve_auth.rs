@@ -1,0 +1,574 @@
+//! End-to-end tests of `allot serve` security with a real kubectl 1.37 (`ALLOT_KUBECTL`, or
+//! `kubectl` on PATH): TLS with the written kubeconfig unmodified, bearer tokens (401 for a bad
+//! one), RBAC (403 worded as upstream, grants through Roles and bindings, no escalation),
+//! ResourcePoolStatusRequests only with an explicit grant, adminAccess only in labelled
+//! namespaces, and DRA's granular ResourceClaim status authorization.
+
+#[path = "support/https.rs"]
+mod https;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn kubectl_or_skip() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
+        && path.exists()
+    {
+        return Some(path);
+    }
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(PathBuf::from("kubectl"));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
+    );
+    eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
+    None
+}
+
+/// The users of every test: token, name, groups.
+const TOKENS: &str = "admin-token,admin,0,\"system:masters\"\n\
+bob-token,bob,1\n\
+carol-token,carol,2,\"dev\"\n\
+sched-token,scheduler,3\n\
+driver-token,driver,4\n";
+
+struct Serve {
+    child: Child,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    address: String,
+    kubectl: PathBuf,
+}
+
+impl Serve {
+    /// Starts `allot serve` with the test users (`tokens`: an explicit tokens file, or the
+    /// default DATA_DIR/tokens.csv).
+    fn start(dir: &Path, kubectl: &Path, tokens: bool) -> Serve {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.join("data"));
+        if tokens {
+            let file = dir.join("users.csv");
+            std::fs::write(&file, TOKENS).expect("writes tokens");
+            command.arg("--token-auth-file").arg(file);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("allot serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut address = String::new();
+        let mut kubeconfig = PathBuf::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("reads stdout");
+            if let Some(rest) = line.strip_prefix("serving on https://") {
+                address = rest.to_string();
+            }
+            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = PathBuf::from(rest);
+                break;
+            }
+        }
+        assert!(kubeconfig.exists(), "no kubeconfig printed");
+        assert!(!address.is_empty(), "no https address printed");
+        Serve {
+            child,
+            dir: dir.join("data"),
+            kubeconfig,
+            address,
+            kubectl: kubectl.to_path_buf(),
+        }
+    }
+
+    fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
+        let mut command = Command::new(&self.kubectl);
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        if let Some(token) = token {
+            command.arg(format!("--token={token}"));
+        }
+        command.args(args).output().expect("kubectl runs")
+    }
+
+    /// kubectl as `token`'s user (the kubeconfig's admin with `None`); stdout on success.
+    fn ok(&self, token: Option<&str>, args: &[&str]) -> String {
+        let out = self.kubectl(token, args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} as {token:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl expected to fail; stderr.
+    fn fails(&self, token: Option<&str>, args: &[&str]) -> String {
+        let out = self.kubectl(token, args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} as {token:?} should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn apply(&self, token: Option<&str>, yaml: &str) -> Output {
+        let mut command = Command::new(&self.kubectl);
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        if let Some(token) = token {
+            command.arg(format!("--token={token}"));
+        }
+        let mut child = command
+            .args(["create", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(yaml.as_bytes())
+            .expect("writes");
+        child.wait_with_output().expect("kubectl ends")
+    }
+
+    fn create(&self, token: Option<&str>, yaml: &str) {
+        let out = self.apply(token, yaml);
+        assert!(
+            out.status.success(),
+            "kubectl create as {token:?} failed: {}\n{yaml}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn create_fails(&self, token: Option<&str>, yaml: &str) -> String {
+        let out = self.apply(token, yaml);
+        assert!(
+            !out.status.success(),
+            "kubectl create as {token:?} should fail:\n{yaml}"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn https(&self, token: Option<&str>, method: &str, path: &str, body: &Value) -> (u16, Value) {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(body).expect("json")
+        };
+        let (code, text) = https::request(
+            &self.address,
+            &self.dir.join("pki/ca.crt"),
+            token,
+            method,
+            path,
+            &["Content-Type: application/json", "Accept: application/json"],
+            &bytes,
+        );
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (code, value)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn namespace(name: &str, admin_access: bool) -> String {
+    let labels = if admin_access {
+        "  labels:\n    resource.kubernetes.io/admin-access: \"true\"\n"
+    } else {
+        ""
+    };
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n{labels}")
+}
+
+#[test]
+fn tls_kubeconfig_and_bearer_tokens() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, false);
+    // The kubeconfig works unmodified: https, the CA inline, the admin token.
+    let kubeconfig = std::fs::read_to_string(&serve.kubeconfig).expect("kubeconfig");
+    assert!(
+        kubeconfig.contains("server: https://127.0.0.1:"),
+        "{kubeconfig}"
+    );
+    assert!(
+        kubeconfig.contains("certificate-authority-data: "),
+        "{kubeconfig}"
+    );
+    assert!(
+        !kubeconfig.contains("insecure-skip-tls-verify"),
+        "{kubeconfig}"
+    );
+    let out = serve.ok(None, &["get", "namespaces", "-o", "name"]);
+    assert!(out.contains("namespace/default"), "{out}");
+    // DATA_DIR/tokens.csv was created with an admin in system:masters.
+    let tokens = std::fs::read_to_string(serve.dir.join("tokens.csv")).expect("tokens");
+    assert!(
+        tokens
+            .trim_end()
+            .ends_with(",admin,admin,\"system:masters\""),
+        "{tokens}"
+    );
+    for file in ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key"] {
+        assert!(serve.dir.join("pki").join(file).exists(), "pki/{file}");
+    }
+    // A token that is not in the file is 401, in kubectl's words and as a Status.
+    let err = serve.fails(Some("wrong"), &["get", "pods"]);
+    assert!(
+        err.contains("You must be logged in to the server (Unauthorized)"),
+        "{err}"
+    );
+    let (code, body) = serve.https(Some("wrong"), "GET", "/api/v1/namespaces", &Value::Null);
+    assert_eq!(code, 401);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    // Without credentials only the public endpoints answer.
+    for path in ["/livez", "/readyz", "/version"] {
+        let (code, _) = serve.https(None, "GET", path, &Value::Null);
+        assert_eq!(code, 200, "{path}");
+    }
+    let (code, body) = serve.https(None, "GET", "/api/v1/namespaces", &Value::Null);
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+    let (code, body) = serve.https(None, "GET", "/apis", &Value::Null);
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "forbidden: User \"system:anonymous\" cannot get path \"/apis\""
+    );
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut plain = std::net::TcpStream::connect(&serve.address).expect("connects");
+    plain
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = plain.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(
+        !answer.starts_with(b"HTTP/1.1 200"),
+        "plain HTTP was served"
+    );
+    // A restart reuses the CA and the serving certificate: the old kubeconfig keeps working.
+    let ca = std::fs::read(serve.dir.join("pki/ca.crt")).expect("ca");
+    let crt = std::fs::read(serve.dir.join("pki/apiserver.crt")).expect("crt");
+    drop(serve);
+    let serve = Serve::start(dir.path(), &kubectl, false);
+    assert_eq!(ca, std::fs::read(serve.dir.join("pki/ca.crt")).expect("ca"));
+    assert_eq!(
+        crt,
+        std::fs::read(serve.dir.join("pki/apiserver.crt")).expect("crt")
+    );
+    assert_eq!(
+        tokens,
+        std::fs::read_to_string(serve.dir.join("tokens.csv")).expect("tokens")
+    );
+    serve.ok(None, &["get", "namespaces"]);
+}
+
+#[test]
+fn rbac_denies_then_grants_and_prevents_escalation() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    let bob = Some("bob-token");
+    serve.create(None, &namespace("team", false));
+    // No binding: 403 worded as upstream, through kubectl.
+    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "team"]);
+    assert!(
+        err.contains("Error from server (Forbidden): resourceclaims.resource.k8s.io is forbidden: User \"bob\" cannot list resource \"resourceclaims\" in API group \"resource.k8s.io\" in the namespace \"team\""),
+        "{err}"
+    );
+    // Authenticated users may read discovery (system:discovery).
+    let (code, _) = serve.https(bob, "GET", "/apis", &Value::Null);
+    assert_eq!(code, 200);
+    // A Role and RoleBinding grant claims (and role bindings) in one namespace.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: claims\n  namespace: team\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims]\n  verbs: [get, list, watch, create, delete]\n- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n  verbs: [create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: bob-claims\n  namespace: team\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: Role\n  name: claims\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let out = serve.ok(None, &["get", "roles,rolebindings", "-n", "team"]);
+    assert!(
+        out.contains("claims") && out.contains("Role/claims"),
+        "{out}"
+    );
+    serve.ok(bob, &["get", "resourceclaims", "-n", "team"]);
+    serve.create(
+        bob,
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: mine\n  namespace: team\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n",
+    );
+    let out = serve.ok(
+        bob,
+        &["get", "resourceclaim", "mine", "-n", "team", "-o", "name"],
+    );
+    assert_eq!(out.trim(), "resourceclaim.resource.k8s.io/mine");
+    // Only there, and only those verbs.
+    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "default"]);
+    assert!(err.contains("in the namespace \"default\""), "{err}");
+    let err = serve.fails(bob, &["get", "pods", "-n", "team"]);
+    assert!(err.contains("cannot list resource \"pods\""), "{err}");
+    let (code, body) = serve.https(
+        bob,
+        "PUT",
+        "/apis/resource.k8s.io/v1/namespaces/team/resourceclaims/mine/status",
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "mine", "namespace": "team"}}),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "resourceclaims.resource.k8s.io \"mine\" is forbidden: User \"bob\" cannot update resource \"resourceclaims/status\" in API group \"resource.k8s.io\" in the namespace \"team\""
+    );
+    // Escalation: bob may create role bindings, but not to a role he does not hold.
+    let err = serve.create_fails(
+        bob,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: bob-admin\n  namespace: team\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: ClusterRole\n  name: cluster-admin\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    assert!(
+        err.contains("rolebindings.rbac.authorization.k8s.io \"bob-admin\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    // Binding the role he holds to someone else is fine.
+    serve.create(
+        bob,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dev-claims\n  namespace: team\nsubjects:\n- kind: Group\n  name: dev\nroleRef:\n  kind: Role\n  name: claims\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    serve.ok(
+        Some("carol-token"),
+        &["get", "resourceclaims", "-n", "team"],
+    );
+    // ResourcePoolStatusRequests: no default role grants them; a broad resource.k8s.io reader
+    // role without them does not either; an explicit grant does.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dra-reader\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [deviceclasses, resourceslices, resourceclaims, resourceclaimtemplates]\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: bob-dra-reader\nsubjects:\n- kind: User\n  name: bob\n  apiGroup: rbac.authorization.k8s.io\nroleRef:\n  kind: ClusterRole\n  name: dra-reader\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    serve.ok(bob, &["get", "deviceclasses"]);
+    serve.ok(bob, &["get", "resourceclaims", "-A"]);
+    let err = serve.fails(bob, &["get", "resourcepoolstatusrequests"]);
+    assert!(
+        err.contains("User \"bob\" cannot list resource \"resourcepoolstatusrequests\" in API group \"resource.k8s.io\" at the cluster scope"),
+        "{err}"
+    );
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: pool-status\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourcepoolstatusrequests]\n  verbs: [get, list, watch, create, delete]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: bob-pool-status\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: ClusterRole\n  name: pool-status\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    serve.ok(bob, &["get", "resourcepoolstatusrequests"]);
+    // A binding to a role that does not exist grants nothing and says why.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dangling\n  namespace: team\nsubjects:\n- kind: User\n  name: driver\nroleRef:\n  kind: Role\n  name: nope\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let err = serve.fails(Some("driver-token"), &["get", "pods", "-n", "team"]);
+    assert!(
+        err.contains("RBAC: role.rbac.authorization.k8s.io \"nope\" not found"),
+        "{err}"
+    );
+    // RBAC objects are validated as upstream and survive a restart.
+    let err = serve.create_fails(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: bad\n  namespace: team\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n",
+    );
+    assert!(
+        err.contains("The Role \"bad\" is invalid: rules[0].verbs: Required value: verbs must contain at least one value"),
+        "{err}"
+    );
+    drop(serve);
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    serve.ok(bob, &["get", "resourcepoolstatusrequests"]);
+    serve.ok(None, &["delete", "clusterrolebinding", "bob-pool-status"]);
+    serve.fails(bob, &["get", "resourcepoolstatusrequests"]);
+    let out = serve.ok(None, &["get", "clusterroles", "-o", "name"]);
+    assert!(
+        out.contains("clusterrole.rbac.authorization.k8s.io/cluster-admin"),
+        "{out}"
+    );
+}
+
+#[test]
+fn admin_access_only_in_labelled_namespaces() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    serve.create(None, &namespace("plain", false));
+    serve.create(None, &namespace("admins", true));
+    let claim = |ns: &str| {
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: monitor\n  namespace: {ns}\nspec:\n  devices:\n    requests:\n    - name: all\n      exactly:\n        deviceClassName: gpu.example.com\n        allocationMode: All\n        adminAccess: true\n"
+        )
+    };
+    let template = |ns: &str| {
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: monitor\n  namespace: {ns}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: all\n        exactly:\n          deviceClassName: gpu.example.com\n          adminAccess: true\n"
+        )
+    };
+    let message = "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace";
+    // Even the cluster admin cannot use it in an unlabelled namespace.
+    let err = serve.create_fails(None, &claim("plain"));
+    assert!(err.contains("is invalid") && err.contains(message), "{err}");
+    assert!(
+        err.contains("spec.devices.requests[0].exactly.adminAccess"),
+        "{err}"
+    );
+    let err = serve.create_fails(None, &template("plain"));
+    assert!(err.contains(message), "{err}");
+    assert!(
+        err.contains("spec.spec.devices.requests[0].exactly.adminAccess"),
+        "{err}"
+    );
+    serve.create(None, &claim("admins"));
+    serve.create(None, &template("admins"));
+    // Without adminAccess the unlabelled namespace is fine.
+    serve.create(
+        None,
+        &claim("plain").replace("        adminAccess: true\n", ""),
+    );
+}
+
+/// The claim used by the status tests: two requests served by two drivers.
+const STATUS_CLAIM: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\n  namespace: team\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n    - name: nic\n      exactly:\n        deviceClassName: nic.example.com\n";
+
+fn allocation() -> Value {
+    json!({
+        "devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"},
+            {"request": "nic", "driver": "nic.example.com", "pool": "node-1", "device": "nic-0"},
+        ]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+    })
+}
+
+#[test]
+fn claim_status_is_authorized_per_field_and_driver() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    serve.create(None, &namespace("team", false));
+    serve.create(None, STATUS_CLAIM);
+    // Both may write resourceclaims/status, as the hardening guide's first rule.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: status-writer\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims, resourceclaims/status]\n  verbs: [get, patch, update]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: status-writers\nsubjects:\n- kind: User\n  name: scheduler\n- kind: User\n  name: driver\nroleRef:\n  kind: ClusterRole\n  name: status-writer\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let path = "/apis/resource.k8s.io/v1/namespaces/team/resourceclaims/c/status";
+    let put_status = |token: &str, status: Value| {
+        let (code, current) = serve.https(Some("admin-token"), "GET", path, &Value::Null);
+        assert_eq!(code, 200, "{current}");
+        let mut claim = current;
+        claim["status"] = status;
+        if let Some(m) = claim["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        serve.https(Some(token), "PUT", path, &claim)
+    };
+    // The scheduler without resourceclaims/binding cannot allocate.
+    let (code, body) = put_status("sched-token", json!({"allocation": allocation()}));
+    assert_eq!(code, 422, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("status: Forbidden: changing status.allocation or status.reservedFor requires resource=\"resourceclaims/binding\", verb=\"update\" permission: resourceclaims.resource.k8s.io is forbidden: User \"scheduler\" cannot update resource \"resourceclaims/binding\" in API group \"resource.k8s.io\" at the cluster scope"),
+        "{message}"
+    );
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dra-binding-updater\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims/binding]\n  verbs: [patch, update]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: scheduler-binding\nsubjects:\n- kind: User\n  name: scheduler\nroleRef:\n  kind: ClusterRole\n  name: dra-binding-updater\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let (code, body) = put_status("sched-token", json!({"allocation": allocation()}));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-0"
+    );
+    // The driver may not touch the allocation, nor (yet) device status.
+    let (code, body) = put_status("driver-token", Value::Null);
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("User \"driver\" cannot update resource \"resourceclaims/binding\""),
+        "{body}"
+    );
+    let gpu_status = json!({"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Up", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let nic_status = json!({"driver": "nic.example.com", "pool": "node-1", "device": "nic-0",
+        "networkData": {"interfaceName": "eth1"}});
+    let (code, body) = put_status(
+        "driver-token",
+        json!({"allocation": allocation(), "devices": [gpu_status.clone()]}),
+    );
+    assert_eq!(code, 422, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("status.devices: Forbidden: changing status.devices requires resource=\"resourceclaims/driver\", verb=\"[arbitrary-node:update]\" permission: resourceclaims.resource.k8s.io \"gpu.example.com\" is forbidden: User \"driver\" cannot arbitrary-node:update resource \"resourceclaims/driver\" in API group \"resource.k8s.io\" in the namespace \"team\""),
+        "{message}"
+    );
+    // Granted for its own driver only (resourceNames), as the multi-node example.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: gpu-status\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims/driver]\n  verbs: [arbitrary-node:patch, arbitrary-node:update]\n  resourceNames: [gpu.example.com]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: driver-gpu-status\nsubjects:\n- kind: User\n  name: driver\nroleRef:\n  kind: ClusterRole\n  name: gpu-status\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let (code, body) = put_status(
+        "driver-token",
+        json!({"allocation": allocation(), "devices": [gpu_status.clone()]}),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"]["devices"][0]["driver"], "gpu.example.com");
+    let (code, body) = put_status(
+        "driver-token",
+        json!({"allocation": allocation(), "devices": [gpu_status.clone(), nic_status]}),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"nic.example.com\" is forbidden"),
+        "{body}"
+    );
+    // An unchanged status needs nothing beyond resourceclaims/status.
+    let (code, body) = put_status(
+        "driver-token",
+        json!({"allocation": allocation(), "devices": [gpu_status]}),
+    );
+    assert_eq!(code, 200, "{body}");
+    // The cluster admin (system:masters) bypasses all of it.
+    let (code, body) = put_status("admin-token", Value::Null);
+    assert_eq!(code, 200, "{body}");
+}
