@@ -69,17 +69,27 @@ fn two_mirrors_commit_rebase_and_conflict() {
     if created.metadata.resource_version != local.metadata.resource_version {
         let (old, object) = committed.renumbered.first().expect("renumbered");
         assert_eq!(old.to_string(), local.metadata.resource_version);
-        assert_eq!(object.meta().resource_version, created.metadata.resource_version);
+        assert_eq!(
+            object.meta().resource_version,
+            created.metadata.resource_version
+        );
     }
     sync_until(&mut b, &mut sb, |s| s.get::<Namespace>("", "one").is_some());
     let seen = sb.get::<Namespace>("", "one").expect("b has it").clone();
-    assert_eq!(seen.metadata.resource_version, created.metadata.resource_version);
+    assert_eq!(
+        seen.metadata.resource_version,
+        created.metadata.resource_version
+    );
     assert_eq!(seen.metadata.uid, created.metadata.uid);
 
     // The same object changed on both from the same version: the second commit conflicts and
     // the loser's mirror ends up with the winner's version.
-    sync_until(&mut a, &mut sa, |s| s.resource_version() >= sb.resource_version());
-    sync_until(&mut b, &mut sb, |s| s.resource_version() >= sa.resource_version());
+    sync_until(&mut a, &mut sa, |s| {
+        s.resource_version() >= sb.resource_version()
+    });
+    sync_until(&mut b, &mut sb, |s| {
+        s.resource_version() >= sa.resource_version()
+    });
     label(&mut sa, "one", "a");
     label(&mut sb, "one", "b");
     a.commit(&mut sa, true).expect("a wins");
@@ -95,7 +105,9 @@ fn two_mirrors_commit_rebase_and_conflict() {
 
     // Different objects from the same head: an API write is re-applied on top (new
     // resourceVersion and uid, reported for the response) ...
-    sync_until(&mut b, &mut sb, |s| s.resource_version() >= sa.resource_version());
+    sync_until(&mut b, &mut sb, |s| {
+        s.resource_version() >= sa.resource_version()
+    });
     sa.create(namespace("from-a"), "t").expect("creates");
     let local = sb.create(namespace("from-b"), "t").expect("creates");
     let winner = a.commit(&mut sa, true).expect("a commits");
@@ -103,15 +115,28 @@ fn two_mirrors_commit_rebase_and_conflict() {
     let rebased = b.commit(&mut sb, true).expect("b rebases");
     let (old, committed) = rebased.renumbered.first().expect("renumbered");
     assert_eq!(old.to_string(), local.metadata.resource_version);
-    let from_a = sb.get::<Namespace>("", "from-a").expect("b caught up").clone();
+    let from_a = sb
+        .get::<Namespace>("", "from-a")
+        .expect("b caught up")
+        .clone();
     assert!(
-        committed.meta().resource_version.parse::<u64>().unwrap_or(0)
-            > from_a.metadata.resource_version.parse::<u64>().unwrap_or(u64::MAX)
+        committed
+            .meta()
+            .resource_version
+            .parse::<u64>()
+            .unwrap_or(0)
+            > from_a
+                .metadata
+                .resource_version
+                .parse::<u64>()
+                .unwrap_or(u64::MAX)
     );
     assert_ne!(committed.meta().uid, from_a.metadata.uid);
 
     // ... while a controller batch decided on a stale state is refused and taken back.
-    sync_until(&mut a, &mut sa, |s| s.get::<Namespace>("", "from-b").is_some());
+    sync_until(&mut a, &mut sa, |s| {
+        s.get::<Namespace>("", "from-b").is_some()
+    });
     label(&mut sa, "from-a", "x");
     sb.create(namespace("controller-b"), "t").expect("creates");
     a.commit(&mut sa, true).expect("a commits");
@@ -138,7 +163,9 @@ fn two_mirrors_commit_rebase_and_conflict() {
             })
             .collect()
     };
-    sync_until(&mut b, &mut sb, |s| s.resource_version() >= sc.resource_version());
+    sync_until(&mut b, &mut sb, |s| {
+        s.resource_version() >= sc.resource_version()
+    });
     assert_eq!(names(&sc), names(&sb));
     assert_eq!(
         names(&sc).iter().map(|n| n.0.as_str()).collect::<Vec<_>>(),

@@ -86,9 +86,7 @@ impl Etcd {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if std::net::TcpStream::connect(("127.0.0.1", client)).is_ok()
-                    && health(&url)
-                {
+                if std::net::TcpStream::connect(("127.0.0.1", client)).is_ok() && health(&url) {
                     return Etcd { child, url };
                 }
                 std::thread::sleep(Duration::from_millis(100));
