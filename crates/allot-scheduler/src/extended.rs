@@ -545,4 +545,142 @@ mod tests {
             })
         );
     }
+
+    /// The scheduler end to end: claim made, allocated, reserved; binding conditions waited
+    /// for; a failed binding deletes the claim and tries elsewhere.
+    mod scheduling {
+        use crate::{Scheduler, SchedulerConfig};
+        use allot_api::load::{LoadOptions, load_str};
+        use allot_api::meta::v1::Condition;
+        use allot_api::resource::v1::{AllocatedDeviceStatus, ResourceClaim};
+        use allot_runtime::{Runtime, SimTime};
+        use allot_store::{Store, Stored};
+
+        fn docs(binding: bool) -> String {
+            let mut out = String::from(
+                "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n  extendedResourceName: example.com/gpu\n",
+            );
+            for node in ["node-a", "node-b"] {
+                out.push_str(&format!(
+                    "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\nstatus: {{allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}}}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: {node}}}\nspec:\n  driver: gpu.example.com\n  nodeName: {node}\n  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}\n  devices:\n  - name: gpu-0\n"
+                ));
+                if binding {
+                    out.push_str("    bindingConditions: [Attached]\n    bindingFailureConditions: [Failed]\n    bindsToNode: true\n");
+                }
+            }
+            out.push_str("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {example.com/gpu: '1'}}\n");
+            out
+        }
+
+        fn runtime(text: &str) -> Runtime {
+            let loaded = load_str("t.yaml", text, &LoadOptions::default());
+            assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+            let mut store = Store::new();
+            for doc in loaded.documents {
+                let mut object = doc.object;
+                allot_api::defaults::default_object(&mut object);
+                if let Some(stored) = Stored::from_object(object) {
+                    store
+                        .create_stored(stored, &SimTime::ZERO.rfc3339())
+                        .unwrap();
+                }
+            }
+            let scheduler = Scheduler::new(SchedulerConfig::default());
+            Runtime::new(store, vec![Box::new(scheduler)], SimTime::ZERO)
+        }
+
+        fn settle(rt: &mut Runtime) {
+            rt.run_due(100_000).unwrap();
+            assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+        }
+
+        fn pod(rt: &Runtime) -> allot_api::core::v1::Pod {
+            rt.store
+                .get::<allot_api::core::v1::Pod>("default", "p")
+                .unwrap()
+                .clone()
+        }
+
+        fn special(rt: &Runtime) -> Option<ResourceClaim> {
+            super::claim_name(&pod(rt))
+                .and_then(|n| rt.store.get::<ResourceClaim>("default", &n).cloned())
+        }
+
+        fn set_condition(rt: &mut Runtime, condition: &str) {
+            let name = special(rt).unwrap().metadata.name;
+            rt.store
+                .modify::<ResourceClaim, _>("default", &name, |c| {
+                    let r = c.status.allocation.as_ref().unwrap().devices.results[0].clone();
+                    c.status.devices = vec![AllocatedDeviceStatus {
+                        driver: r.driver,
+                        pool: r.pool,
+                        device: r.device,
+                        share_id: None,
+                        conditions: vec![Condition {
+                            type_: condition.into(),
+                            status: "True".into(),
+                            observed_generation: None,
+                            last_transition_time: SimTime::ZERO.rfc3339(),
+                            reason: "Test".into(),
+                            message: String::new(),
+                        }],
+                        data: None,
+                        network_data: None,
+                    }];
+                })
+                .unwrap();
+        }
+
+        fn pool(claim: &ResourceClaim) -> String {
+            claim.status.allocation.as_ref().unwrap().devices.results[0]
+                .pool
+                .clone()
+        }
+
+        #[test]
+        fn the_special_claim_is_created_allocated_and_reserved_at_bind() {
+            let mut rt = runtime(&docs(false));
+            settle(&mut rt);
+            let pod = pod(&rt);
+            assert_eq!(pod.spec.node_name.as_deref(), Some("node-a"));
+            let claim = special(&rt).expect("special claim");
+            assert_eq!(pool(&claim), "node-a");
+            assert_eq!(claim.status.reserved_for[0].uid, pod.metadata.uid);
+            assert!(
+                claim
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .any(|f| f == super::FINALIZER)
+            );
+        }
+
+        #[test]
+        fn binding_conditions_of_the_special_claim_are_waited_for() {
+            let mut rt = runtime(&docs(true));
+            settle(&mut rt);
+            assert_eq!(pod(&rt).spec.node_name, None, "PreBind waits");
+            assert_eq!(pool(&special(&rt).unwrap()), "node-a");
+            set_condition(&mut rt, "Attached");
+            settle(&mut rt);
+            assert_eq!(pod(&rt).spec.node_name.as_deref(), Some("node-a"));
+        }
+
+        #[test]
+        fn a_failed_binding_deletes_the_special_claim_and_tries_elsewhere() {
+            let mut rt = runtime(&docs(true));
+            settle(&mut rt);
+            let first = special(&rt).unwrap().metadata.name;
+            set_condition(&mut rt, "Failed");
+            settle(&mut rt);
+            assert!(rt.store.get::<ResourceClaim>("default", &first).is_none());
+            let second = special(&rt).expect("a new special claim");
+            assert_ne!(second.metadata.name, first);
+            assert_eq!(pool(&second), "node-b");
+            assert_eq!(rt.store.list::<ResourceClaim>().count(), 1);
+            set_condition(&mut rt, "Attached");
+            settle(&mut rt);
+            assert_eq!(pod(&rt).spec.node_name.as_deref(), Some("node-b"));
+        }
+    }
 }

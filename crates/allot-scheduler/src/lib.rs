@@ -609,8 +609,11 @@ impl Scheduler {
         if let Some(waiting) = self.waiting.get(key).cloned() {
             let mut failure = None;
             let mut ready = true;
-            for pc in &claims {
-                match Self::claim_ready(&pc.claim) {
+            // The special claim for extended resources waits for its binding conditions too.
+            let special = extended::claim_name(&pod)
+                .and_then(|name| store.get::<ResourceClaim>(&key.namespace, &name).cloned());
+            for claim in claims.iter().map(|pc| &pc.claim).chain(special.as_ref()) {
+                match Self::claim_ready(claim) {
                     Ok(true) => {}
                     Ok(false) => ready = false,
                     Err(message) => failure = Some(message),
@@ -1135,7 +1138,8 @@ impl Scheduler {
             }
         }
         if run_dra {
-            self.reserve_extras(store, key, node_index, &extras, result_iter.next(), &stamp)?;
+            needs_wait |=
+                self.reserve_extras(store, key, node_index, &extras, result_iter.next(), &stamp)?;
         }
         if needs_wait && with_timestamp {
             let deadline = now.plus_seconds(self.config.binding_timeout_seconds);
@@ -1315,7 +1319,8 @@ impl Scheduler {
     /// Reserve for the DRA extras on the chosen node: creates the special claim for extended
     /// resources with its allocation (`special`), reserved for the pod, and records
     /// `status.extendedResourceClaimStatus` and `status.nodeAllocatableResourceClaimStatuses`
-    /// on the pod (upstream PreBind).
+    /// on the pod (upstream PreBind). `Ok(true)` when the special claim's devices have binding
+    /// conditions to wait for.
     fn reserve_extras(
         &mut self,
         store: &mut Store,
@@ -1324,7 +1329,7 @@ impl Scheduler {
         extras: &Extras<'_>,
         special: Option<AllocationResult>,
         stamp: &str,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<bool, SchedulerError> {
         let store_error = |action: &'static str, key: String| {
             move |source: StoreError| SchedulerError::Store {
                 action,
@@ -1401,8 +1406,14 @@ impl Scheduler {
                 .node_allocatable_statuses(index, &now, &results, name)
                 .unwrap_or_default();
         }
+        let wait = special_claim.as_ref().is_some_and(|(_, a)| {
+            a.devices
+                .results
+                .iter()
+                .any(|r| !r.binding_conditions.is_empty())
+        });
         if special_status.is_none() && statuses.is_empty() {
-            return Ok(());
+            return Ok(wait);
         }
         store
             .modify::<Pod, _>(&key.namespace, &key.name, |p| {
@@ -1419,7 +1430,7 @@ impl Scheduler {
             self.own_writes
                 .insert(key.clone(), written.metadata.resource_version.clone());
         }
-        Ok(())
+        Ok(wait)
     }
 }
 
