@@ -525,6 +525,19 @@ fn server_dry_run_persists_nothing() {
     );
     let after = serve.json(&["get", "deviceclass", "gpu.example.com"]);
     assert_eq!(before, after);
+    // kubectl diff shows only the change (a dry run keeps the resourceVersion).
+    let out = serve.kubectl(&["diff", "-f", &replaced]);
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("-    team: alice") && diff.contains("+    team: carol"),
+        "{diff}"
+    );
+    assert!(
+        !diff.lines().any(
+            |l| (l.starts_with("-  ") || l.starts_with("+  ")) && l.contains("resourceVersion")
+        ),
+        "{diff}"
+    );
 }
 
 #[test]
