@@ -9,7 +9,7 @@ use allot_api::load::{LoadOptions, RawDocument, SourceMap, decode_object};
 use allot_store::{Kind, ObjectKey, Store, StoreError, Stored};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -32,8 +32,14 @@ pub struct ServeOptions {
     pub watch_window: u64,
     /// How often watches that allow bookmarks get one.
     pub bookmark_interval: Duration,
+    /// The tokens file (`--token-auth-file`); `None` uses `DATA_DIR/tokens.csv`, created with
+    /// an admin user when missing.
+    pub token_auth_file: Option<PathBuf>,
     /// Store everything in etcd instead of the log under the data directory.
     pub etcd: Option<crate::etcd::EtcdOptions>,
+    /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
+    /// defaults when `None`.
+    pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
 }
 
 impl ServeOptions {
@@ -44,7 +50,9 @@ impl ServeOptions {
             listen: "127.0.0.1:6443".into(),
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
+            token_auth_file: None,
             etcd: None,
+            kubelet_config: None,
         }
     }
 }
@@ -61,10 +69,8 @@ struct Inner {
 struct Shared {
     inner: Mutex<Inner>,
     changed: tokio::sync::watch::Sender<u64>,
-    tokens: Vec<String>,
-    /// Requests without credentials are the admin user: true only on a loopback listener,
-    /// because kubectl sends no bearer token over plain HTTP.
-    anonymous_admin: bool,
+    /// Authentication (tokens) and authorization (RBAC).
+    security: Arc<crate::auth::Security>,
     options: ServeOptions,
 }
 
@@ -81,6 +87,7 @@ pub struct Server {
     shared: Arc<Shared>,
     listener: tokio::net::TcpListener,
     kubeconfig: PathBuf,
+    tls: Arc<rustls::ServerConfig>,
 }
 
 impl Server {
@@ -121,26 +128,8 @@ impl Server {
                 }
             }
         }
-        let tokens_path = options.data_dir.join("tokens.csv");
-        let token = match std::fs::read_to_string(&tokens_path) {
-            Ok(text) => text
-                .lines()
-                .next()
-                .and_then(|l| l.split(',').next())
-                .unwrap_or_default()
-                .to_string(),
-            Err(_) => String::new(),
-        };
-        let token = if token.is_empty() {
-            let token = random_token().map_err(io(Path::new("/dev/urandom")))?;
-            write_atomic(
-                &tokens_path,
-                &format!("{token},admin,admin,\"system:masters\"\n"),
-            )?;
-            token
-        } else {
-            token
-        };
+        let security =
+            crate::auth::Security::open(&options.data_dir, options.token_auth_file.as_deref())?;
         let listener = tokio::net::TcpListener::bind(&options.listen)
             .await
             .map_err(|source| Error::Bind {
@@ -152,20 +141,23 @@ impl Server {
             source,
         })?;
         let kubeconfig = options.data_dir.join("kubeconfig");
-        write_atomic(&kubeconfig, &kubeconfig_text(address, &token))?;
+        let pki = crate::tls::load_or_create(&options.data_dir.join("pki"), address)?;
+        crate::rbac::write_private(
+            &kubeconfig,
+            &crate::tls::kubeconfig_text(address, security.admin_token.as_deref(), &pki.ca_pem),
+        )?;
         let (changed, _) = tokio::sync::watch::channel(inner.persisted);
-        let anonymous_admin = address.ip().is_loopback();
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             changed,
-            tokens: vec![token],
-            anonymous_admin,
+            security: Arc::new(security),
             options,
         });
         Ok(Server {
             shared,
             listener,
             kubeconfig,
+            tls: pki.config,
         })
     }
 
@@ -185,51 +177,42 @@ impl Server {
         let controllers = self.shared.clone();
         std::thread::spawn(move || run_controllers(controllers));
         let app = axum::Router::new().fallback(handle).with_state(self.shared);
-        axum::serve(self.listener, app)
+        let listener = crate::tls::TlsListener::new(self.listener, self.tls).map_err(|source| {
+            Error::Bind {
+                address: address.clone(),
+                source,
+            }
+        })?;
+        axum::serve(listener, app)
             .await
             .map_err(|source| Error::Bind { address, source })
     }
 }
 
-fn write_atomic(path: &Path, text: &str) -> Result<(), Error> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = std::fs::File::create(&tmp).map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
-}
-
-fn random_token() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn kubeconfig_text(address: SocketAddr, token: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: allot\n  cluster:\n    server: http://{address}\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: allot\n  context:\n    cluster: allot\n    user: admin\n    namespace: default\ncurrent-context: allot\n"
-    )
-}
-
-/// The control-plane loops of `allot simulate` that need no node setup: ResourceClaim
-/// controller, scheduler, device-taint eviction. Simulated node agents are not run yet.
-fn controllers() -> Vec<Box<dyn allot_runtime::Controller>> {
+/// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
+/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
+/// the recorder of pod Events and the namespace controller.
+fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
+        // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
         Box::new(allot_controllers::ResourceClaimController::new(
-            allot_controllers::ResourceClaimControllerConfig::default(),
+            allot_controllers::ResourceClaimControllerConfig {
+                workload_resource_claims: true,
+            },
         )),
         Box::new(allot_scheduler::Scheduler::new(
             allot_scheduler::SchedulerConfig::default(),
         )),
+        Box::new(crate::nodes::NodeFleet::new(
+            options.kubelet_config.clone().unwrap_or_default(),
+        )),
         Box::new(allot_controllers::DeviceTaintEvictionController::new(
             allot_controllers::EvictionMode::Delete,
         )),
+        Box::new(allot_controllers::PoolStatusController::new(
+            allot_controllers::PoolStatusControllerConfig::default(),
+        )),
+        Box::new(crate::events::EventRecorder::new()),
         Box::new(crate::namespace::NamespaceController::new()),
     ]
 }
@@ -271,7 +254,11 @@ fn run_controllers(shared: Arc<Shared>) {
             }
             if inner.backend.is_leader() {
                 let runtime = runtime.get_or_insert_with(|| {
-                    allot_runtime::Runtime::new(Store::new(), controllers(), sim_now())
+                    allot_runtime::Runtime::new(
+                        Store::new(),
+                        controllers(&shared.options),
+                        sim_now(),
+                    )
                 });
                 runtime.store = std::mem::take(&mut inner.store);
                 if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
@@ -461,6 +448,8 @@ struct Target {
     status: bool,
     /// Field manager, `force`, field validation and the warnings collected on the way.
     options: crate::apply::WriteOptions,
+    /// Who asks (for admission checks that authorize parts of an object).
+    requester: Option<crate::auth::Requester>,
 }
 
 /// The single entry point: routing by hand keeps every error a `Status`.
@@ -482,9 +471,24 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
         _ => {}
     }
-    if !authorized(&shared, &parts.headers) {
-        return ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
-            .into_response();
+    let user = match shared.security.authenticate(
+        parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.as_bytes()),
+    ) {
+        Ok(user) => Arc::new(user),
+        Err(_) => {
+            return json_response(
+                StatusCode::UNAUTHORIZED,
+                &crate::auth::unauthorized_status(),
+            );
+        }
+    };
+    let attributes =
+        crate::auth::Attributes::of_request(user, parts.method.as_str(), &path, &query);
+    if let Some(denied) = shared.security.check(&attributes) {
+        return json_response(StatusCode::FORBIDDEN, &denied);
     }
     if parts.method == Method::GET
         && let Some(response) = discovery(&path)
@@ -531,6 +535,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
         .into_response();
     }
+    if let Some(response) = rbac_request(&shared, &attributes, &parts, &bytes, &query) {
+        return response;
+    }
     let Some(mut target) = route(&path) else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
@@ -539,6 +546,10 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
         .into_response();
     };
+    target.requester = Some(crate::auth::Requester {
+        security: shared.security.clone(),
+        attributes,
+    });
     match query_get(&query, "dryRun") {
         "" => {}
         "All" => target.dry_run = true,
@@ -596,17 +607,54 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     response
 }
 
-/// A presented bearer token must be in the tokens file; no credentials at all are accepted only
-/// on a loopback listener.
-fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
-    match headers.get(header::AUTHORIZATION) {
-        None => shared.anonymous_admin,
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|token| shared.tokens.iter().any(|t| t == token.trim())),
+/// Serves `rbac.authorization.k8s.io` requests (kept by [`crate::rbac`], not in the store).
+fn rbac_request(
+    shared: &Shared,
+    attributes: &crate::auth::Attributes,
+    parts: &axum::http::request::Parts,
+    bytes: &[u8],
+    query: &[(String, String)],
+) -> Option<Response> {
+    if !attributes.resource_request || attributes.api_group != crate::rbac::GROUP {
+        return None;
     }
+    let header_text = |name| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    };
+    let body = if bytes.is_empty() {
+        None
+    } else {
+        match parse_body(bytes) {
+            Ok(value) => Some(value),
+            Err(err) => return Some(err.into_response()),
+        }
+    };
+    let namespace_exists = |name: &str| {
+        shared
+            .lock()
+            .store
+            .get_stored(&ObjectKey::new(Kind::Namespace, "", name))
+            .is_some()
+    };
+    let result = crate::rbac::handle(crate::rbac::Request {
+        security: &shared.security,
+        attributes,
+        method: parts.method.as_str(),
+        body,
+        content_type: header_text(header::CONTENT_TYPE),
+        table: wants_table(header_text(header::ACCEPT)),
+        dry_run: query_get(query, "dryRun") == "All",
+        namespace_exists: &namespace_exists,
+    })?;
+    let (code, value) = result.unwrap_or_else(|failure| failure);
+    Some(json_response(
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &value,
+    ))
 }
 
 fn discovery(path: &str) -> Option<Response> {
@@ -617,8 +665,23 @@ fn discovery(path: &str) -> Option<Response> {
         "/api" => {
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
         }
-        "/apis" => resources::api_group_list(),
-        "/openapi/v3" => resources::openapi_v3_root(),
+        "/apis" => {
+            let mut list = resources::api_group_list();
+            if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
+                groups.push(crate::rbac::api_group());
+            }
+            list
+        }
+        "/apis/rbac.authorization.k8s.io/v1" => crate::rbac::api_resource_list(),
+        "/openapi/v3" => {
+            let mut root = resources::openapi_v3_root();
+            if let Some(paths) = root.get_mut("paths").and_then(Value::as_object_mut) {
+                let (path, url) = crate::rbac::openapi_v3_path();
+                paths.insert(path, url);
+            }
+            root
+        }
+        "/openapi/v3/apis/rbac.authorization.k8s.io/v1" => crate::rbac::openapi_v3_document(),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
                 let (group, version) = split_gv_path(rest)?;
@@ -680,6 +743,7 @@ fn route(path: &str) -> Option<Target> {
         namespace,
         name,
         status,
+        requester: None,
     })
 }
 
@@ -954,8 +1018,13 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         let name = raw.name().to_string();
         return Err(invalid(info, &name, &errors));
     }
-    Stored::from_object(object)
-        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))
+    let stored = Stored::from_object(object)
+        .ok_or_else(|| ApiError::internal("decoded object of an unserved kind"))?;
+    let errors = crate::nodes::admit(&stored);
+    if !errors.is_empty() {
+        return Err(invalid(info, raw.name(), &errors));
+    }
+    Ok(stored)
 }
 
 fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldError]) -> ApiError {
@@ -1124,6 +1193,10 @@ fn create_value(
         }
     }
     let created = write(shared, target.dry_run, |store| {
+        let errors = crate::auth::admit_admin_access(store, &object);
+        if !errors.is_empty() {
+            return Err(invalid(target.info, &object.meta().name, &errors));
+        }
         store
             .create_stored(object, &now)
             .map_err(|e| store_error(target.info, e))
@@ -1229,6 +1302,25 @@ fn replace_with(
             merged["metadata"]["generation"] = json!(generation + 1);
         }
         let object = admit(target, merged)?;
+        if target.status
+            && info.kind == Kind::ResourceClaim
+            && let Some(requester) = &target.requester
+        {
+            let old = store
+                .get_stored(&key)
+                .map(Stored::to_json)
+                .unwrap_or_default();
+            let labels = crate::auth::namespace_labels(store, &object.meta().namespace);
+            let errors = crate::auth::admit_claim_status(
+                requester,
+                &old,
+                &object.to_json(),
+                labels.as_ref(),
+            );
+            if !errors.is_empty() {
+                return Err(invalid(info, name, &errors));
+            }
+        }
         let mut object = object;
         manage_fields(target, Some(&current), &mut object, entries, &now);
         object.meta_mut().resource_version = value_rv(&value, target, &current);
