@@ -1002,9 +1002,12 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
     match target.options.validation {
         _ if unknown.is_empty() => {}
         crate::apply::FieldValidation::Strict => {
+            // As upstream's decoder words it.
             return Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
-                unknown.join(", ")
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+                unknown.join(", "),
+                kind = info.kind.name(),
+                version = info.version,
             )));
         }
         crate::apply::FieldValidation::Warn => {

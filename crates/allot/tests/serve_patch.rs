@@ -422,6 +422,31 @@ fn server_side_apply_conflicts_and_force() {
         serde_json::json!({"team": "alice"}),
         "{class}"
     );
+    // Fields set by a client-side apply (an Update) conflict too, named with their API version.
+    let csa = serve.file(
+        "csa.yaml",
+        &CLASS_BOB.replace("gpu.example.com\n", "csa.example.com\n"),
+    );
+    serve.ok(&["apply", "-f", &csa]);
+    let ssa = serve.file(
+        "ssa.yaml",
+        &CLASS_BOB
+            .replace("gpu.example.com\n", "csa.example.com\n")
+            .replace("other.example.com", "third.example.com"),
+    );
+    let err = serve.fails(&[
+        "apply",
+        "--server-side",
+        "--field-manager=carol",
+        "-f",
+        &ssa,
+    ]);
+    assert!(
+        err.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using resource.k8s.io/v1: .spec.selectors"
+        ),
+        "{err}"
+    );
     // Keyed lists merge by key: a second manager adds a container to alice's pod.
     let pod_alice = serve.file(
         "pod-alice.yaml",
@@ -549,7 +574,7 @@ fn field_validation_strict_warn_ignore() {
     let strict = serve.file("strict.yaml", &text.replace("NAME", "strict"));
     let err = serve.fails(&["create", "-f", &strict]);
     assert!(
-        err.contains("strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.selectorz\""),
+        err.contains("DeviceClass in version \"v1\" cannot be handled as a DeviceClass: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec.selectorz\""),
         "{err}"
     );
     let warn = serve.file("warn.yaml", &text.replace("NAME", "warn"));
