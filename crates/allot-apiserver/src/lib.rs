@@ -15,11 +15,13 @@
 
 pub mod apply;
 pub mod auth;
+pub mod discovery;
 pub mod etcd;
 pub mod events;
 pub mod lease;
 pub mod namespace;
 pub mod nodes;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod rbac;

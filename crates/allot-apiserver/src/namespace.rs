@@ -53,28 +53,6 @@ fn has_spec_finalizers(object: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
-/// An update of a namespace keeps `spec.finalizers` (upstream changes them only through the
-/// `finalize` subresource, which the namespace controller stands in for here).
-pub fn keep_spec_finalizers(current: &Value, new: &mut Value) {
-    let kept = current.pointer("/spec/finalizers").cloned();
-    let Some(map) = new.as_object_mut() else {
-        return;
-    };
-    match kept {
-        Some(finalizers) => {
-            let spec = map.entry("spec").or_insert_with(|| json!({}));
-            if let Some(spec) = spec.as_object_mut() {
-                spec.insert("finalizers".into(), finalizers);
-            }
-        }
-        None => {
-            if let Some(spec) = map.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.shift_remove("finalizers");
-            }
-        }
-    }
-}
-
 /// A `DELETE` of a namespace: when it has finalizers, the namespace marked `Terminating` to
 /// store instead of deleting it.
 pub fn mark_terminating(namespace: &Stored, now: &str) -> Result<Option<Stored>, String> {
@@ -303,17 +281,6 @@ mod tests {
         store
             .create_stored(object, "2026-11-30T00:00:00Z")
             .expect("creates");
-    }
-
-    #[test]
-    fn updates_keep_spec_finalizers() {
-        let current = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}});
-        let mut dropped = json!({"metadata": {"name": "a"}});
-        keep_spec_finalizers(&current, &mut dropped);
-        assert_eq!(dropped["spec"]["finalizers"], json!(["kubernetes"]));
-        let mut added = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["x"]}});
-        keep_spec_finalizers(&json!({"metadata": {"name": "a"}}), &mut added);
-        assert_eq!(added["spec"], json!({}));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The served resources: REST names, discovery documents, OpenAPI and `kubectl get` tables.
+//! The served resources: REST names, legacy discovery documents and `kubectl get` tables
+//! (OpenAPI is in `openapi.rs`, aggregated discovery in `discovery.rs`).
 
 use allot_store::Kind;
 use serde_json::{Value, json};
@@ -272,87 +273,6 @@ fn preferred_version<'a>(versions: &[&'a str]) -> &'a str {
         .copied()
         .min_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)))
         .unwrap_or("v1")
-}
-
-/// The OpenAPI v3 root: one document per group version.
-pub fn openapi_v3_root() -> Value {
-    let mut paths = serde_json::Map::new();
-    for (group, version) in group_versions() {
-        let path = gv_path(group, version);
-        paths.insert(
-            path.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash=allot1")}),
-        );
-    }
-    json!({"paths": paths})
-}
-
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-/// The OpenAPI v3 document of one group version: enough for kubectl to see that the server
-/// validates fields itself (`fieldValidation` on PATCH/POST/PUT), so it asks for Strict
-/// server-side validation instead of validating against schemas.
-pub fn openapi_v3_group(group: &str, version: &str) -> Option<Value> {
-    let mut paths = serde_json::Map::new();
-    let mut schemas = serde_json::Map::new();
-    let mut found = false;
-    for r in RESOURCES
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-    {
-        found = true;
-        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind.name()});
-        let params = json!([
-            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
-            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
-        ]);
-        let op = |id: &str| json!({"operationId": id, "parameters": params, "x-kubernetes-group-version-kind": gvk, "responses": {"200": {"description": "OK"}}});
-        let base = format!(
-            "/{}/{}",
-            gv_path(group, version),
-            if r.kind.namespaced() {
-                "namespaces/{namespace}/"
-            } else {
-                ""
-            }
-        );
-        paths.insert(
-            format!("{base}{}", r.plural),
-            json!({"post": op(&format!("create{}", r.kind.name()))}),
-        );
-        paths.insert(
-            format!("{base}{}/{{name}}", r.plural),
-            json!({
-                "put": op(&format!("replace{}", r.kind.name())),
-                "patch": op(&format!("patch{}", r.kind.name())),
-            }),
-        );
-        let schema_name = format!(
-            "allot.{}.{}.{}",
-            if group.is_empty() { "core" } else { group },
-            version,
-            r.kind.name()
-        );
-        schemas.insert(
-            schema_name,
-            json!({"type": "object", "x-kubernetes-group-version-kind": [gvk]}),
-        );
-    }
-    found.then(|| {
-        json!({
-            "openapi": "3.0.0",
-            "info": {"title": "allot", "version": "v1.37.0"},
-            "paths": paths,
-            "components": {"schemas": schemas},
-        })
-    })
 }
 
 /// Human age as `kubectl get` prints it (upstream's `HumanDuration`).

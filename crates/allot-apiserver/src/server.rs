@@ -490,10 +490,26 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if let Some(denied) = shared.security.check(&attributes) {
         return json_response(StatusCode::FORBIDDEN, &denied);
     }
-    if parts.method == Method::GET
-        && let Some(response) = discovery(&path)
-    {
-        return response;
+    if parts.method == Method::GET {
+        let accept = parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
+            return response;
+        }
+        if path == "/openapi/v2" && crate::openapi::v2_not_acceptable(accept) {
+            return ApiError::new(
+                StatusCode::NOT_ACCEPTABLE,
+                "NotAcceptable",
+                "only application/json is served at /openapi/v2",
+            )
+            .into_response();
+        }
+        if let Some(response) = discovery(&path) {
+            return response;
+        }
     }
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -658,6 +674,11 @@ fn rbac_request(
 }
 
 fn discovery(path: &str) -> Option<Response> {
+    discovery_json(path).map(|value| json_response(StatusCode::OK, &value))
+}
+
+/// The legacy discovery and OpenAPI documents, by path.
+fn discovery_json(path: &str) -> Option<Value> {
     let value = match path {
         "/version" => {
             json!({"major": "1", "minor": "37", "gitVersion": "v1.37.0-allot", "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "rust", "platform": "linux/amd64"})
@@ -674,7 +695,7 @@ fn discovery(path: &str) -> Option<Response> {
         }
         "/apis/rbac.authorization.k8s.io/v1" => crate::rbac::api_resource_list(),
         "/openapi/v3" => {
-            let mut root = resources::openapi_v3_root();
+            let mut root = crate::openapi::v3_root();
             if let Some(paths) = root.get_mut("paths").and_then(Value::as_object_mut) {
                 let (path, url) = crate::rbac::openapi_v3_path();
                 paths.insert(path, url);
@@ -682,10 +703,11 @@ fn discovery(path: &str) -> Option<Response> {
             root
         }
         "/openapi/v3/apis/rbac.authorization.k8s.io/v1" => crate::rbac::openapi_v3_document(),
+        "/openapi/v2" => crate::openapi::v2(),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
                 let (group, version) = split_gv_path(rest)?;
-                resources::openapi_v3_group(group, version)?
+                crate::openapi::v3_group(group, version)?
             } else if let Some(rest) = path.strip_prefix('/') {
                 let (group, version) = split_gv_path(rest)?;
                 resources::api_resource_list(group, version)?
@@ -694,7 +716,7 @@ fn discovery(path: &str) -> Option<Response> {
             }
         }
     };
-    Some(json_response(StatusCode::OK, &value))
+    Some(value)
 }
 
 /// `api/v1` or `apis/g/v`, exactly.
@@ -1304,9 +1326,6 @@ fn replace_with(
         {
             merged["metadata"]["generation"] = json!(generation + 1);
         }
-        if info.kind == Kind::Namespace && !target.status {
-            crate::namespace::keep_spec_finalizers(&current, &mut merged);
-        }
         let object = admit(target, merged)?;
         if target.status
             && info.kind == Kind::ResourceClaim
@@ -1386,13 +1405,6 @@ fn patch(
             ),
         ));
     };
-    if patch_type != PatchType::Apply && target.options.force {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid",
-            "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
-        ));
-    }
     if patch_type == PatchType::Apply {
         return apply_patch(shared, target, name, bytes);
     }
