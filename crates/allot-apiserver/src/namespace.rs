@@ -53,6 +53,28 @@ fn has_spec_finalizers(object: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
+/// An update of a namespace keeps `spec.finalizers` (upstream changes them only through the
+/// `finalize` subresource, which the namespace controller stands in for here).
+pub fn keep_spec_finalizers(current: &Value, new: &mut Value) {
+    let kept = current.pointer("/spec/finalizers").cloned();
+    let Some(map) = new.as_object_mut() else {
+        return;
+    };
+    match kept {
+        Some(finalizers) => {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("finalizers".into(), finalizers);
+            }
+        }
+        None => {
+            if let Some(spec) = map.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.shift_remove("finalizers");
+            }
+        }
+    }
+}
+
 /// A `DELETE` of a namespace: when it has finalizers, the namespace marked `Terminating` to
 /// store instead of deleting it.
 pub fn mark_terminating(namespace: &Stored, now: &str) -> Result<Option<Stored>, String> {
@@ -110,6 +132,15 @@ impl Controller for NamespaceController {
     }
 
     fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+        // The controllers in this process write to the store directly, not through the API:
+        // when one of them removes the last finalizer of an object being deleted, the object
+        // goes here, as an API update would make it go.
+        if event.key.kind != Kind::Namespace
+            && event.event_type != EventType::Deleted
+            && ready_to_delete(&event.object)
+        {
+            return vec![event.key.clone()];
+        }
         if event.key.kind == Kind::Namespace {
             let wanted = event.event_type != EventType::Deleted
                 && event.object.meta().deletion_timestamp.is_some();
@@ -138,6 +169,14 @@ impl Controller for NamespaceController {
         let Some(namespace) = store.get_stored(key).cloned() else {
             return Ok(Action::Done);
         };
+        if key.kind != Kind::Namespace {
+            if ready_to_delete(&namespace) {
+                store
+                    .delete(key)
+                    .map_err(|e| format!("deleting finalized {key:?}: {e}"))?;
+            }
+            return Ok(Action::Done);
+        }
         if namespace.meta().deletion_timestamp.is_none() {
             return Ok(Action::Done);
         }
@@ -284,6 +323,17 @@ mod tests {
     }
 
     #[test]
+    fn updates_keep_spec_finalizers() {
+        let current = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}});
+        let mut dropped = json!({"metadata": {"name": "a"}});
+        keep_spec_finalizers(&current, &mut dropped);
+        assert_eq!(dropped["spec"]["finalizers"], json!(["kubernetes"]));
+        let mut added = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["x"]}});
+        keep_spec_finalizers(&json!({"metadata": {"name": "a"}}), &mut added);
+        assert_eq!(added["spec"], json!({}));
+    }
+
+    #[test]
     fn terminating_namespace_empties_then_goes() {
         let mut store = Store::new();
         let mut ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
@@ -327,14 +377,23 @@ mod tests {
         assert!(conditions.iter().any(|c| c["type"] == "NamespaceContentRemaining"
             && c["message"]
                 == "Some resources are remaining: resourceclaims.resource.k8s.io has 1 resource instances"));
-        // The finalizer goes; the claim and then the namespace follow.
+        // Another controller removes the finalizer in the store: the claim goes, then the
+        // namespace.
         let mut released = claim;
         released.meta_mut().finalizers.clear();
         storage::update_stored(&mut store, released).expect("updates");
+        let event = store.events_since(0).last().cloned().expect("an event");
+        assert_eq!(
+            controller.keys_for(&event, &store),
+            std::slice::from_ref(&claim_key)
+        );
+        controller
+            .reconcile(&mut store, &claim_key, &ctx)
+            .expect("reconciles");
+        assert!(store.get_stored(&claim_key).is_none());
         controller
             .reconcile(&mut store, &key, &ctx)
             .expect("reconciles");
-        assert!(store.get_stored(&claim_key).is_none());
         assert!(store.get_stored(&key).is_none());
     }
 }

@@ -1243,7 +1243,7 @@ impl Scheduler {
                 Err(_) => return Ok(None),
             }
         };
-        if extras.node_allocatable {
+        if extras.node_allocatable && self.node_has_allocatable_devices(index) {
             let reasons = match self.node_allocatable_statuses(index, extras, &results, None) {
                 Ok(statuses) => match self.cache.node(index) {
                     Some(state) => nodealloc::fit_reasons(
@@ -1261,6 +1261,25 @@ impl Scheduler {
             }
         }
         Ok(Some(results))
+    }
+
+    /// Whether any device the node sees declares node allocatable resources (else the pod's
+    /// footprint is its own requests, which NodeResourcesFit checked).
+    fn node_has_allocatable_devices(&self, index: usize) -> bool {
+        self.cache.node(index).is_some_and(|state| {
+            state
+                .visible_slices
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .any(|slice| {
+                    slice
+                        .spec
+                        .devices
+                        .iter()
+                        .any(|d| !d.node_allocatable_resources.is_empty())
+                })
+        })
     }
 
     /// The pod's `nodeAllocatableResourceClaimStatuses` on a node, for its claims' existing
@@ -1380,7 +1399,7 @@ impl Scheduler {
             special_claim = Some((name, allocation));
         }
         let mut statuses = Vec::new();
-        if extras.node_allocatable {
+        if extras.node_allocatable && self.node_has_allocatable_devices(index) {
             // The claims as written by Reserve.
             let refreshed: Vec<PodClaim> = extras
                 .claims

@@ -667,6 +667,19 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
         "{ns}"
     );
     assert_eq!(ns["status"]["phase"], "Active", "{ns}");
+    // An update cannot drop the finalizer (only the namespace controller does).
+    let bare = serve.file(
+        "team.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n  labels:\n    t: x\n",
+    );
+    serve.ok(&["replace", "-f", &bare]);
+    let ns = serve.json(&["get", "namespace", "team"]);
+    assert_eq!(
+        ns["spec"]["finalizers"],
+        serde_json::json!(["kubernetes"]),
+        "{ns}"
+    );
+    assert_eq!(ns["metadata"]["labels"]["t"], "x", "{ns}");
     let template = serve.file("template.yaml", TEMPLATE);
     serve.ok(&["apply", "-n", "team", "-f", &template]);
     let pod = serve.file("pod.yaml", &POD_WITH_CLAIM.replace("NAME", "worker"));
