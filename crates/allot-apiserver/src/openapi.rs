@@ -205,10 +205,10 @@ fn parse(module: &str, text: &str, out: &mut Decls) {
                     Decl::Enum { values, .. } => {
                         if let Some((_, text)) = t.split_once("= \"") {
                             values.push(text.split('"').next().unwrap_or_default().to_string());
-                        } else if let Some(text) = attr_value(&attrs, "rename") {
-                            if !t.is_empty() {
-                                values.push(text);
-                            }
+                        } else if let Some(text) = attr_value(&attrs, "rename")
+                            && !t.is_empty()
+                        {
+                            values.push(text);
                         }
                         if !t.is_empty() {
                             doc.clear();
