@@ -1326,6 +1326,9 @@ fn replace_with(
         {
             merged["metadata"]["generation"] = json!(generation + 1);
         }
+        if info.kind == Kind::Namespace && !target.status {
+            crate::namespace::keep_spec_finalizers(&current, &mut merged);
+        }
         let object = admit(target, merged)?;
         if target.status
             && info.kind == Kind::ResourceClaim
@@ -1405,6 +1408,13 @@ fn patch(
             ),
         ));
     };
+    if patch_type != PatchType::Apply && target.options.force {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
+        ));
+    }
     if patch_type == PatchType::Apply {
         return apply_patch(shared, target, name, bytes);
     }
