@@ -311,6 +311,267 @@ impl Security {
     }
 }
 
+/// The API group of the access reviews.
+pub const REVIEW_GROUP: &str = "authorization.k8s.io";
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes[i] == b'%')
+            .then(|| bytes.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Security {
+    /// Upstream's impersonation filter: with `Impersonate-User` (and optionally
+    /// `Impersonate-Group`, `Impersonate-Uid`, `Impersonate-Extra-<key>`) the request runs as
+    /// that user, when the requester may `impersonate` each of them (users, groups,
+    /// serviceaccounts in the core group; uids and userextras/<key> in authentication.k8s.io).
+    /// Returns the effective user, or the 403/400 `Status`.
+    pub fn impersonate(
+        &self,
+        requester: User,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<User, (u16, Value)> {
+        let values = |name: &str| -> Vec<String> {
+            headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .map(str::to_string)
+                .collect()
+        };
+        let users = values("impersonate-user");
+        let groups = values("impersonate-group");
+        let uids = values("impersonate-uid");
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, value) in headers {
+            if let Some(key) = name.as_str().strip_prefix("impersonate-extra-")
+                && let Ok(value) = value.to_str()
+            {
+                extra
+                    .entry(percent_decode(key).to_ascii_lowercase())
+                    .or_default()
+                    .push(value.to_string());
+            }
+        }
+        if users.is_empty() {
+            if groups.is_empty() && uids.is_empty() && extra.is_empty() {
+                return Ok(requester);
+            }
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "requested impersonation of groups, a uid or extra fields without impersonating a user",
+                "reason": "BadRequest", "code": 400});
+            return Err((400, status));
+        }
+        let requester = Arc::new(requester);
+        let check = |verb: &str, group: &str, resource: &str, namespace: &str, name: &str| {
+            let attributes = Attributes {
+                user: requester.clone(),
+                verb: verb.into(),
+                resource_request: true,
+                api_group: group.into(),
+                api_version: String::new(),
+                resource: resource.into(),
+                subresource: String::new(),
+                namespace: namespace.into(),
+                name: name.into(),
+                path: String::new(),
+            };
+            match self.check(&attributes) {
+                None => Ok(()),
+                Some(status) => Err((403, status)),
+            }
+        };
+        let name = users[users.len() - 1].clone();
+        let service_account = name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'));
+        let mut effective = User {
+            name: name.clone(),
+            ..User::default()
+        };
+        match service_account {
+            Some((namespace, account)) => {
+                check("impersonate", "", "serviceaccounts", namespace, account)?;
+                effective.groups = vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{namespace}"),
+                ];
+            }
+            None => check("impersonate", "", "users", "", &name)?,
+        }
+        for group in &groups {
+            check("impersonate", "", "groups", "", group)?;
+            if !effective.in_group(group) {
+                effective.groups.push(group.clone());
+            }
+        }
+        if let Some(uid) = uids.last() {
+            check("impersonate", "authentication.k8s.io", "uids", "", uid)?;
+            effective.uid = uid.clone();
+        }
+        for (key, values) in &extra {
+            for value in values {
+                check(
+                    "impersonate",
+                    "authentication.k8s.io",
+                    &format!("userextras/{key}"),
+                    "",
+                    value,
+                )?;
+            }
+        }
+        effective.extra = extra;
+        if name != ANONYMOUS && !effective.in_group(SYSTEM_AUTHENTICATED) {
+            effective.groups.push(SYSTEM_AUTHENTICATED.into());
+        }
+        if name == ANONYMOUS && !effective.in_group(SYSTEM_UNAUTHENTICATED) {
+            effective.groups.push(SYSTEM_UNAUTHENTICATED.into());
+        }
+        Ok(effective)
+    }
+
+    /// `SelfSubjectAccessReview` and `SubjectAccessReview` (authorization.k8s.io/v1, create
+    /// only): whether the requester (or `spec.user`/`spec.groups`) may do what
+    /// `spec.resourceAttributes` or `spec.nonResourceAttributes` describe. 201 with the review
+    /// and its `status`, as upstream answers `kubectl auth can-i`.
+    pub fn review(
+        &self,
+        requester: &Attributes,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), (u16, Value)> {
+        let bad = |message: String| {
+            (
+                400,
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                       "message": message, "reason": "BadRequest", "code": 400}),
+            )
+        };
+        let kind = match requester.resource.as_str() {
+            "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
+            "subjectaccessreviews" => "SubjectAccessReview",
+            _ => {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404});
+                return Err((404, status));
+            }
+        };
+        if requester.verb != "create" || !requester.name.is_empty() {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("{} is not supported on {}", requester.verb, requester.resource),
+                "reason": "MethodNotAllowed", "code": 405});
+            return Err((405, status));
+        }
+        let mut review = body.ok_or_else(|| bad("the request body is empty".into()))?;
+        if review
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k != kind)
+        {
+            return Err(bad(format!("the body is not a {kind}")));
+        }
+        let spec = review.get("spec").cloned().unwrap_or(Value::Null);
+        let text = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let user = if kind == "SelfSubjectAccessReview" {
+            requester.user.clone()
+        } else {
+            let groups = spec
+                .get("groups")
+                .and_then(Value::as_array)
+                .map(|g| {
+                    g.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let user = User {
+                name: text(&spec, "user"),
+                uid: text(&spec, "uid"),
+                groups,
+                extra: BTreeMap::new(),
+            };
+            if user.name.is_empty() && user.groups.is_empty() {
+                return Err(bad("spec.user or spec.groups is required".into()));
+            }
+            Arc::new(user)
+        };
+        let attributes = if let Some(r) = spec.get("resourceAttributes").filter(|v| v.is_object()) {
+            Attributes {
+                user,
+                verb: text(r, "verb"),
+                resource_request: true,
+                api_group: text(r, "group"),
+                api_version: text(r, "version"),
+                resource: text(r, "resource"),
+                subresource: text(r, "subresource"),
+                namespace: text(r, "namespace"),
+                name: text(r, "name"),
+                path: String::new(),
+            }
+        } else if let Some(n) = spec.get("nonResourceAttributes").filter(|v| v.is_object()) {
+            Attributes {
+                user,
+                verb: text(n, "verb"),
+                resource_request: false,
+                path: text(n, "path"),
+                ..Attributes::default()
+            }
+        } else {
+            return Err(bad(
+                "spec.resourceAttributes or spec.nonResourceAttributes is required".into(),
+            ));
+        };
+        let decision = self.authorize(&attributes);
+        review["apiVersion"] = json!(format!("{REVIEW_GROUP}/v1"));
+        review["kind"] = json!(kind);
+        let mut status = json!({"allowed": decision.allowed});
+        if !decision.reason.is_empty() {
+            status["reason"] = json!(decision.reason);
+        }
+        review["status"] = status;
+        Ok((201, review))
+    }
+}
+
+/// The `authorization.k8s.io/v1` resource list.
+pub fn review_resource_list() -> Value {
+    let resource = |plural: &str, kind: &str, namespaced: bool| json!({"name": plural, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": ["create"]});
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{REVIEW_GROUP}/v1"),
+    "resources": [
+        resource("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+        resource("subjectaccessreviews", "SubjectAccessReview", false),
+    ]})
+}
+
+/// The APIGroup entry of `authorization.k8s.io` for `/apis`.
+pub fn review_api_group() -> Value {
+    let gv = json!({"groupVersion": format!("{REVIEW_GROUP}/v1"), "version": "v1"});
+    json!({"name": REVIEW_GROUP, "versions": [gv.clone()], "preferredVersion": gv})
+}
+
 /// An authorization decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -1172,6 +1433,123 @@ mod tests {
             vec!["driver-a", "driver-c", "driver-d"]
         );
         assert!(modified_drivers(&json!({}), &Value::Null).is_empty());
+    }
+
+    #[test]
+    fn impersonation_needs_the_impersonate_verb() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("t.csv");
+        std::fs::write(&file, "root,admin,0,system:masters\nb,bob,1\n").expect("w");
+        let security = Security::open(dir.path(), Some(&file)).expect("opens");
+        let admin = security.authenticate(Some(b"Bearer root")).expect("admin");
+        let bob = security.authenticate(Some(b"Bearer b")).expect("bob");
+        let headers = |pairs: &[(&str, &str)]| {
+            let mut map = axum::http::HeaderMap::new();
+            for (k, v) in pairs {
+                map.append(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                    axum::http::HeaderValue::from_str(v).expect("value"),
+                );
+            }
+            map
+        };
+        assert_eq!(
+            security
+                .impersonate(bob.clone(), &headers(&[]))
+                .expect("none"),
+            bob
+        );
+        let sa = security
+            .impersonate(
+                admin.clone(),
+                &headers(&[
+                    ("Impersonate-User", "system:serviceaccount:kube-system:drv"),
+                    ("Impersonate-Group", "extra-group"),
+                    (
+                        "Impersonate-Extra-authentication.kubernetes.io%2fnode-name",
+                        "node-1",
+                    ),
+                ]),
+            )
+            .expect("admin may impersonate");
+        assert_eq!(sa.name, "system:serviceaccount:kube-system:drv");
+        assert_eq!(
+            sa.groups,
+            vec![
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+                "extra-group",
+                SYSTEM_AUTHENTICATED
+            ]
+        );
+        assert_eq!(
+            sa.extra.get(NODE_NAME_EXTRA),
+            Some(&vec!["node-1".to_string()])
+        );
+        let (code, status) = security
+            .impersonate(bob.clone(), &headers(&[("Impersonate-User", "admin")]))
+            .expect_err("bob may not");
+        assert_eq!(code, 403);
+        assert_eq!(
+            status["message"],
+            "users \"admin\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        );
+        let (code, _) = security
+            .impersonate(admin, &headers(&[("Impersonate-Group", "g")]))
+            .expect_err("groups without a user");
+        assert_eq!(code, 400);
+    }
+
+    #[test]
+    fn access_reviews_answer_for_the_requester_or_the_named_user() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("t.csv");
+        std::fs::write(&file, "root,admin,0,system:masters\nb,bob,1\n").expect("w");
+        let security = Security::open(dir.path(), Some(&file)).expect("opens");
+        let bob = Arc::new(security.authenticate(Some(b"Bearer b")).expect("bob"));
+        let create = |user: &Arc<User>, resource: &str| Attributes {
+            user: user.clone(),
+            verb: "create".into(),
+            resource_request: true,
+            api_group: REVIEW_GROUP.into(),
+            api_version: "v1".into(),
+            resource: resource.into(),
+            ..Attributes::default()
+        };
+        let review = |spec: Value| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": spec});
+        let (code, answer) = security
+            .review(
+                &create(&bob, "selfsubjectaccessreviews"),
+                Some(review(
+                    json!({"nonResourceAttributes": {"path": "/version", "verb": "get"}}),
+                )),
+            )
+            .expect("answers");
+        assert_eq!(code, 201);
+        assert_eq!(answer["status"]["allowed"], true);
+        let (_, answer) = security
+            .review(
+                &create(&bob, "selfsubjectaccessreviews"),
+                Some(review(json!({"resourceAttributes": {"verb": "list", "group": "resource.k8s.io", "resource": "resourcepoolstatusrequests"}}))),
+            )
+            .expect("answers");
+        assert_eq!(answer["status"]["allowed"], false);
+        let sar = json!({"kind": "SubjectAccessReview", "spec": {"user": "admin", "groups": ["system:masters"],
+            "resourceAttributes": {"verb": "delete", "resource": "nodes"}}});
+        let (_, answer) = security
+            .review(&create(&bob, "subjectaccessreviews"), Some(sar))
+            .expect("answers");
+        assert_eq!(
+            answer["status"]["allowed"], true,
+            "about the named user, not the requester"
+        );
+        let (code, _) = security
+            .review(
+                &create(&bob, "selfsubjectaccessreviews"),
+                Some(review(json!({}))),
+            )
+            .expect_err("no attributes");
+        assert_eq!(code, 400);
     }
 
     #[test]

@@ -19,9 +19,10 @@
 //! `bind` on it). ClusterRole aggregation is not run: an `aggregationRule` is stored as given.
 //!
 //! Bootstrap objects created at start when missing (as upstream's defaults, trimmed to what
-//! allot serves): ClusterRoles `cluster-admin`, `system:discovery`, `system:public-info-viewer`
-//! and their ClusterRoleBindings (to `system:masters`, `system:authenticated`, and both
-//! `system:authenticated` and `system:unauthenticated`). No default role grants anything on
+//! allot serves): ClusterRoles `cluster-admin`, `system:discovery`, `system:basic-user`
+//! (access reviews), `system:public-info-viewer` and their ClusterRoleBindings (to
+//! `system:masters`, `system:authenticated` twice, and both `system:authenticated` and
+//! `system:unauthenticated`). No default role grants anything on
 //! `resource.k8s.io`, so ResourcePoolStatusRequests need an explicit grant.
 
 use std::collections::BTreeMap;
@@ -324,7 +325,17 @@ fn bootstrap_objects() -> Vec<Value> {
                 &["/healthz", "/livez", "/readyz", "/version", "/version/"],
             )],
         ),
+        role(
+            "system:basic-user",
+            vec![PolicyRule {
+                verbs: strings(&["create"]),
+                api_groups: strings(&["authorization.k8s.io"]),
+                resources: strings(&["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
+                ..PolicyRule::default()
+            }],
+        ),
         binding("cluster-admin", &["system:masters"]),
+        binding("system:basic-user", &["system:authenticated"]),
         binding("system:discovery", &["system:authenticated"]),
         binding(
             "system:public-info-viewer",
@@ -1208,6 +1219,9 @@ pub struct Request<'a> {
 /// Serves a request under `/apis/rbac.authorization.k8s.io/`; `None` for other paths.
 pub fn handle(request: Request<'_>) -> Option<Result<(u16, Value), Failure>> {
     let a = request.attributes;
+    if a.resource_request && a.api_group == crate::auth::REVIEW_GROUP && a.api_version == "v1" {
+        return Some(request.security.review(a, request.body));
+    }
     if !a.resource_request || a.api_group != GROUP {
         return None;
     }
@@ -1511,5 +1525,368 @@ fn serve(request: Request<'_>, kind: RbacKind) -> Result<(u16, Value), Failure> 
             format!("{other} is not supported on {}", qualified(kind)),
             Value::Null,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn rule(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
+        PolicyRule {
+            verbs: strings(verbs),
+            api_groups: strings(groups),
+            resources: strings(resources),
+            resource_names: strings(names),
+            non_resource_urls: Vec::new(),
+        }
+    }
+
+    fn request(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
+        Attributes {
+            user: Arc::new(User::default()),
+            verb: verb.into(),
+            resource_request: true,
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            name: name.into(),
+            ..Attributes::default()
+        }
+    }
+
+    #[test]
+    fn rules_match_as_upstreams_rule_allows() {
+        let claims = rule(
+            &["get", "list"],
+            &["resource.k8s.io"],
+            &["resourceclaims"],
+            &[],
+        );
+        let status = rule(
+            &["update"],
+            &["resource.k8s.io"],
+            &["resourceclaims/status"],
+            &[],
+        );
+        let any_status = rule(&["update"], &["*"], &["*/status"], &[]);
+        let named = rule(
+            &["arbitrary-node:update"],
+            &["resource.k8s.io"],
+            &["resourceclaims/driver"],
+            &["gpu.example.com"],
+        );
+        let all = rule(&["*"], &["*"], &["*"], &[]);
+        let cases = [
+            (
+                &claims,
+                request("get", "resource.k8s.io", "resourceclaims", "", "c"),
+                true,
+            ),
+            (
+                &claims,
+                request("list", "resource.k8s.io", "resourceclaims", "", ""),
+                true,
+            ),
+            (
+                &claims,
+                request("delete", "resource.k8s.io", "resourceclaims", "", "c"),
+                false,
+            ),
+            (
+                &claims,
+                request("get", "", "resourceclaims", "", "c"),
+                false,
+            ),
+            (
+                &claims,
+                request("get", "resource.k8s.io", "resourceclaims", "status", "c"),
+                false,
+            ),
+            (
+                &status,
+                request("update", "resource.k8s.io", "resourceclaims", "status", "c"),
+                true,
+            ),
+            (
+                &status,
+                request("update", "resource.k8s.io", "resourceclaims", "", "c"),
+                false,
+            ),
+            (
+                &any_status,
+                request("update", "", "pods", "status", "p"),
+                true,
+            ),
+            (&any_status, request("update", "", "pods", "", "p"), false),
+            (
+                &named,
+                request(
+                    "arbitrary-node:update",
+                    "resource.k8s.io",
+                    "resourceclaims",
+                    "driver",
+                    "gpu.example.com",
+                ),
+                true,
+            ),
+            (
+                &named,
+                request(
+                    "arbitrary-node:update",
+                    "resource.k8s.io",
+                    "resourceclaims",
+                    "driver",
+                    "nic.example.com",
+                ),
+                false,
+            ),
+            (
+                &named,
+                request(
+                    "associated-node:update",
+                    "resource.k8s.io",
+                    "resourceclaims",
+                    "driver",
+                    "gpu.example.com",
+                ),
+                false,
+            ),
+            (
+                &named,
+                request(
+                    "update",
+                    "resource.k8s.io",
+                    "resourceclaims",
+                    "driver",
+                    "gpu.example.com",
+                ),
+                false,
+            ),
+            (
+                &all,
+                request(
+                    "escalate",
+                    "rbac.authorization.k8s.io",
+                    "clusterroles",
+                    "",
+                    "x",
+                ),
+                true,
+            ),
+        ];
+        for (i, (rule, attributes, want)) in cases.iter().enumerate() {
+            assert_eq!(
+                rule_allows(attributes, rule),
+                *want,
+                "case {i}: {attributes:?}"
+            );
+        }
+        let urls = PolicyRule {
+            verbs: strings(&["get"]),
+            non_resource_urls: strings(&["/healthz", "/apis/*"]),
+            ..PolicyRule::default()
+        };
+        let path = |p: &str| Attributes {
+            verb: "get".into(),
+            path: p.into(),
+            ..Attributes::default()
+        };
+        assert!(rule_allows(&path("/healthz"), &urls));
+        assert!(rule_allows(&path("/apis/resource.k8s.io/v1"), &urls));
+        assert!(!rule_allows(&path("/apis"), &urls));
+        assert!(!rule_allows(&path("/healthz/etcd"), &urls));
+        assert!(
+            !rule_allows(&path("/healthz"), &claims),
+            "resource rules never match paths"
+        );
+    }
+
+    #[test]
+    fn subjects_match_users_groups_and_service_accounts() {
+        let user = User {
+            name: "system:serviceaccount:ns1:robot".into(),
+            groups: strings(&["system:serviceaccounts", "team"]),
+            ..User::default()
+        };
+        let subject = |kind: &str, name: &str, namespace: &str| Subject {
+            kind: kind.into(),
+            api_group: String::new(),
+            name: name.into(),
+            namespace: namespace.into(),
+        };
+        assert!(subject_applies(
+            &subject("User", "system:serviceaccount:ns1:robot", ""),
+            &user,
+            ""
+        ));
+        assert!(subject_applies(&subject("Group", "team", ""), &user, ""));
+        assert!(!subject_applies(&subject("Group", "other", ""), &user, ""));
+        assert!(subject_applies(
+            &subject("ServiceAccount", "robot", "ns1"),
+            &user,
+            ""
+        ));
+        assert!(
+            subject_applies(&subject("ServiceAccount", "robot", ""), &user, "ns1"),
+            "binding's namespace"
+        );
+        assert!(!subject_applies(
+            &subject("ServiceAccount", "robot", ""),
+            &user,
+            ""
+        ));
+        assert!(!subject_applies(
+            &subject("ServiceAccount", "robot", "ns2"),
+            &user,
+            "ns1"
+        ));
+        assert!(!subject_applies(
+            &subject("Robot", "robot", "ns1"),
+            &user,
+            "ns1"
+        ));
+    }
+
+    fn decode_yaml_free(kind: RbacKind, ns: &str, value: Value) -> Result<Value, String> {
+        decode(kind, ns, value)
+            .map(|(json, _)| json)
+            .map_err(|(_, status)| status["message"].as_str().unwrap_or_default().to_string())
+    }
+
+    #[test]
+    fn objects_are_validated_and_defaulted_as_upstream() {
+        let binding = decode_yaml_free(
+            RbacKind::RoleBinding,
+            "ns",
+            json!({"metadata": {"name": "b"}, "subjects": [{"kind": "User", "name": "bob"}, {"kind": "ServiceAccount", "name": "sa"}],
+                   "roleRef": {"kind": "Role", "name": "r"}}),
+        )
+        .expect("valid");
+        assert_eq!(
+            binding["subjects"][0]["apiGroup"], GROUP,
+            "User subjects default the group"
+        );
+        assert!(binding["subjects"][1].get("apiGroup").is_none());
+        assert_eq!(binding["roleRef"]["apiGroup"], GROUP);
+        assert_eq!(binding["metadata"]["namespace"], "ns");
+        let cases = [
+            (
+                RbacKind::Role,
+                json!({"metadata": {"name": "r"}, "rules": [{"nonResourceURLs": ["/x"], "verbs": ["get"]}]}),
+                "Role.rbac.authorization.k8s.io \"r\" is invalid: rules[0].nonResourceURLs: Invalid value: []string{\"/x\"}: namespaced rules cannot apply to non-resource URLs",
+            ),
+            (
+                RbacKind::ClusterRole,
+                json!({"metadata": {"name": "c"}, "rules": [{"verbs": ["get"]}]}),
+                "ClusterRole.rbac.authorization.k8s.io \"c\" is invalid: [rules[0].apiGroups: Required value: resource rules must supply at least one api group, rules[0].resources: Required value: resource rules must supply at least one resource]",
+            ),
+            (
+                RbacKind::ClusterRoleBinding,
+                json!({"metadata": {"name": "b"}, "subjects": [{"kind": "ServiceAccount", "name": "sa"}], "roleRef": {"kind": "Role", "name": "r"}}),
+                "ClusterRoleBinding.rbac.authorization.k8s.io \"b\" is invalid: [roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\", subjects[0].namespace: Required value]",
+            ),
+            (
+                RbacKind::RoleBinding,
+                json!({"metadata": {"name": "b"}, "subjects": [{"kind": "Robot", "name": "x"}], "roleRef": {"kind": "Role", "name": ""}}),
+                "RoleBinding.rbac.authorization.k8s.io \"b\" is invalid: [roleRef.name: Required value, subjects[0].kind: Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\"]",
+            ),
+            (
+                RbacKind::Role,
+                json!({"metadata": {"name": "r"}, "subjects": []}),
+                "strict decoding error: unknown field \"subjects\"",
+            ),
+            (
+                RbacKind::Role,
+                json!({"metadata": {"name": "r"}, "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "colour": "red"}]}),
+                "rules: unknown field `colour`",
+            ),
+            (
+                RbacKind::Role,
+                json!({"metadata": {"name": "r", "namespace": "other"}}),
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ),
+        ];
+        for (kind, value, want) in cases {
+            let got = decode_yaml_free(kind, "ns", value).expect_err("invalid");
+            assert!(
+                got.starts_with(want),
+                "{kind:?}: got {got:?}, want {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn store_bootstraps_persists_and_explains_missing_roles() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rbac.json");
+        let mut store = RbacStore::open(&path).expect("opens");
+        for name in [
+            "cluster-admin",
+            "system:discovery",
+            "system:basic-user",
+            "system:public-info-viewer",
+        ] {
+            assert!(
+                store.objects.contains_key(&(
+                    RbacKind::ClusterRole,
+                    String::new(),
+                    name.to_string()
+                )),
+                "{name}"
+            );
+        }
+        let bob = Arc::new(User {
+            name: "bob".into(),
+            groups: strings(&["system:authenticated"]),
+            ..User::default()
+        });
+        let mut list_claims = request("list", "resource.k8s.io", "resourceclaims", "", "");
+        list_claims.user = bob.clone();
+        list_claims.namespace = "team".into();
+        assert!(!store.authorize(&list_claims).allowed);
+        let discovery = Attributes {
+            user: bob.clone(),
+            verb: "get".into(),
+            path: "/apis".into(),
+            ..Attributes::default()
+        };
+        assert!(store.authorize(&discovery).allowed, "system:discovery");
+        let (json, body) = decode(
+            RbacKind::RoleBinding,
+            "team",
+            json!({"metadata": {"name": "b"}, "subjects": [{"kind": "User", "name": "bob"}], "roleRef": {"kind": "Role", "name": "claims"}}),
+        )
+        .expect("valid");
+        store.insert(RbacKind::RoleBinding, json, body);
+        let denied = store.authorize(&list_claims);
+        assert_eq!(
+            denied.reason,
+            "RBAC: role.rbac.authorization.k8s.io \"claims\" not found"
+        );
+        let (json, body) = decode(
+            RbacKind::Role,
+            "team",
+            json!({"metadata": {"name": "claims"}, "rules": [{"verbs": ["list"], "apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"]}]}),
+        )
+        .expect("valid");
+        store.insert(RbacKind::Role, json, body);
+        assert!(store.authorize(&list_claims).allowed);
+        let mut elsewhere = list_claims.clone();
+        elsewhere.namespace = "other".into();
+        assert!(
+            !store.authorize(&elsewhere).allowed,
+            "a RoleBinding grants only its namespace"
+        );
+        store.save().expect("saves");
+        let reloaded = RbacStore::open(&path).expect("reloads");
+        assert!(reloaded.authorize(&list_claims).allowed);
+        assert_eq!(reloaded.resource_version, store.resource_version);
+        std::fs::write(&path, "{not json").expect("writes");
+        assert!(
+            RbacStore::open(&path).is_err(),
+            "a corrupt file is an error, not a reset"
+        );
     }
 }

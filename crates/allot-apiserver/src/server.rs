@@ -477,12 +477,19 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .get(header::AUTHORIZATION)
             .map(|v| v.as_bytes()),
     ) {
-        Ok(user) => Arc::new(user),
+        Ok(user) => user,
         Err(_) => {
             return json_response(
                 StatusCode::UNAUTHORIZED,
                 &crate::auth::unauthorized_status(),
             );
+        }
+    };
+    let user = match shared.security.impersonate(user, &parts.headers) {
+        Ok(user) => Arc::new(user),
+        Err((code, status)) => {
+            let code = StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN);
+            return json_response(code, &status);
         }
     };
     let attributes =
@@ -631,7 +638,12 @@ fn rbac_request(
     bytes: &[u8],
     query: &[(String, String)],
 ) -> Option<Response> {
-    if !attributes.resource_request || attributes.api_group != crate::rbac::GROUP {
+    if !attributes.resource_request
+        || !matches!(
+            attributes.api_group.as_str(),
+            crate::rbac::GROUP | crate::auth::REVIEW_GROUP
+        )
+    {
         return None;
     }
     let header_text = |name| {
@@ -690,10 +702,12 @@ fn discovery_json(path: &str) -> Option<Value> {
             let mut list = resources::api_group_list();
             if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
                 groups.push(crate::rbac::api_group());
+                groups.push(crate::auth::review_api_group());
             }
             list
         }
         "/apis/rbac.authorization.k8s.io/v1" => crate::rbac::api_resource_list(),
+        "/apis/authorization.k8s.io/v1" => crate::auth::review_resource_list(),
         "/openapi/v3" => {
             let mut root = crate::openapi::v3_root();
             if let Some(paths) = root.get_mut("paths").and_then(Value::as_object_mut) {

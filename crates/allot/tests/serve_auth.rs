@@ -568,7 +568,202 @@ fn claim_status_is_authorized_per_field_and_driver() {
         json!({"allocation": allocation(), "devices": [gpu_status]}),
     );
     assert_eq!(code, 200, "{body}");
+    // A node-local driver: a service account bound to node-1 (impersonated here with the
+    // node-name extra a bound token carries) gets associated-node:update for its driver.
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: nic-node-status\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims, resourceclaims/status]\n  verbs: [get, patch, update]\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims/driver]\n  verbs: [associated-node:patch, associated-node:update]\n  resourceNames: [nic.example.com]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: nic-node-status\nsubjects:\n- kind: ServiceAccount\n  name: nic-driver\n  namespace: kube-system\nroleRef:\n  kind: ClusterRole\n  name: nic-node-status\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let as_node_driver = |node: &str, status: Value| {
+        let (_, current) = serve.https(Some("admin-token"), "GET", path, &Value::Null);
+        let mut claim = current;
+        claim["status"] = status;
+        if let Some(m) = claim["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        let node_header =
+            format!("Impersonate-Extra-authentication.kubernetes.io%2fnode-name: {node}");
+        let (code, text) = https::request(
+            &serve.address,
+            &serve.dir.join("pki/ca.crt"),
+            Some("admin-token"),
+            "PUT",
+            path,
+            &[
+                "Content-Type: application/json",
+                "Impersonate-User: system:serviceaccount:kube-system:nic-driver",
+                &node_header,
+            ],
+            &serde_json::to_vec(&claim).expect("json"),
+        );
+        (
+            code,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+        )
+    };
+    let nic_devices = json!({"allocation": allocation(), "devices": [
+        {"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0",
+         "conditions": [{"type": "Ready", "status": "True", "reason": "Up", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        {"driver": "nic.example.com", "pool": "node-1", "device": "nic-0", "networkData": {"interfaceName": "eth1"}}]});
+    let (code, body) = as_node_driver("node-2", nic_devices.clone());
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("verb=\"[arbitrary-node:update]\""),
+        "on another node only arbitrary-node counts: {body}"
+    );
+    let (code, body) = as_node_driver("node-1", nic_devices);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"]["devices"][1]["driver"], "nic.example.com");
     // The cluster admin (system:masters) bypasses all of it.
     let (code, body) = put_status("admin-token", Value::Null);
     assert_eq!(code, 200, "{body}");
+}
+
+#[test]
+fn kubectl_generators_access_reviews_and_impersonation() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    let bob = Some("bob-token");
+    serve.create(None, &namespace("team", false));
+    // kubectl's generators send protobuf bodies.
+    serve.ok(
+        None,
+        &[
+            "create",
+            "clusterrole",
+            "claim-reader",
+            "--verb=get,list",
+            "--resource=resourceclaims.resource.k8s.io",
+        ],
+    );
+    serve.ok(
+        None,
+        &[
+            "create",
+            "rolebinding",
+            "bob-reads",
+            "--clusterrole=claim-reader",
+            "--user=bob",
+            "-n",
+            "team",
+        ],
+    );
+    let out = serve.ok(
+        None,
+        &[
+            "get",
+            "rolebinding",
+            "bob-reads",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.roleRef.name} {.subjects[0].name}",
+        ],
+    );
+    assert_eq!(out, "claim-reader bob");
+    // kubectl auth can-i: SelfSubjectAccessReview, for oneself and (as admin) as others.
+    let can = |token: Option<&str>, args: &[&str]| {
+        let mut full = vec!["auth", "can-i"];
+        full.extend_from_slice(args);
+        let out = serve.kubectl(token, &full);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        can(
+            bob,
+            &["list", "resourceclaims.resource.k8s.io", "-n", "team"]
+        ),
+        "yes"
+    );
+    assert_eq!(
+        can(
+            bob,
+            &["list", "resourceclaims.resource.k8s.io", "-n", "default"]
+        ),
+        "no"
+    );
+    assert_eq!(
+        can(
+            bob,
+            &["create", "resourceclaims.resource.k8s.io", "-n", "team"]
+        ),
+        "no"
+    );
+    assert_eq!(
+        can(
+            None,
+            &[
+                "list",
+                "resourceclaims.resource.k8s.io",
+                "-n",
+                "team",
+                "--as=bob"
+            ]
+        ),
+        "yes"
+    );
+    assert_eq!(
+        can(
+            None,
+            &[
+                "list",
+                "resourcepoolstatusrequests.resource.k8s.io",
+                "--as=bob"
+            ]
+        ),
+        "no"
+    );
+    assert_eq!(can(None, &["*", "*"]), "yes");
+    // Impersonation needs the impersonate verb: the admin may, bob may not.
+    let out = serve.ok(None, &["get", "resourceclaims", "-n", "team", "--as=bob"]);
+    assert!(
+        out.contains("No resources found") || out.is_empty(),
+        "{out}"
+    );
+    let err = serve.fails(None, &["get", "pods", "-n", "team", "--as=bob"]);
+    assert!(
+        err.contains("User \"bob\" cannot list resource \"pods\""),
+        "{err}"
+    );
+    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "team", "--as=admin"]);
+    assert!(
+        err.contains("users \"admin\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
+        "{err}"
+    );
+    let err = serve.fails(
+        bob,
+        &[
+            "get",
+            "resourceclaims",
+            "-n",
+            "team",
+            "--as=bob",
+            "--as-group=system:masters",
+        ],
+    );
+    assert!(err.contains("cannot impersonate resource"), "{err}");
+    // A SubjectAccessReview answers for someone else (the admin may create one).
+    let (code, body) = serve.https(
+        Some("admin-token"),
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": "bob", "resourceAttributes": {"namespace": "team", "verb": "get", "group": "resource.k8s.io", "resource": "resourceclaims"}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], true);
+    let (code, _) = serve.https(
+        bob,
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": "admin", "nonResourceAttributes": {"path": "/version", "verb": "get"}}}),
+    );
+    assert_eq!(code, 403, "bob may not review others");
 }
