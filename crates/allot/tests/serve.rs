@@ -25,8 +25,25 @@ fn kubectl_path() -> Option<PathBuf> {
     found.then(|| PathBuf::from("kubectl"))
 }
 
+/// The storage this suite runs on: the embedded log here; tests/serve_etcd.rs includes this
+/// file and runs every test again on etcd. Returns extra `allot serve` arguments and what must
+/// live as long as the server.
+#[allow(dead_code)]
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+    (Vec::new(), None)
+}
+
+/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
+#[allow(dead_code)]
+fn backend_available() -> bool {
+    true
+}
+
 /// The kubectl to use, or `None` after a loud skip message (a failure under CI).
 fn kubectl_or_skip() -> Option<PathBuf> {
+    if !crate::backend_available() {
+        return None;
+    }
     let found = kubectl_path();
     if found.is_none() {
         assert!(
@@ -44,10 +61,13 @@ struct Serve {
     kubeconfig: PathBuf,
     address: String,
     kubectl: PathBuf,
+    /// Dropped after the server is killed (an etcd, on etcd).
+    _backend: Option<Box<dyn std::any::Any>>,
 }
 
 impl Serve {
     fn start(data_dir: &Path, kubectl: &Path) -> Serve {
+        let (backend_args, backend) = crate::backend(data_dir);
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
             .args([
                 "serve",
@@ -60,6 +80,7 @@ impl Serve {
                 "--data-dir",
             ])
             .arg(data_dir)
+            .args(&backend_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -88,6 +109,7 @@ impl Serve {
             kubeconfig,
             address,
             kubectl: kubectl.to_path_buf(),
+            _backend: backend,
         }
     }
 

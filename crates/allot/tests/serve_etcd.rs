@@ -1,0 +1,494 @@
+//! `allot serve --etcd-servers`: the whole end-to-end suite of tests/serve.rs again, each test on
+//! its own etcd (a temporary data directory, free ports), plus what only shared storage has:
+//! two servers on one etcd that see each other's writes and never hand out one device twice,
+//! and kill -9 under a stream of writes. Without an `etcd` binary the tests print a skip
+//! notice (and fail under CI, whose .ci/run installs it).
+
+#[path = "support/etcd.rs"]
+mod etcd;
+#[path = "support/https.rs"]
+mod https;
+#[path = "serve.rs"]
+mod suite;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Leader election fast enough for tests.
+const ELECTION: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "2s",
+    "--leader-elect-renew-deadline",
+    "1500ms",
+    "--leader-elect-retry-period",
+    "300ms",
+];
+
+/// The suite's hook: an etcd on `DATA_DIR/etcd` for each server start (a restart finds the
+/// same etcd data).
+fn backend(data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+    let binary = etcd::binary().expect("checked by backend_available");
+    let etcd = etcd::Etcd::start(&binary, &data_dir.join("etcd"));
+    let mut args = vec!["--etcd-servers".to_string(), etcd.url.clone()];
+    args.extend(ELECTION.iter().map(ToString::to_string));
+    (args, Some(Box::new(etcd)))
+}
+
+fn backend_available() -> bool {
+    etcd::binary_or_skip().is_some()
+}
+
+fn kubectl() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ALLOT_KUBECTL") {
+        let path = PathBuf::from(path);
+        if path.exists() {
+            return Some(path);
+        }
+    }
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
+        );
+        eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
+    }
+    found.then(|| PathBuf::from("kubectl"))
+}
+
+/// One `allot serve` on a given etcd; killed (SIGKILL) when dropped.
+struct Server {
+    child: Child,
+    kubeconfig: PathBuf,
+    address: String,
+    kubectl: PathBuf,
+}
+
+impl Server {
+    fn start(data_dir: &Path, etcd_url: &str, kubectl: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(["--etcd-servers", etcd_url])
+            .args(ELECTION)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("allot serve starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut address = String::new();
+        let mut kubeconfig = PathBuf::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("reads stdout");
+            if let Some((_, rest)) = line.split_once("serving on https://") {
+                address = rest.to_string();
+            }
+            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = PathBuf::from(rest);
+                break;
+            }
+        }
+        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig");
+        Server {
+            child,
+            kubeconfig,
+            address,
+            kubectl: kubectl.to_path_buf(),
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        Command::new(&self.kubectl)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A raw request as the admin user; (status code, body).
+    fn http(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        let token = https::kubeconfig_token(&self.kubeconfig);
+        let ca = self
+            .kubeconfig
+            .parent()
+            .map(|d| d.join("pki/ca.crt"))
+            .unwrap_or_default();
+        https::request(
+            &self.address,
+            &ca,
+            token.as_deref(),
+            method,
+            path,
+            &["Content-Type: application/json"],
+            body,
+        )
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("writes");
+    path
+}
+
+/// Two nodes with two GPUs each, and `pods` pods that each want one GPU through a claim
+/// template: only four can run.
+fn contended_cluster(pods: usize) -> (String, Vec<String>) {
+    let mut setup = String::from(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ha\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: one-gpu\n  namespace: ha\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu.example.com\n",
+    );
+    for node in ["node-a", "node-b"] {
+        setup.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {node}\n  labels:\n    kubernetes.io/hostname: {node}\nstatus:\n  capacity: {{cpu: \"64\", memory: 256Gi, pods: \"110\"}}\n  allocatable: {{cpu: \"64\", memory: 256Gi, pods: \"110\"}}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: {node}-gpus\nspec:\n  driver: gpu.example.com\n  nodeName: {node}\n  pool: {{name: {node}, generation: 1, resourceSliceCount: 1}}\n  devices:\n  - name: gpu-0\n  - name: gpu-1\n"
+        ));
+    }
+    let pods = (0..pods)
+        .map(|i| {
+            format!(
+                "{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p{i}\",\"namespace\":\"ha\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"x\",\"resources\":{{\"claims\":[{{\"name\":\"gpu\"}}]}}}}],\"resourceClaims\":[{{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}}]}}}}"
+            )
+        })
+        .collect();
+    (setup, pods)
+}
+
+/// Every allocated device of the claims in `list` (a ResourceClaimList), with the claims
+/// holding it, and how many claims are allocated.
+fn allocations(list: &str) -> (BTreeMap<String, Vec<String>>, usize) {
+    let list: serde_json::Value = serde_json::from_str(list).expect("a claim list");
+    let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut allocated = 0;
+    for claim in list["items"].as_array().cloned().unwrap_or_default() {
+        let name = claim["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let results = claim
+            .pointer("/status/allocation/devices/results")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !results.is_empty() {
+            allocated += 1;
+        }
+        for result in results {
+            let device = format!(
+                "{}/{}/{}",
+                result["driver"].as_str().unwrap_or_default(),
+                result["pool"].as_str().unwrap_or_default(),
+                result["device"].as_str().unwrap_or_default()
+            );
+            devices.entry(device).or_default().push(name.clone());
+        }
+    }
+    (devices, allocated)
+}
+
+#[test]
+fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let mut a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let (setup, pods) = contended_cluster(24);
+    let setup = write(dir.path(), "setup.yaml", &setup);
+    a.ok(&["apply", "-f", setup.to_str().unwrap_or_default()]);
+    // Both servers take pods at once, from two threads.
+    let (first, second) = pods.split_at(pods.len() / 2);
+    std::thread::scope(|s| {
+        for (server, pods) in [(&a, first), (&b, second)] {
+            s.spawn(move || {
+                for pod in pods {
+                    let mut code = 0;
+                    for _ in 0..20 {
+                        (code, _) =
+                            server.http("POST", "/api/v1/namespaces/ha/pods", pod.as_bytes());
+                        if code == 201 {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    assert_eq!(code, 201, "pod create failed: {pod}");
+                }
+            });
+        }
+    });
+    // Halfway, the server that leads (or not) dies; the other one carries on.
+    std::thread::sleep(Duration::from_secs(1));
+    a.kill9();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (devices, allocated) = loop {
+        let list = b.ok(&["get", "resourceclaims", "-n", "ha", "-o", "json"]);
+        let (devices, allocated) = allocations(&list);
+        let scheduled = b.ok(&[
+            "get",
+            "pods",
+            "-n",
+            "ha",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
+        ]);
+        let scheduled = scheduled.lines().filter(|l| !l.is_empty()).count();
+        if (allocated >= 4 && scheduled >= 4) || Instant::now() > deadline {
+            break (devices, allocated);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let doubled: Vec<_> = devices.iter().filter(|(_, c)| c.len() > 1).collect();
+    assert!(doubled.is_empty(), "devices allocated twice: {doubled:?}");
+    assert_eq!(
+        allocated, 4,
+        "every device should be allocated once: {devices:?}"
+    );
+    assert_eq!(devices.len(), 4, "{devices:?}");
+    // Both nodes' scheduled pods hold exactly the claims with devices on that node.
+    let pods_json = b.ok(&["get", "pods", "-n", "ha", "-o", "json"]);
+    let pods_json: serde_json::Value = serde_json::from_str(&pods_json).expect("a pod list");
+    let bound: BTreeSet<String> = pods_json["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.pointer("/spec/nodeName").is_some_and(|n| n.is_string()))
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(bound.len(), 4, "{bound:?}");
+    drop(etcd);
+}
+
+#[test]
+fn both_servers_see_each_others_writes_and_conflicts() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let ns = |name: &str| {
+        format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
+        )
+    };
+    let (code, created) = a.http("POST", "/api/v1/namespaces", ns("from-a").as_bytes());
+    assert_eq!(code, 201, "{created}");
+    let created: serde_json::Value = serde_json::from_str(&created).expect("json");
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // B sees it with the same resourceVersion and uid.
+    let mut seen = String::new();
+    for _ in 0..50 {
+        seen = b.ok(&[
+            "get",
+            "namespace",
+            "from-a",
+            "--ignore-not-found",
+            "-o",
+            "jsonpath={.metadata.resourceVersion} {.metadata.uid}",
+        ]);
+        if !seen.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        seen,
+        format!(
+            "{rv} {}",
+            created["metadata"]["uid"].as_str().unwrap_or_default()
+        )
+    );
+    // An update on B with A's resourceVersion works; the same stale update on A then conflicts.
+    let mut update = created.clone();
+    update["metadata"]["labels"] = serde_json::json!({"by": "b"});
+    let (code, body) = b.http(
+        "PUT",
+        "/api/v1/namespaces/from-a",
+        update.to_string().as_bytes(),
+    );
+    assert_eq!(code, 200, "{body}");
+    update["metadata"]["labels"] = serde_json::json!({"by": "a"});
+    let (code, body) = a.http(
+        "PUT",
+        "/api/v1/namespaces/from-a",
+        update.to_string().as_bytes(),
+    );
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("\"reason\":\"Conflict\""), "{body}");
+    // Creating one name on both: one wins, the other gets AlreadyExists.
+    let (code_a, _) = a.http("POST", "/api/v1/namespaces", ns("both").as_bytes());
+    let (code_b, body_b) = b.http("POST", "/api/v1/namespaces", ns("both").as_bytes());
+    assert_eq!((code_a, code_b), (201, 409), "{body_b}");
+    assert!(body_b.contains("AlreadyExists"), "{body_b}");
+    // Unrelated writes on both interleave without errors, and both end with the same objects.
+    std::thread::scope(|s| {
+        for (server, prefix) in [(&a, "x"), (&b, "y")] {
+            s.spawn(move || {
+                for i in 0..20 {
+                    let (code, body) = server.http(
+                        "POST",
+                        "/api/v1/namespaces",
+                        ns(&format!("{prefix}{i}")).as_bytes(),
+                    );
+                    assert_eq!(code, 201, "{body}");
+                }
+            });
+        }
+    });
+    let list = |s: &Server| {
+        s.ok(&[
+            "get",
+            "namespaces",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}",
+        ])
+    };
+    let mut same = false;
+    for _ in 0..50 {
+        if list(&a) == list(&b) {
+            same = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(same, "{}\n{}", list(&a), list(&b));
+    assert_eq!(list(&a).split_whitespace().count(), 3 + 2 + 40);
+}
+
+#[test]
+fn kill_9_during_writes_loses_no_acknowledged_write() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let data = dir.path().join("a");
+    let mut server = Server::start(&data, &etcd.url, &kubectl);
+    let mut acknowledged = Vec::new();
+    let killed = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut acked = Vec::new();
+            for i in 0..100_000 {
+                let name = format!("n{i}");
+                let body = format!(
+                    "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
+                );
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    server.http("POST", "/api/v1/namespaces", body.as_bytes())
+                }));
+                match result {
+                    Ok((201, _)) => acked.push(name),
+                    _ => break,
+                }
+            }
+            acked
+        });
+        std::thread::sleep(Duration::from_millis(1500));
+        let pid = server.child.id();
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        writer.join().expect("writer")
+    });
+    server.kill9();
+    acknowledged.extend(killed);
+    assert!(acknowledged.len() > 5, "too few writes before the kill");
+    eprintln!("{} acknowledged writes before kill -9", acknowledged.len());
+    let server = Server::start(&data, &etcd.url, &kubectl);
+    let names = server.ok(&[
+        "get",
+        "namespaces",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {end}",
+    ]);
+    let names: BTreeSet<&str> = names.split_whitespace().collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|n| !names.contains(n.as_str()))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
+    // The restarted server holds no history from before its start: a watch from there is
+    // told to re-list (410 Gone), as kube-apiserver's watch cache does.
+    let (code, body) = server.http(
+        "GET",
+        "/api/v1/namespaces?watch=true&resourceVersion=2&timeoutSeconds=1",
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("\"type\":\"ERROR\"") && body.contains("\"code\":410"),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_second_server_on_one_data_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("allot serve starts");
+    let stdout = first.stdout.take().expect("stdout is piped");
+    let listening = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("kubeconfig: "));
+    assert!(listening, "the first server did not start");
+    let second = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("allot serve runs");
+    let _ = first.kill();
+    let _ = first.wait();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("in use by process {}", first.id()))
+            && stderr.contains("stop that allot serve first"),
+        "{stderr}"
+    );
+}
