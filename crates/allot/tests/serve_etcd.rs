@@ -4,6 +4,10 @@
 //! and kill -9 under a stream of writes. Without an `etcd` binary the tests print a skip
 //! notice (and fail under CI, whose .ci/run installs it).
 
+// The suite (serve.rs) loads support/https.rs as its own private module; the tests here need it
+// too and cannot reach the suite's copy.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "support/etcd.rs"]
 mod etcd;
 #[path = "support/https.rs"]
