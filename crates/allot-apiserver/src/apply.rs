@@ -714,24 +714,55 @@ pub fn apply(
     merge_into(&mut merged, config, &mut names, schema);
     // Conflicts: fields this apply changes that another manager owns.
     let comparison = compare(live_value, &merged, writer.scope, schema);
-    let mut conflicts = Vec::new();
-    for entry in entries.iter_mut() {
-        if writer.is_mine(entry, "Apply") {
-            continue;
-        }
-        let clash = entry.fields.intersection(&comparison.changed);
-        if clash.is_empty() {
-            continue;
-        }
-        if force {
-            entry.fields.remove_paths(&clash);
-        } else {
-            let who = entry.describe();
-            conflicts.extend(clash.paths().iter().map(|p| (who.clone(), path_string(p))));
-        }
-    }
-    if !conflicts.is_empty() {
+    let clashes: Vec<(usize, FieldSet)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !writer.is_mine(e, "Apply"))
+        .map(|(i, e)| (i, e.fields.intersection(&comparison.changed)))
+        .filter(|(_, clash)| !clash.is_empty())
+        .collect();
+    // `kubectl apply --server-side` (manager `kubectl`) takes over from client-side apply
+    // without conflicts on the fields of the last-applied configuration, as upstream.
+    let upgrade = !force
+        && writer.manager == KUBECTL_MANAGER
+        && !clashes.is_empty()
+        && last_applied_fields(live_value, writer.scope, schema).is_some_and(|allowed| {
+            clashes
+                .iter()
+                .all(|(_, clash)| clash.paths().iter().all(|p| allowed.contains(p)))
+        });
+    if !force && !upgrade && !clashes.is_empty() {
+        let conflicts = clashes
+            .iter()
+            .flat_map(|(i, clash)| {
+                let who = entries[*i].describe();
+                clash
+                    .paths()
+                    .into_iter()
+                    .map(move |p| (who.clone(), path_string(&p)))
+            })
+            .collect();
         return Err(Conflicts { conflicts });
+    }
+    for (i, clash) in &clashes {
+        entries[*i].fields.remove_paths(clash);
+    }
+    // The last-applied annotation follows what kubectl server-side applies, so that a later
+    // client-side apply still computes the right patch.
+    if writer.manager == KUBECTL_MANAGER
+        && live_value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(LAST_APPLIED))
+            .is_some()
+    {
+        let mut applied = config.clone();
+        if let Some(annotations) = applied
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+        {
+            annotations.shift_remove(LAST_APPLIED);
+        }
+        merged["metadata"]["annotations"][LAST_APPLIED] = Value::String(format!("{applied}\n"));
     }
     // Fields this manager applied before and omits now go when nobody else owns them.
     let previous = entries
@@ -776,6 +807,22 @@ pub fn apply(
     }
     entries.retain(|e| !e.fields.is_empty());
     Ok((merged, entries))
+}
+
+/// The annotation client-side apply keeps its configuration in.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The field manager of `kubectl apply --server-side`.
+const KUBECTL_MANAGER: &str = "kubectl";
+
+/// The fields of the live object's last-applied configuration, if it has one that parses.
+fn last_applied_fields(live: &Value, scope: Scope, schema: &dyn Schema) -> Option<FieldSet> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()?;
+    let config: Value = serde_json::from_str(text).ok()?;
+    Some(fields_of(&config, scope, schema))
 }
 
 /// Merges an applied configuration into an object: maps field by field, keyed lists by key,
@@ -1116,6 +1163,44 @@ mod tests {
         assert!(!alice.fields.contains(&image));
         let bob = entries.iter().find(|e| e.manager == "bob").expect("bob");
         assert!(bob.fields.contains(&image));
+    }
+
+    #[test]
+    fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
+        let schema = KindSchema(Kind::Pod);
+        let mut live = pod("a:1");
+        live["metadata"]["annotations"] =
+            json!({LAST_APPLIED: serde_json::to_string(&pod("a:1")).expect("encodes")});
+        let entries = record_update(None, &live, &writer("kubectl-client-side-apply"), &schema);
+        live["metadata"]["managedFields"] = Value::Array(entries_json(&entries));
+        // Another manager conflicts; `kubectl` takes the fields of the last-applied config.
+        assert!(apply(Some(&live), &pod("a:2"), &writer("other"), false, &schema).is_err());
+        let (merged, entries) =
+            apply(Some(&live), &pod("a:2"), &writer("kubectl"), false, &schema).expect("upgrade");
+        assert_eq!(merged["spec"]["containers"][0]["image"], "a:2");
+        let annotation = merged["metadata"]["annotations"][LAST_APPLIED]
+            .as_str()
+            .unwrap_or_default();
+        assert!(annotation.contains("a:2"), "{annotation}");
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.manager == "kubectl" && e.operation == "Apply")
+        );
+        // A field outside the last-applied configuration still conflicts.
+        let mut edited = live.clone();
+        edited["spec"]["containers"][0]["ports"][0]["name"] = json!("web");
+        let entries = record_update(Some(&live), &edited, &writer("kubectl-edit"), &schema);
+        edited["metadata"]["managedFields"] = Value::Array(entries_json(&entries));
+        let mut config = pod("a:2");
+        config["spec"]["containers"][0]["ports"][0]["name"] = json!("http");
+        let err = apply(Some(&edited), &config, &writer("kubectl"), false, &schema)
+            .expect_err("conflicts");
+        assert!(
+            err.message().contains("\"kubectl-edit\" using v1"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]

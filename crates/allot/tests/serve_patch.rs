@@ -475,6 +475,50 @@ fn server_side_apply_conflicts_and_force() {
 }
 
 #[test]
+fn client_side_apply_upgrades_to_server_side_apply() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let v1 = serve.file("class-v1.yaml", CLASS_ALICE);
+    serve.ok(&["apply", "-f", &v1]);
+    // kubectl apply --server-side (manager "kubectl") takes over the fields of the
+    // last-applied configuration without conflicts, and keeps the annotation in step.
+    let v2 = serve.file(
+        "class-v2.yaml",
+        &CLASS_ALICE.replace("tier: gold", "tier: silver"),
+    );
+    let out = serve.ok(&["apply", "--server-side", "-f", &v2]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let class = serve.json(&[
+        "get",
+        "deviceclass",
+        "gpu.example.com",
+        "--show-managed-fields",
+    ]);
+    assert_eq!(class["metadata"]["labels"]["tier"], "silver", "{class}");
+    let last = class["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(last.contains("silver"), "{last}");
+    assert!(
+        managers(&class).contains(&("kubectl".to_string(), "Apply".to_string())),
+        "{class}"
+    );
+    // And back: a client-side apply still computes its patch from the annotation.
+    let v3 = serve.file(
+        "class-v3.yaml",
+        &CLASS_ALICE.replace("    tier: gold\n", ""),
+    );
+    serve.ok(&["apply", "-f", &v3]);
+    let class = serve.json(&["get", "deviceclass", "gpu.example.com"]);
+    assert_eq!(
+        class["metadata"]["labels"],
+        serde_json::json!({"team": "alice"}),
+        "{class}"
+    );
+}
+
+#[test]
 fn server_dry_run_persists_nothing() {
     let Some((_dir, serve)) = start() else {
         return;
