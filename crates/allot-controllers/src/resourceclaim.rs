@@ -14,7 +14,7 @@
 //!   scheduler creates for a pod's extended resources, found through the pod's
 //!   `status.extendedResourceClaimStatus`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::core::v1::{Pod, PodResourceClaim, PodResourceClaimStatus};
 use allot_api::meta::v1::{ObjectMeta, OwnerReference};
@@ -47,6 +47,69 @@ pub struct ResourceClaimController {
     config: ResourceClaimControllerConfig,
     /// (namespace, owner uid, claim name in the owner) -> generated claim name.
     generated: BTreeMap<(String, String, String), String>,
+    owners: OwnerIndex,
+}
+
+/// Claims by (namespace, controller owner uid), kept from the store's event log, so that
+/// finding the claim generated for an owner does not scan every claim of the namespace
+/// (upstream's controller indexes claims by owner for the same reason).
+#[derive(Debug, Default)]
+struct OwnerIndex {
+    seen_rv: u64,
+    /// (namespace, owner uid) -> claim names.
+    by_owner: BTreeMap<(String, String), BTreeSet<String>>,
+    /// (namespace, claim name) -> its controller owners' uids.
+    owners_of: BTreeMap<(String, String), Vec<String>>,
+}
+
+impl OwnerIndex {
+    fn sync(&mut self, store: &Store) {
+        let events = store.events_since(self.seen_rv);
+        let Some(last) = events.last() else { return };
+        self.seen_rv = last.resource_version;
+        for event in events {
+            let Stored::ResourceClaim(claim) = &event.object else {
+                continue;
+            };
+            let claim_key = (event.key.namespace.clone(), event.key.name.clone());
+            for uid in self.owners_of.remove(&claim_key).unwrap_or_default() {
+                let owner_key = (claim_key.0.clone(), uid);
+                if let Some(names) = self.by_owner.get_mut(&owner_key) {
+                    names.remove(&claim_key.1);
+                    if names.is_empty() {
+                        self.by_owner.remove(&owner_key);
+                    }
+                }
+            }
+            if event.event_type == EventType::Deleted {
+                continue;
+            }
+            let uids: Vec<String> = claim
+                .metadata
+                .owner_references
+                .iter()
+                .filter(|o| o.controller == Some(true))
+                .map(|o| o.uid.clone())
+                .collect();
+            for uid in &uids {
+                self.by_owner
+                    .entry((claim_key.0.clone(), uid.clone()))
+                    .or_default()
+                    .insert(claim_key.1.clone());
+            }
+            if !uids.is_empty() {
+                self.owners_of.insert(claim_key, uids);
+            }
+        }
+    }
+
+    /// Names of the claims in `namespace` with a controller owner of this uid, in name order.
+    fn owned(&self, namespace: &str, uid: &str) -> impl Iterator<Item = &String> {
+        self.by_owner
+            .get(&(namespace.to_string(), uid.to_string()))
+            .into_iter()
+            .flatten()
+    }
 }
 
 impl ResourceClaimController {
@@ -55,6 +118,7 @@ impl ResourceClaimController {
         ResourceClaimController {
             config,
             generated: BTreeMap::new(),
+            owners: OwnerIndex::default(),
         }
     }
 }
@@ -201,13 +265,19 @@ impl ResourceClaimController {
             return Ok(Some(name.clone()));
         }
         // A claim generated earlier (for example, given in the input) is found by its owner.
-        if let Some(existing) = store.list_in::<ResourceClaim>(&namespace).find(|c| {
-            c.metadata.annotations.get(annotation).map(String::as_str) == Some(claim_name)
-                && c.metadata
-                    .owner_references
-                    .iter()
-                    .any(|o| o.uid == owner_meta.uid && o.controller == Some(true))
-        }) {
+        self.owners.sync(store);
+        let existing = self
+            .owners
+            .owned(&namespace, &owner_meta.uid)
+            .filter_map(|name| store.get::<ResourceClaim>(&namespace, name))
+            .find(|c| {
+                c.metadata.annotations.get(annotation).map(String::as_str) == Some(claim_name)
+                    && c.metadata
+                        .owner_references
+                        .iter()
+                        .any(|o| o.uid == owner_meta.uid && o.controller == Some(true))
+            });
+        if let Some(existing) = existing {
             let name = existing.metadata.name.clone();
             self.generated.insert(index_key, name.clone());
             return Ok(Some(name));

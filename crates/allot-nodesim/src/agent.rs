@@ -12,7 +12,7 @@ use allot_api::resource::v1::{
 };
 use allot_kubelet::{Checkpoints, CpuPolicy, Node, PodAdmission, compute_pod_qos};
 use allot_kubelet_config::ValidateOptions;
-use allot_runtime::{Action, Context, Controller, SimTime};
+use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::claims::{self, PodClaim};
@@ -124,6 +124,9 @@ pub struct NodeAgent {
     slices: RefCell<BTreeMap<(String, String), BTreeSet<String>>>,
     device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
     log: MetadataLog,
+    /// The topics this agent is offered events of, when a runtime routes events (see
+    /// [`NodeAgent::subscribe`]).
+    subscriptions: Subscriptions,
 }
 
 impl std::fmt::Debug for NodeAgent {
@@ -187,6 +190,7 @@ impl NodeAgent {
             slices: RefCell::new(BTreeMap::new()),
             device_plugin_numa,
             log: MetadataLog::default(),
+            subscriptions: Subscriptions::detached(),
         })
     }
 
@@ -216,6 +220,25 @@ impl NodeAgent {
     /// `Runtime`.
     pub fn metadata_log(&self) -> MetadataLog {
         self.log.clone()
+    }
+
+    /// Marks a pod as waiting on its claims (or not). A waiting pod re-checks on every claim
+    /// change in its namespace, so the agent subscribes to that namespace's claims while it has
+    /// one.
+    fn set_waiting(&self, key: &ObjectKey, on: bool) {
+        let mut waiting = self.waiting.borrow_mut();
+        let changed = if on {
+            waiting.insert(key.clone())
+        } else {
+            waiting.remove(key)
+        };
+        if changed {
+            let any = waiting.iter().any(|k| k.namespace == key.namespace);
+            self.subscriptions.set(
+                Topic::Namespace(Kind::ResourceClaim, key.namespace.clone()),
+                any,
+            );
+        }
     }
 
     fn on_this_node(&self, pod: &Pod) -> bool {
@@ -266,6 +289,8 @@ impl NodeAgent {
                 .map(|s| s.metadata.name.clone())
                 .collect();
             self.slices.borrow_mut().insert(key.clone(), names);
+            self.subscriptions
+                .add(Topic::Pool(key.0.clone(), key.1.clone()));
         }
         let slices = self.slices.borrow();
         let names = slices.get(&key)?;
@@ -289,13 +314,30 @@ impl NodeAgent {
             })
     }
 
+    /// Ends the subscription to a claim that is no longer prepared, unless another prepared
+    /// claim (an older one of the same name) still needs it.
+    fn unsubscribe_claim(&self, gone: &PreparedClaim) {
+        let still = self
+            .prepared
+            .values()
+            .any(|p| p.namespace == gone.namespace && p.name == gone.name);
+        if !still {
+            self.subscriptions.remove(&Topic::Object(ObjectKey::new(
+                Kind::ResourceClaim,
+                gone.namespace.as_str(),
+                gone.name.as_str(),
+            )));
+        }
+    }
+
     /// Frees what a pod held: manager state, claim references (unpreparing claims no pod
     /// uses any more) and its metadata files.
     fn forget_pod(&mut self, store: &mut Store, key: &ObjectKey) -> Result<(), String> {
-        self.waiting.borrow_mut().remove(key);
+        self.set_waiting(key, false);
         let Some(pod) = self.pods.remove(key) else {
             return Ok(());
         };
+        self.subscriptions.remove(&Topic::Object(key.clone()));
         let node = &mut self.kubelet;
         let uid = pod.uid.as_str();
         if let CpuPolicy::Static(policy) = &mut node.cpu {
@@ -333,6 +375,7 @@ impl NodeAgent {
                 None => false,
             };
             if done && let Some(p) = self.prepared.remove(claim_uid) {
+                self.unsubscribe_claim(&p);
                 self.generations.forget(claim_uid);
                 self.unprepare(store, &p, claim_uid)?;
             }
@@ -410,6 +453,11 @@ impl NodeAgent {
                     .all(|r| claims::skips(r, SkipNodeOperation::NodeUnprepareResources));
             drivers.insert(driver, skip_unprepare);
         }
+        self.subscriptions.add(Topic::Object(ObjectKey::new(
+            Kind::ResourceClaim,
+            pc.claim.metadata.namespace.as_str(),
+            pc.claim.metadata.name.as_str(),
+        )));
         self.prepared.insert(
             uid,
             PreparedClaim {
@@ -670,7 +718,7 @@ impl NodeAgent {
         let claims = match claims::ready_claims(store, pod) {
             Ok(claims) => claims,
             Err(waiting) => {
-                self.waiting.borrow_mut().insert(key.clone());
+                self.set_waiting(key, true);
                 write_waiting(store, key, pod, ctx.now, &waiting.to_string())?;
                 return Ok(Action::Done);
             }
@@ -685,7 +733,7 @@ impl NodeAgent {
         if let Some((claim, driver)) = missing_plugin.filter(|_| !honours_skip) {
             // The allocation skips preparation because the driver has no kubelet plugin; a
             // kubelet that does not honour skipNodeOperations waits for that plugin forever.
-            self.waiting.borrow_mut().insert(key.clone());
+            self.set_waiting(key, true);
             let message = format!(
                 "ResourceClaim {claim}: DRA driver {driver} has no kubelet plugin on this node: \
                  its devices skip NodePrepareResources, but the node does not declare \
@@ -694,7 +742,7 @@ impl NodeAgent {
             write_waiting(store, key, pod, ctx.now, &message)?;
             return Ok(Action::Done);
         }
-        self.waiting.borrow_mut().remove(key);
+        self.set_waiting(key, false);
         let now = ctx.now.rfc3339();
         let admission = self.kubelet.admit(pod);
         if !admission.admitted {
@@ -725,6 +773,8 @@ impl NodeAgent {
             if let Some(a) = &pc.claim.status.allocation {
                 for r in &a.devices.results {
                     let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    self.subscriptions
+                        .add(Topic::Pool(id.0.clone(), id.1.clone()));
                     self.device_pods
                         .entry(id.clone())
                         .or_default()
@@ -734,6 +784,8 @@ impl NodeAgent {
             }
         }
         let files = self.write_metadata(store, pod, &claims);
+        // An admitted pod's events matter even if it no longer names this node.
+        self.subscriptions.add(Topic::Object(key.clone()));
         self.pods.insert(
             key.clone(),
             AdmittedPod {
@@ -1189,6 +1241,43 @@ impl Controller for NodeAgent {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The agent's `keys_for` only reacts to events of its node ([`Topic::Node`]: its pods,
+    /// the Node, its slices, claims reserved for its pods or their PodGroups, those PodGroups),
+    /// claims in namespaces where a pod waits, claims it prepared, and slices of pools whose
+    /// devices it looked up or hands out.
+    fn subscribe(&mut self, subscriptions: Subscriptions) -> bool {
+        subscriptions.add(Topic::Node(self.config.node_name.clone()));
+        for key in self.pods.keys() {
+            subscriptions.add(Topic::Object(key.clone()));
+        }
+        for key in self.waiting.borrow().iter() {
+            subscriptions.add(Topic::Namespace(Kind::ResourceClaim, key.namespace.clone()));
+        }
+        for p in self.prepared.values() {
+            subscriptions.add(Topic::Object(ObjectKey::new(
+                Kind::ResourceClaim,
+                p.namespace.as_str(),
+                p.name.as_str(),
+            )));
+        }
+        let pools: BTreeSet<(String, String)> = self
+            .slices
+            .borrow()
+            .keys()
+            .cloned()
+            .chain(
+                self.device_pods
+                    .keys()
+                    .map(|(d, p, _)| (d.clone(), p.clone())),
+            )
+            .collect();
+        for (driver, pool) in pools {
+            subscriptions.add(Topic::Pool(driver, pool));
+        }
+        self.subscriptions = subscriptions;
+        true
     }
 
     fn reconcile(

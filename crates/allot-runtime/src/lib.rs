@@ -9,9 +9,14 @@
 
 #![deny(missing_docs)]
 
+mod routing;
+
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 use allot_store::{Event, ObjectKey, Store};
+
+pub use routing::{Subscriptions, Topic};
 
 /// Simulated time in milliseconds since 2026-01-01T00:00:00Z.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -135,6 +140,15 @@ pub trait Controller {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String>;
+
+    /// Called once when a [`Runtime`] takes the controller. Returning `true` means: offer me
+    /// only the events of the [`Topic`]s I subscribe to through `subscriptions` (now or
+    /// later), because `keys_for` returns nothing and changes nothing for any other event.
+    /// The default, `false`, offers every event.
+    fn subscribe(&mut self, subscriptions: Subscriptions) -> bool {
+        let _ = subscriptions;
+        false
+    }
 }
 
 /// Back-off after a failed reconcile, in milliseconds of simulated time.
@@ -153,14 +167,49 @@ pub struct Runtime {
     seen_rv: u64,
     errors: Vec<(SimTime, ReconcileError)>,
     reconciles: u64,
+    /// Controllers offered every event, in order.
+    broadcast: Vec<usize>,
+    /// Whether any controller subscribed to topics.
+    routed: bool,
+    router: routing::Router,
+    subscriptions: Arc<Mutex<routing::Table>>,
+    stats: Stats,
+}
+
+/// Where a runtime's time went, for benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Per controller, in registration order: its name, how many reconciles it ran and their
+    /// wall time in nanoseconds.
+    pub controllers: Vec<(&'static str, u64, u64)>,
+    /// Store events dispatched.
+    pub events: u64,
+    /// `keys_for` calls made.
+    pub keys_for_calls: u64,
+    /// Wall time spent turning events into work items (`keys_for` and routing), in
+    /// nanoseconds.
+    pub dispatch_nanos: u64,
 }
 
 impl Runtime {
     /// A runtime over `store`, starting at `now`. Controllers run in the order given when items
     /// are due at the same time.
-    pub fn new(store: Store, controllers: Vec<Box<dyn Controller>>, now: SimTime) -> Self {
+    pub fn new(store: Store, mut controllers: Vec<Box<dyn Controller>>, now: SimTime) -> Self {
+        let subscriptions = Arc::new(Mutex::new(routing::Table::default()));
+        let mut broadcast = Vec::new();
+        for (index, controller) in controllers.iter_mut().enumerate() {
+            if !controller.subscribe(Subscriptions::new(subscriptions.clone(), index)) {
+                broadcast.push(index);
+            }
+        }
+        let stats = Stats {
+            controllers: controllers.iter().map(|c| (c.name(), 0, 0)).collect(),
+            ..Stats::default()
+        };
         Runtime {
+            stats,
             store,
+            routed: broadcast.len() < controllers.len(),
             controllers,
             now,
             queue: BTreeSet::new(),
@@ -168,6 +217,9 @@ impl Runtime {
             seen_rv: 0,
             errors: Vec::new(),
             reconciles: 0,
+            broadcast,
+            router: routing::Router::default(),
+            subscriptions,
         }
     }
 
@@ -184,6 +236,11 @@ impl Runtime {
     /// How many reconciles ran.
     pub fn reconciles(&self) -> u64 {
         self.reconciles
+    }
+
+    /// Where the time went so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
     }
 
     /// Queues an item for a controller (by name) at `at`.
@@ -210,25 +267,49 @@ impl Runtime {
     }
 
     /// Turns new store events into queued items, due now. The events are read in place (no
-    /// copy of the log); the work items are gathered first and queued after.
+    /// copy of the log); the work items are gathered first and queued after. Each event goes
+    /// to the controllers that take every event and to the subscribers of its topics.
     fn dispatch_events(&mut self) {
         let events = self.store.events_since(self.seen_rv);
         let Some(last) = events.last() else {
             return;
         };
         let last_rv = last.resource_version;
+        let started = std::time::Instant::now();
         let mut work = Vec::new();
+        let mut topics = Vec::new();
+        let mut targets = BTreeSet::new();
+        let mut calls = 0;
         for event in events {
-            for (index, controller) in self.controllers.iter().enumerate() {
-                for key in controller.keys_for(event, &self.store) {
+            calls += self.broadcast.len() as u64;
+            for &index in &self.broadcast {
+                for key in self.controllers[index].keys_for(event, &self.store) {
+                    work.push((index, key));
+                }
+            }
+            if !self.routed {
+                continue;
+            }
+            self.router.topics(event, &mut topics);
+            targets.clear();
+            self.subscriptions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .subscribers(&topics, &mut targets);
+            calls += targets.len() as u64;
+            for &index in &targets {
+                for key in self.controllers[index].keys_for(event, &self.store) {
                     work.push((index, key));
                 }
             }
         }
+        self.stats.events += events.len() as u64;
+        self.stats.keys_for_calls += calls;
         self.seen_rv = last_rv;
         for (index, key) in work {
             self.push(index, key, self.now);
         }
+        self.stats.dispatch_nanos += started.elapsed().as_nanos() as u64;
     }
 
     /// Runs every item due at or before the current time, including those that their
@@ -256,7 +337,11 @@ impl Runtime {
             self.due.remove(&(index, key.clone()));
             let ctx = Context { now: self.now };
             self.reconciles += 1;
+            let started = std::time::Instant::now();
             let result = self.controllers[index].reconcile(&mut self.store, &key, &ctx);
+            let stat = &mut self.stats.controllers[index];
+            stat.1 += 1;
+            stat.2 += started.elapsed().as_nanos() as u64;
             match result {
                 Ok(Action::Done) => {}
                 Ok(Action::RequeueAfterMillis(ms)) => {

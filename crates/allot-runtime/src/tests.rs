@@ -160,3 +160,213 @@ fn timers_cost_no_real_time_and_errors_back_off() {
     assert_eq!(rt.errors()[0].0, SimTime::ZERO.plus_seconds(1200));
     assert_eq!(rt.next_due(), Some(SimTime::ZERO.plus_seconds(1201)));
 }
+
+/// Records every event it is offered; subscribes to the given topics (or takes every event).
+struct Watcher {
+    name: &'static str,
+    topics: Option<Vec<Topic>>,
+    seen: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    subscriptions: Subscriptions,
+}
+
+impl Watcher {
+    fn new(
+        name: &'static str,
+        topics: Option<Vec<Topic>>,
+    ) -> (Self, std::rc::Rc<std::cell::RefCell<Vec<String>>>) {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let watcher = Watcher {
+            name,
+            topics,
+            seen: seen.clone(),
+            subscriptions: Subscriptions::detached(),
+        };
+        (watcher, seen)
+    }
+}
+
+impl Controller for Watcher {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
+        self.seen
+            .borrow_mut()
+            .push(format!("{:?} {}", event.event_type, event.key));
+        // A reconcile of a claim ends the subscription to that claim (see below).
+        if event.key.kind == Kind::ResourceClaim {
+            vec![event.key.clone()]
+        } else {
+            vec![]
+        }
+    }
+    fn reconcile(
+        &mut self,
+        _store: &mut Store,
+        key: &ObjectKey,
+        _ctx: &Context,
+    ) -> Result<Action, String> {
+        self.subscriptions.remove(&Topic::Object(key.clone()));
+        Ok(Action::Done)
+    }
+    fn subscribe(&mut self, subscriptions: Subscriptions) -> bool {
+        let Some(topics) = &self.topics else {
+            return false;
+        };
+        for topic in topics {
+            subscriptions.add(topic.clone());
+        }
+        self.subscriptions = subscriptions;
+        true
+    }
+}
+
+fn pod(name: &str, node: Option<&str>, group: Option<&str>) -> allot_api::core::v1::Pod {
+    let mut pod = allot_api::core::v1::Pod::default();
+    pod.metadata.name = name.into();
+    pod.metadata.namespace = "ns".into();
+    pod.spec.node_name = node.map(str::to_string);
+    pod.spec.scheduling_group = group.map(|g| allot_api::core::v1::PodSchedulingGroup {
+        pod_group_name: g.into(),
+    });
+    pod
+}
+
+fn claim_reserved_for(name: &str, resource: &str, consumer: &str) -> ResourceClaim {
+    let mut claim = ResourceClaim::default();
+    claim.metadata.name = name.into();
+    claim.metadata.namespace = "ns".into();
+    claim
+        .status
+        .reserved_for
+        .push(allot_api::resource::v1::ResourceClaimConsumerReference {
+            resource: resource.into(),
+            name: consumer.into(),
+            ..Default::default()
+        });
+    claim
+}
+
+use allot_api::resource::v1::ResourceClaim;
+
+#[test]
+fn node_topics_follow_pods_slices_claims_and_groups_to_their_nodes() {
+    let mut store = Store::new();
+    let mut node = allot_api::core::v1::Node::default();
+    node.metadata.name = "n1".into();
+    store.create(node, "t").unwrap();
+    store.create(pod("a", Some("n1"), Some("g")), "t").unwrap();
+    store.create(pod("b", Some("n2"), None), "t").unwrap();
+    store.create(pod("c", None, None), "t").unwrap();
+    let mut slice = allot_api::resource::v1::ResourceSlice::default();
+    slice.metadata.name = "s1".into();
+    slice.spec.node_name = Some("n1".into());
+    slice.spec.driver = "d".into();
+    slice.spec.pool.name = "p1".into();
+    store.create(slice, "t").unwrap();
+    store
+        .create(claim_reserved_for("for-a", "pods", "a"), "t")
+        .unwrap();
+    store
+        .create(claim_reserved_for("for-b", "pods", "b"), "t")
+        .unwrap();
+    store
+        .create(claim_reserved_for("for-g", "podgroups", "g"), "t")
+        .unwrap();
+    let mut group = allot_api::scheduling::v1beta1::PodGroup::default();
+    group.metadata.name = "g".into();
+    group.metadata.namespace = "ns".into();
+    store.create(group, "t").unwrap();
+    // Pod b moves to n1, then a is deleted: both concern n1 (b after, a before).
+    store
+        .modify::<allot_api::core::v1::Pod, _>("ns", "b", |p| p.spec.node_name = Some("n1".into()))
+        .unwrap();
+    store.delete(&ObjectKey::new(Kind::Pod, "ns", "a")).unwrap();
+    // With a gone, its group has no pod on n1 any more.
+    store
+        .modify::<allot_api::scheduling::v1beta1::PodGroup, _>("ns", "g", |g| {
+            g.metadata.labels.insert("x".into(), "y".into());
+        })
+        .unwrap();
+
+    let (n1, n1_seen) = Watcher::new("n1", Some(vec![Topic::Node("n1".into())]));
+    let (all, all_seen) = Watcher::new("all", None);
+    let mut rt = Runtime::new(store, vec![Box::new(n1), Box::new(all)], SimTime::ZERO);
+    rt.run_due(100).unwrap();
+    assert_eq!(
+        *n1_seen.borrow(),
+        vec![
+            "Added Node n1",
+            "Added Pod ns/a",
+            "Added ResourceSlice s1",
+            "Added ResourceClaim ns/for-a",
+            "Added ResourceClaim ns/for-g",
+            "Added PodGroup ns/g",
+            "Modified Pod ns/b",
+            "Deleted Pod ns/a",
+        ]
+    );
+    assert_eq!(all_seen.borrow().len(), 12);
+    let stats = rt.stats();
+    assert_eq!(stats.events, 12);
+    assert_eq!(stats.keys_for_calls, 12 + 8);
+    assert_eq!(stats.controllers[0].0, "n1");
+}
+
+#[test]
+fn subscriptions_to_objects_namespaces_and_pools_can_end() {
+    let mut store = Store::new();
+    let claim = |name: &str, ns: &str| {
+        let mut c = ResourceClaim::default();
+        c.metadata.name = name.into();
+        c.metadata.namespace = ns.into();
+        c
+    };
+    store.create(claim("x", "ns"), "t").unwrap();
+    store.create(claim("y", "ns"), "t").unwrap();
+    store.create(claim("z", "other"), "t").unwrap();
+    let mut slice = allot_api::resource::v1::ResourceSlice::default();
+    slice.metadata.name = "s".into();
+    slice.spec.driver = "d".into();
+    slice.spec.pool.name = "p".into();
+    store.create(slice, "t").unwrap();
+    let (w, seen) = Watcher::new(
+        "w",
+        Some(vec![
+            Topic::Object(ObjectKey::new(Kind::ResourceClaim, "ns", "x")),
+            Topic::Namespace(Kind::ResourceClaim, "other".into()),
+            Topic::Pool("d".into(), "p".into()),
+        ]),
+    );
+    let mut rt = Runtime::new(store, vec![Box::new(w)], SimTime::ZERO);
+    rt.run_due(100).unwrap();
+    assert_eq!(
+        *seen.borrow(),
+        vec![
+            "Added ResourceClaim ns/x",
+            "Added ResourceClaim other/z",
+            "Added ResourceSlice s"
+        ]
+    );
+    // The reconcile of ns/x ended that subscription: its next change is not offered.
+    seen.borrow_mut().clear();
+    rt.store
+        .modify::<ResourceClaim, _>("ns", "x", |c| {
+            c.metadata.labels.insert("a".into(), "b".into());
+        })
+        .unwrap();
+    rt.store
+        .modify::<ResourceClaim, _>("other", "z", |c| {
+            c.metadata.labels.insert("a".into(), "b".into());
+        })
+        .unwrap();
+    rt.run_due(100).unwrap();
+    assert_eq!(*seen.borrow(), vec!["Modified ResourceClaim other/z"]);
+}
+
+#[test]
+fn detached_subscriptions_record_nothing() {
+    let subscriptions = Subscriptions::detached();
+    subscriptions.add(Topic::Node("n".into()));
+    assert!(!subscriptions.contains(&Topic::Node("n".into())));
+}

@@ -1,10 +1,23 @@
 //! Scale report: `cargo run --release -p allot-sim --example scale -- NODES DEVICES PODS`
-//! generates a cluster, simulates it once and prints load time, run time and pods per second
-//! (what `allot simulate --bench` reports, without the binary's other dependencies).
+//! generates a cluster, simulates it once and prints load time, run time, pods per second and
+//! where the run's time went (per controller, event dispatch).
 
 use std::time::Instant;
 
 use allot_sim::generate::{GenOptions, load_generated};
+
+/// User plus system CPU seconds of this process so far (Linux; `None` elsewhere). On a busy
+/// machine CPU time says more than wall time.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may contain spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // The kernel reports clock ticks; USER_HZ is 100 on every Linux architecture we run on.
+    Some((utime + stime) / 100.0)
+}
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -28,6 +41,7 @@ fn main() {
         }
     };
     let loaded = started.elapsed();
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
     let outcome = match allot_sim::run(&input, &mut |_| {}) {
         Ok(outcome) => outcome,
@@ -37,6 +51,7 @@ fn main() {
         }
     };
     let ran = started.elapsed();
+    let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     let bound = outcome
         .store
         .list::<allot_api::core::v1::Pod>()
@@ -44,11 +59,43 @@ fn main() {
         .count();
     let violations = allot_sim::check_invariants(&outcome.store);
     println!(
-        "{nodes} nodes x {devices_per_node} devices, {pods} pods: generate+load+validate {:.2}s, run {:.2}s, {bound} bound, {} reconciles, {:.0} pods/s (run only), {} invariant violations",
+        "{nodes} nodes x {devices_per_node} devices, {pods} pods: generate+load+validate {:.2}s, run {:.2}s wall ({} CPU), {bound} bound, {} reconciles, {:.0} pods/s (run only, wall), {} invariant violations",
         loaded.as_secs_f64(),
         ran.as_secs_f64(),
+        cpu.map_or("?".to_string(), |c| format!("{c:.2}s")),
         outcome.reconciles,
         pods as f64 / ran.as_secs_f64(),
         violations.len(),
     );
+    // Node agents are one controller per node: report them together.
+    let mut groups: Vec<(String, u64, u64, usize)> = Vec::new();
+    for (name, reconciles, nanos) in &outcome.stats.controllers {
+        let group = name.split('/').next().unwrap_or(name).to_string();
+        match groups.iter_mut().find(|g| g.0 == group) {
+            Some(g) => {
+                g.1 += reconciles;
+                g.2 += nanos;
+                g.3 += 1;
+            }
+            None => groups.push((group, *reconciles, *nanos, 1)),
+        }
+    }
+    let stats = &outcome.stats;
+    println!(
+        "  dispatch: {} events, {} keys_for calls, {:.2}s",
+        stats.events,
+        stats.keys_for_calls,
+        stats.dispatch_nanos as f64 / 1e9
+    );
+    for (group, reconciles, nanos, count) in groups {
+        let label = if count > 1 {
+            format!("{group} (x{count})")
+        } else {
+            group
+        };
+        println!(
+            "  {label}: {reconciles} reconciles, {:.2}s",
+            nanos as f64 / 1e9
+        );
+    }
 }

@@ -44,6 +44,8 @@ pub struct Outcome {
     pub metadata_files: Vec<(PathBuf, Vec<u8>)>,
     /// The names of the controllers that ran, in order.
     pub controllers: Vec<String>,
+    /// Where the run's time went (reconciles and time per controller, event dispatch).
+    pub stats: allot_runtime::Stats,
 }
 
 /// Reconciles between two progress reports.
@@ -213,8 +215,46 @@ fn run_until(
 /// Runs a simulation of `input` with every controller. `progress` is called now and then
 /// during long runs.
 pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome, SimError> {
+    run_routed(input, progress, true)
+}
+
+/// A controller that takes every store event, whatever the one inside would subscribe to:
+/// with `routed == false` a run offers every event to every controller, which must make the
+/// same decisions as routing does (the tests compare both).
+struct Broadcast(Box<dyn Controller>);
+
+impl Controller for Broadcast {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn keys_for(&self, event: &allot_store::Event, store: &Store) -> Vec<allot_store::ObjectKey> {
+        self.0.keys_for(event, store)
+    }
+
+    fn reconcile(
+        &mut self,
+        store: &mut Store,
+        key: &allot_store::ObjectKey,
+        ctx: &allot_runtime::Context,
+    ) -> Result<allot_runtime::Action, String> {
+        self.0.reconcile(store, key, ctx)
+    }
+}
+
+fn run_routed(
+    input: &Input,
+    progress: &mut dyn FnMut(Progress),
+    routed: bool,
+) -> Result<Outcome, SimError> {
     let store = initial_store(input)?;
-    let Controllers { list, metadata } = controllers(input, &store)?;
+    let Controllers { mut list, metadata } = controllers(input, &store)?;
+    if !routed {
+        list = list
+            .into_iter()
+            .map(|c| Box::new(Broadcast(c)) as Box<dyn Controller>)
+            .collect();
+    }
     let names = list.iter().map(|c| c.name().to_string()).collect();
     let bound = reconcile_bound(&store);
     let mut runtime = Runtime::new(store, list, SimTime::ZERO);
@@ -253,6 +293,7 @@ pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome,
             files
         },
         controllers: names,
+        stats: runtime.stats().clone(),
         store: runtime.into_store(),
     })
 }
@@ -506,3 +547,6 @@ pub fn what_if(
         stopped_because,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -336,3 +336,51 @@ fn a_deleted_pod_releases_and_deletes_its_extended_resource_claim() {
             .is_none()
     );
 }
+
+#[test]
+fn a_claim_generated_before_is_found_by_its_owner_and_not_made_again() {
+    let mut store = Store::new();
+    store.create(template("ns", "gpu-template"), "t").unwrap();
+    let p = store
+        .create(
+            pod("ns", "trainer", &[("gpu", None, Some("gpu-template"))]),
+            "t",
+        )
+        .unwrap();
+    let owned = |name: &str, uid: &str| {
+        let mut claim = ResourceClaim::default();
+        claim.metadata.namespace = "ns".into();
+        claim.metadata.name = name.into();
+        claim
+            .metadata
+            .annotations
+            .insert(POD_CLAIM_NAME_ANNOTATION.into(), "gpu".into());
+        claim.metadata.owner_references = vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: "trainer".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }];
+        claim
+    };
+    // One claim of another owner (same name, older uid) and the pod's own, given in the input.
+    store.create(owned("a-stale", "old-uid"), "t").unwrap();
+    store.create(owned("b-mine", &p.metadata.uid), "t").unwrap();
+    let rt = run(store, false);
+    let pod = rt.store.get::<Pod>("ns", "trainer").unwrap();
+    assert_eq!(
+        pod.status.resource_claim_statuses[0]
+            .resource_claim_name
+            .as_deref(),
+        Some("b-mine")
+    );
+    // Nothing new was generated (the stale claim's owner is gone, so it is deleted).
+    let names: Vec<&str> = rt
+        .store
+        .list::<ResourceClaim>()
+        .map(|c| c.metadata.name.as_str())
+        .collect();
+    assert_eq!(names, vec!["b-mine"]);
+}

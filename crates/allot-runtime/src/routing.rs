@@ -1,0 +1,244 @@
+//! Event routing: which controllers are offered which store events.
+//!
+//! Offering every event to every controller costs controllers × events calls of `keys_for`; with
+//! one node agent per node that is quadratic in cluster size. A controller that only cares
+//! about some events subscribes to [`Topic`]s instead, through the [`Subscriptions`] handle the
+//! runtime gives it; the runtime then computes the topics of each event once and offers it only
+//! to the subscribers of those topics (and to every controller that did not subscribe).
+//!
+//! A topic must be a superset of what the subscriber's `keys_for` reacts to: routing changes
+//! how many controllers look at an event, never what a controller that looks decides.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use allot_store::{Event, EventType, Kind, ObjectKey, Stored};
+
+/// A class of store events a controller can subscribe to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Topic {
+    /// Everything that concerns one node: the Node itself; Pods bound to it, before or after
+    /// the change (a deleted pod counts for the node it was bound to); ResourceSlices published
+    /// for it (`spec.nodeName`, before or after); ResourceClaims whose `status.reservedFor`
+    /// names a pod bound to it, or a PodGroup with a pod bound to it; such PodGroups.
+    Node(String),
+    /// ResourceSlices of one pool, as (driver, pool name), before or after the change.
+    Pool(String, String),
+    /// Every object of a kind in a namespace ("" for cluster-scoped kinds).
+    Namespace(Kind, String),
+    /// One object.
+    Object(ObjectKey),
+}
+
+/// Who subscribed to what.
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    topics: HashMap<Topic, BTreeSet<usize>>,
+}
+
+/// A controller's handle on its subscriptions. Cheap to clone; every clone acts for the same
+/// controller. A handle made with [`Subscriptions::detached`] records nothing (for a
+/// controller driven outside a [`crate::Runtime`], which is then offered every event).
+#[derive(Debug, Clone, Default)]
+pub struct Subscriptions {
+    shared: Option<(Arc<Mutex<Table>>, usize)>,
+}
+
+impl Subscriptions {
+    pub(crate) fn new(table: Arc<Mutex<Table>>, controller: usize) -> Self {
+        Subscriptions {
+            shared: Some((table, controller)),
+        }
+    }
+
+    /// A handle that records nothing.
+    pub fn detached() -> Self {
+        Subscriptions::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Table, usize) -> T) -> Option<T> {
+        let (table, controller) = self.shared.as_ref()?;
+        let mut guard = table.lock().unwrap_or_else(|e| e.into_inner());
+        Some(f(&mut guard, *controller))
+    }
+
+    /// Subscribes to a topic (again: no change).
+    pub fn add(&self, topic: Topic) {
+        self.with(|t, c| {
+            t.topics.entry(topic).or_default().insert(c);
+        });
+    }
+
+    /// Ends a subscription (none: no change).
+    pub fn remove(&self, topic: &Topic) {
+        self.with(|t, c| {
+            if let Some(set) = t.topics.get_mut(topic) {
+                set.remove(&c);
+                if set.is_empty() {
+                    t.topics.remove(topic);
+                }
+            }
+        });
+    }
+
+    /// Subscribes when `on`, unsubscribes otherwise.
+    pub fn set(&self, topic: Topic, on: bool) {
+        if on {
+            self.add(topic);
+        } else {
+            self.remove(&topic);
+        }
+    }
+
+    /// Whether this handle's controller is subscribed to `topic`.
+    pub fn contains(&self, topic: &Topic) -> bool {
+        self.with(|t, c| t.topics.get(topic).is_some_and(|s| s.contains(&c)))
+            .unwrap_or(false)
+    }
+}
+
+/// Where a pod was bound at its last event, and its PodGroup.
+#[derive(Debug, Clone)]
+struct PodHome {
+    node: String,
+    group: Option<String>,
+}
+
+/// What the router remembers between events to name the topics of the next one: where pods
+/// were bound, which nodes host each PodGroup's pods, where slices were published.
+#[derive(Debug, Default)]
+pub(crate) struct Router {
+    pods: HashMap<ObjectKey, PodHome>,
+    /// (namespace, PodGroup) → node → pods of the group bound there.
+    groups: BTreeMap<(String, String), BTreeMap<String, usize>>,
+    /// Slice name → (its node, (driver, pool)).
+    slices: HashMap<String, (Option<String>, (String, String))>,
+}
+
+impl Router {
+    /// The topics of an event, updating what the router remembers. May repeat a topic.
+    pub(crate) fn topics(&mut self, event: &Event, out: &mut Vec<Topic>) {
+        out.clear();
+        let key = &event.key;
+        out.push(Topic::Object(key.clone()));
+        out.push(Topic::Namespace(key.kind, key.namespace.clone()));
+        let deleted = event.event_type == EventType::Deleted;
+        match &event.object {
+            Stored::Pod(pod) => {
+                let node = pod.spec.node_name.as_deref().filter(|n| !n.is_empty());
+                if let Some(node) = node {
+                    out.push(Topic::Node(node.to_string()));
+                }
+                let home = node.filter(|_| !deleted).map(|node| PodHome {
+                    node: node.to_string(),
+                    group: pod
+                        .spec
+                        .scheduling_group
+                        .as_ref()
+                        .map(|g| g.pod_group_name.clone()),
+                });
+                let old = match home {
+                    Some(home) => {
+                        self.add_group_member(&key.namespace, &home);
+                        self.pods.insert(key.clone(), home)
+                    }
+                    None => self.pods.remove(key),
+                };
+                if let Some(old) = old {
+                    self.remove_group_member(&key.namespace, &old);
+                    if node != Some(old.node.as_str()) {
+                        out.push(Topic::Node(old.node));
+                    }
+                }
+            }
+            Stored::Node(node) => out.push(Topic::Node(node.metadata.name.clone())),
+            Stored::ResourceSlice(slice) => {
+                let node = slice.spec.node_name.clone().filter(|n| !n.is_empty());
+                let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+                if let Some(node) = &node {
+                    out.push(Topic::Node(node.clone()));
+                }
+                out.push(Topic::Pool(pool.0.clone(), pool.1.clone()));
+                let old = if deleted {
+                    self.slices.remove(&key.name)
+                } else {
+                    self.slices
+                        .insert(key.name.clone(), (node.clone(), pool.clone()))
+                };
+                if let Some((old_node, old_pool)) = old {
+                    if let Some(old_node) = old_node.filter(|n| Some(n) != node.as_ref()) {
+                        out.push(Topic::Node(old_node));
+                    }
+                    if old_pool != pool {
+                        out.push(Topic::Pool(old_pool.0, old_pool.1));
+                    }
+                }
+            }
+            Stored::ResourceClaim(claim) => {
+                for consumer in &claim.status.reserved_for {
+                    match consumer.resource.as_str() {
+                        "pods" => {
+                            let pod = ObjectKey::new(
+                                Kind::Pod,
+                                key.namespace.as_str(),
+                                consumer.name.as_str(),
+                            );
+                            if let Some(home) = self.pods.get(&pod) {
+                                out.push(Topic::Node(home.node.clone()));
+                            }
+                        }
+                        "podgroups" => self.group_nodes(&key.namespace, &consumer.name, out),
+                        _ => {}
+                    }
+                }
+            }
+            Stored::PodGroup(_) => self.group_nodes(&key.namespace, &key.name, out),
+            _ => {}
+        }
+    }
+
+    fn group_nodes(&self, namespace: &str, group: &str, out: &mut Vec<Topic>) {
+        if let Some(nodes) = self.groups.get(&(namespace.to_string(), group.to_string())) {
+            out.extend(nodes.keys().map(|n| Topic::Node(n.clone())));
+        }
+    }
+
+    fn add_group_member(&mut self, namespace: &str, home: &PodHome) {
+        if let Some(group) = &home.group {
+            *self
+                .groups
+                .entry((namespace.to_string(), group.clone()))
+                .or_default()
+                .entry(home.node.clone())
+                .or_insert(0) += 1;
+        }
+    }
+
+    fn remove_group_member(&mut self, namespace: &str, home: &PodHome) {
+        let Some(group) = &home.group else { return };
+        let group_key = (namespace.to_string(), group.clone());
+        let Some(nodes) = self.groups.get_mut(&group_key) else {
+            return;
+        };
+        if let Some(count) = nodes.get_mut(&home.node) {
+            *count -= 1;
+            if *count == 0 {
+                nodes.remove(&home.node);
+            }
+        }
+        if nodes.is_empty() {
+            self.groups.remove(&group_key);
+        }
+    }
+}
+
+impl Table {
+    /// The controllers subscribed to any of `topics`, added to `out`.
+    pub(crate) fn subscribers(&self, topics: &[Topic], out: &mut BTreeSet<usize>) {
+        for topic in topics {
+            if let Some(set) = self.topics.get(topic) {
+                out.extend(set.iter().copied());
+            }
+        }
+    }
+}

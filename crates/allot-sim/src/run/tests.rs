@@ -1,0 +1,99 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// Everything a run decides, as text: every object, the metadata files, errors, the end time
+/// and the number of reconciles.
+fn fingerprint(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    for (key, object) in outcome.store.iter() {
+        out.push_str(&format!("{key}: {}\n", object.to_json()));
+    }
+    for (path, bytes) in &outcome.metadata_files {
+        out.push_str(&format!(
+            "{}: {}\n",
+            path.display(),
+            String::from_utf8_lossy(bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "errors {:?} {:?}\nend {} reconciles {}\n",
+        outcome.reconcile_errors, outcome.event_errors, outcome.end, outcome.reconciles
+    ));
+    out
+}
+
+fn same_with_and_without_routing(name: &str, input: &Input) {
+    let routed = run_routed(input, &mut |_| {}, true).expect("routed run");
+    let broadcast = run_routed(input, &mut |_| {}, false).expect("broadcast run");
+    assert!(
+        routed.stats.keys_for_calls <= broadcast.stats.keys_for_calls,
+        "{name}"
+    );
+    let (a, b) = (fingerprint(&routed), fingerprint(&broadcast));
+    if a != b {
+        let line = a
+            .lines()
+            .zip(b.lines())
+            .find(|(x, y)| x != y)
+            .map(|(x, y)| format!("routed:    {x}\nbroadcast: {y}"))
+            .unwrap_or_else(|| "(one is a prefix of the other)".into());
+        panic!("{name}: routing changed the outcome\n{line}");
+    }
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+#[test]
+fn routing_events_to_node_agents_changes_nothing_on_the_bundled_example() {
+    let input = crate::example::input().expect("example loads");
+    same_with_and_without_routing("bundled example", &input);
+}
+
+#[test]
+fn routing_events_to_node_agents_changes_nothing_on_a_generated_cluster() {
+    let input = crate::generate::load_generated(crate::generate::GenOptions {
+        nodes: 12,
+        devices_per_node: 3,
+        pods: 60,
+    })
+    .expect("generated");
+    let routed = run_routed(&input, &mut |_| {}, true).expect("routed run");
+    let broadcast = run_routed(&input, &mut |_| {}, false).expect("broadcast run");
+    assert_eq!(fingerprint(&routed), fingerprint(&broadcast));
+    // Each event reaches the node agents it concerns, not all twelve.
+    assert!(
+        routed.stats.keys_for_calls * 2 < broadcast.stats.keys_for_calls,
+        "{} vs {}",
+        routed.stats.keys_for_calls,
+        broadcast.stats.keys_for_calls
+    );
+}
+
+#[test]
+fn routing_events_to_node_agents_changes_nothing_on_the_spec_examples_and_scenarios() {
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    for dir in ["examples/spec", "crates/allot/tests/simulate"] {
+        let Ok(entries) = std::fs::read_dir(repo(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            inputs.push(entry.path());
+        }
+    }
+    inputs.sort();
+    let mut checked = 0;
+    for path in inputs {
+        // Inputs that do not load (bad-input on purpose, what-if pods alone) are not runs.
+        let Ok(input) = crate::load_paths(std::slice::from_ref(&path)) else {
+            continue;
+        };
+        same_with_and_without_routing(&path.display().to_string(), &input);
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} inputs ran");
+}
