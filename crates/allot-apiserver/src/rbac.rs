@@ -5,8 +5,9 @@
 //! (rewritten atomically on every change, with its own resourceVersion counter), because the
 //! authorizer reads them on every request and they change rarely; they are validated and
 //! defaulted here as upstream's rbac registry does. Served: get, list, create, update (PUT),
-//! patch (JSON merge patch and strategic merge patch, which for these kinds replaces lists, as
-//! their lists have no merge keys), delete; not watch.
+//! patch (JSON, merge and strategic merge patches, and server-side apply with managedFields,
+//! through [`crate::patch`] and [`crate::apply`]; `rules` and `subjects` are atomic lists as
+//! upstream marks them), delete; not watch.
 //!
 //! Evaluation (upstream's RBAC authorizer): a ClusterRoleBinding's subjects get its ClusterRole's
 //! rules everywhere; a RoleBinding's subjects get its Role's (or ClusterRole's) rules in its
@@ -1171,31 +1172,6 @@ pub fn api_group() -> Value {
     json!({"name": GROUP, "versions": [gv.clone()], "preferredVersion": gv})
 }
 
-/// RFC 7386 merge, with strategic-merge directives dropped (RBAC lists have no merge keys, so
-/// a strategic merge patch replaces them like a merge patch does).
-fn merge(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(patch) => {
-            if !target.is_object() {
-                *target = json!({});
-            }
-            if let Value::Object(map) = target {
-                for (k, v) in patch {
-                    if k.starts_with('$') {
-                        continue;
-                    }
-                    if v.is_null() {
-                        map.remove(k);
-                    } else {
-                        merge(map.entry(k.clone()).or_insert(Value::Null), v);
-                    }
-                }
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
-
 /// One RBAC request (already authenticated and authorized for its verb).
 pub struct Request<'a> {
     /// The server's security state.
@@ -1204,7 +1180,7 @@ pub struct Request<'a> {
     pub attributes: &'a Attributes,
     /// The HTTP method.
     pub method: &'a str,
-    /// The parsed body (JSON or YAML), when the method has one.
+    /// The parsed body (JSON or YAML) of a create or update.
     pub body: Option<Value>,
     /// The Content-Type.
     pub content_type: &'a str,
@@ -1214,6 +1190,14 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// Whether a namespace exists (namespaced objects need theirs).
     pub namespace_exists: &'a dyn Fn(&str) -> bool,
+    /// The body as sent (patches are applied to it).
+    pub raw: &'a [u8],
+    /// The field manager (`?fieldManager=` or the user agent's program).
+    pub field_manager: String,
+    /// Whether `?fieldManager=` was given (server-side apply needs it).
+    pub explicit_manager: bool,
+    /// `?force=true`.
+    pub force: bool,
 }
 
 /// Serves a request under `/apis/rbac.authorization.k8s.io/`; `None` for other paths.
@@ -1250,6 +1234,270 @@ pub fn handle(request: Request<'_>) -> Option<Result<(u16, Value), Failure>> {
         )));
     }
     Some(serve(request, kind))
+}
+
+/// The server-side-apply schema of the RBAC kinds: metadata as every kind's, and `rules`,
+/// `subjects` atomic (upstream marks them `+listType=atomic`), `roleRef` a struct.
+struct RbacSchema;
+
+impl crate::patch::Schema for RbacSchema {
+    fn field(&self, path: &[String]) -> crate::patch::FieldMeta {
+        if path.first().is_some_and(|p| p == "metadata") {
+            crate::patch::KindSchema(allot_store::Kind::Namespace).field(path)
+        } else {
+            crate::patch::FieldMeta::PLAIN
+        }
+    }
+}
+
+fn writer<'a>(request: &'a Request<'_>, now: &'a str) -> crate::apply::Writer<'a> {
+    crate::apply::Writer {
+        manager: &request.field_manager,
+        api_version: API_VERSION,
+        scope: crate::apply::Scope::Main,
+        now,
+    }
+}
+
+/// `group/version` of the served kinds.
+const API_VERSION: &str = "rbac.authorization.k8s.io/v1";
+
+fn set_managed_fields(json: &mut Value, entries: &[crate::apply::Entry]) {
+    if entries.is_empty() {
+        if let Some(m) = json["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+    } else {
+        json["metadata"]["managedFields"] = json!(crate::apply::entries_json(entries));
+    }
+}
+
+/// Creates an object from `body`; `entries` are the managed fields an apply computed (an
+/// `Update` entry for the request's manager otherwise).
+fn create(
+    request: &Request<'_>,
+    kind: RbacKind,
+    mut body: Value,
+    entries: Option<Vec<crate::apply::Entry>>,
+) -> Result<(u16, Value), Failure> {
+    let security = request.security;
+    let a = request.attributes;
+    let namespace = a.namespace.as_str();
+    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+        ] {
+            m.remove(f);
+        }
+    }
+    let (mut json, typed) = decode(kind, namespace, body)?;
+    let name = json
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if kind.namespaced() && !(request.namespace_exists)(namespace) {
+        return Err(status(
+            404,
+            "NotFound",
+            format!("namespaces {namespace:?} not found"),
+            json!({"name": namespace, "kind": "namespaces"}),
+        ));
+    }
+    let now = now_rfc3339();
+    let entries = entries.unwrap_or_else(|| {
+        crate::apply::record_update(None, &json, &writer(request, &now), &RbacSchema)
+    });
+    set_managed_fields(&mut json, &entries);
+    let key = (kind, namespace.to_string(), name.clone());
+    let exists = || {
+        status(
+            409,
+            "AlreadyExists",
+            format!("{} {name:?} already exists", qualified(kind)),
+            json!({"name": name, "group": GROUP, "kind": kind.plural()}),
+        )
+    };
+    {
+        let store = security
+            .rbac
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if store.objects.contains_key(&key) {
+            return Err(exists());
+        }
+        check_escalation(security, &store, a, kind, namespace, &name, &typed)?;
+    }
+    let mut store = security
+        .rbac
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if store.objects.contains_key(&key) {
+        return Err(exists());
+    }
+    if request.dry_run {
+        json["metadata"]["uid"] = json!(new_uid());
+        json["metadata"]["creationTimestamp"] = json!(now);
+        return Ok((201, json));
+    }
+    let saved = store.insert(kind, json, typed);
+    store
+        .save()
+        .map_err(|e| status(500, "InternalError", e.to_string(), Value::Null))?;
+    Ok((201, saved))
+}
+
+/// Replaces `current` with `new` (server metadata kept, `precondition` a resourceVersion that
+/// must match); `entries` are the managed fields an apply computed.
+fn replace(
+    request: &Request<'_>,
+    kind: RbacKind,
+    current: &Value,
+    mut new: Value,
+    precondition: Option<Value>,
+    entries: Option<Vec<crate::apply::Entry>>,
+) -> Result<(u16, Value), Failure> {
+    let security = request.security;
+    let a = request.attributes;
+    let namespace = a.namespace.as_str();
+    let key = (kind, namespace.to_string(), a.name.clone());
+    let body_name = new
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if body_name != a.name {
+        return Err(bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            a.name
+        )));
+    }
+    // Server-managed metadata comes from the stored object.
+    for field in ["uid", "creationTimestamp", "resourceVersion"] {
+        new["metadata"][field] = current["metadata"][field].clone();
+    }
+    let (mut json, typed) = decode(kind, namespace, new)?;
+    if let (Body::Binding { role_ref, .. }, Some(old_ref)) = (&typed, current.get("roleRef"))
+        && json!(role_ref) != *old_ref
+    {
+        return Err(invalid(
+            kind,
+            &a.name,
+            &[FieldError::invalid(
+                "roleRef",
+                BadValue::Raw(format!(
+                    "rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}",
+                    role_ref.api_group, role_ref.kind, role_ref.name
+                )),
+                "cannot change roleRef",
+            )],
+        ));
+    }
+    let now = now_rfc3339();
+    let entries = entries.unwrap_or_else(|| {
+        crate::apply::record_update(Some(current), &json, &writer(request, &now), &RbacSchema)
+    });
+    set_managed_fields(&mut json, &entries);
+    {
+        let store = security
+            .rbac
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        check_escalation(security, &store, a, kind, namespace, &a.name, &typed)?;
+    }
+    let mut store = security
+        .rbac
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let stored_rv = store
+        .objects
+        .get(&key)
+        .and_then(|e| e.json.pointer("/metadata/resourceVersion").cloned())
+        .ok_or_else(|| not_found(kind, &a.name))?;
+    if let Some(wanted) = precondition.filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+        && wanted != stored_rv
+    {
+        return Err(status(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} {:?}: the object has been modified; please apply your changes to the latest version and try again",
+                qualified(kind),
+                a.name
+            ),
+            json!({"name": a.name, "group": GROUP, "kind": kind.plural()}),
+        ));
+    }
+    if json == store.objects[&key].json || request.dry_run {
+        return Ok((200, json));
+    }
+    store.resource_version += 1;
+    json["metadata"]["resourceVersion"] = json!(store.resource_version.to_string());
+    store.objects.insert(
+        key,
+        Entry {
+            json: json.clone(),
+            body: typed,
+        },
+    );
+    store
+        .save()
+        .map_err(|e| status(500, "InternalError", e.to_string(), Value::Null))?;
+    Ok((200, json))
+}
+
+/// Server-side apply (`application/apply-patch+yaml`) with p5's engine: creates the object when
+/// missing, 409 on fields other managers own unless `force`.
+fn server_side_apply(
+    request: &Request<'_>,
+    kind: RbacKind,
+    current: Option<Value>,
+) -> Result<(u16, Value), Failure> {
+    if !request.explicit_manager {
+        return Err(status(
+            422,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            Value::Null,
+        ));
+    }
+    let text = std::str::from_utf8(request.raw)
+        .map_err(|_| bad_request("the request body is not UTF-8"))?;
+    let config: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(_) => {
+            let mut documents = allot_api::load::parse_str("request", text)
+                .map_err(|e| bad_request(e.to_string()))?;
+            if documents.len() != 1 {
+                return Err(bad_request("the request body must hold exactly one object"));
+            }
+            documents.remove(0).value
+        }
+    };
+    let body_name = config
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if body_name != request.attributes.name {
+        return Err(bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            request.attributes.name
+        )));
+    }
+    let now = now_rfc3339();
+    let w = writer(request, &now);
+    let (merged, entries) =
+        crate::apply::apply(current.as_ref(), &config, &w, request.force, &RbacSchema)
+            .map_err(|c| status(409, "Conflict", c.message(), json!({"causes": c.causes()})))?;
+    match current {
+        None => create(request, kind, merged, Some(entries)),
+        Some(current) => {
+            let precondition = config.pointer("/metadata/resourceVersion").cloned();
+            replace(request, kind, &current, merged, precondition, Some(entries))
+        }
+    }
 }
 
 fn serve(request: Request<'_>, kind: RbacKind) -> Result<(u16, Value), Failure> {
@@ -1304,76 +1552,8 @@ fn serve(request: Request<'_>, kind: RbacKind) -> Result<(u16, Value), Failure> 
             Value::Null,
         )),
         "create" => {
-            let body = request.body.unwrap_or(Value::Null);
-            let mut body = body;
-            if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-                for f in [
-                    "uid",
-                    "resourceVersion",
-                    "creationTimestamp",
-                    "deletionTimestamp",
-                ] {
-                    m.remove(f);
-                }
-            }
-            let (json, typed) = decode(kind, namespace, body)?;
-            let name = json
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if kind.namespaced() && !(request.namespace_exists)(namespace) {
-                return Err(status(
-                    404,
-                    "NotFound",
-                    format!("namespaces {namespace:?} not found"),
-                    json!({"name": namespace, "kind": "namespaces"}),
-                ));
-            }
-            let store = security
-                .rbac
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let key = (kind, namespace.to_string(), name.clone());
-            if store.objects.contains_key(&key) {
-                return Err(status(
-                    409,
-                    "AlreadyExists",
-                    format!("{} {name:?} already exists", qualified(kind)),
-                    json!({"name": name, "group": GROUP, "kind": kind.plural()}),
-                ));
-            }
-            drop(store);
-            {
-                let store = security
-                    .rbac
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                check_escalation(security, &store, a, kind, namespace, &name, &typed)?;
-            }
-            let mut store = security
-                .rbac
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if store.objects.contains_key(&key) {
-                return Err(status(
-                    409,
-                    "AlreadyExists",
-                    format!("{} {name:?} already exists", qualified(kind)),
-                    json!({"name": name, "group": GROUP, "kind": kind.plural()}),
-                ));
-            }
-            if request.dry_run {
-                let mut json = json;
-                json["metadata"]["uid"] = json!(new_uid());
-                json["metadata"]["creationTimestamp"] = json!(now_rfc3339());
-                return Ok((201, json));
-            }
-            let saved = store.insert(kind, json, typed);
-            store
-                .save()
-                .map_err(|e| status(500, "InternalError", e.to_string(), Value::Null))?;
-            Ok((201, saved))
+            let body = request.body.clone().unwrap_or(Value::Null);
+            create(&request, kind, body, None)
         }
         "update" | "patch" => {
             let current = {
@@ -1381,119 +1561,46 @@ fn serve(request: Request<'_>, kind: RbacKind) -> Result<(u16, Value), Failure> 
                     .rbac
                     .read()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                store
-                    .objects
-                    .get(&key)
-                    .map(|e| e.json.clone())
-                    .ok_or_else(|| not_found(kind, &a.name))?
+                store.objects.get(&key).map(|e| e.json.clone())
             };
-            let body = request.body.unwrap_or(Value::Null);
-            let (mut new, precondition) = if a.verb == "patch" {
-                let media = request
-                    .content_type
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim();
-                if !matches!(
-                    media,
-                    "application/merge-patch+json" | "application/strategic-merge-patch+json"
-                ) {
-                    return Err(status(
-                        415,
-                        "UnsupportedMediaType",
-                        format!(
-                            "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
-                        ),
-                        Value::Null,
-                    ));
+            let patch_type = (a.verb == "patch")
+                .then(|| crate::patch::PatchType::from_content_type(request.content_type))
+                .map(|t| {
+                    t.ok_or_else(|| {
+                        status(
+                            415,
+                            "UnsupportedMediaType",
+                            format!(
+                                "the body of the request was in an unknown format - accepted media types include: {}",
+                                crate::patch::ACCEPTED_PATCH_TYPES
+                            ),
+                            Value::Null,
+                        )
+                    })
+                })
+                .transpose()?;
+            if patch_type == Some(crate::patch::PatchType::Apply) {
+                return server_side_apply(&request, kind, current);
+            }
+            let current = current.ok_or_else(|| not_found(kind, &a.name))?;
+            let (new, precondition) = match patch_type {
+                Some(t) => {
+                    let patched = crate::patch::patch_object(t, &current, request.raw, &RbacSchema)
+                        .map_err(|e| {
+                            let code = if e.malformed { 400 } else { 422 };
+                            let reason = if e.malformed { "BadRequest" } else { "Invalid" };
+                            status(code, reason, e.message, Value::Null)
+                        })?;
+                    let patch: Value = serde_json::from_slice(request.raw).unwrap_or(Value::Null);
+                    (patched, patch.pointer("/metadata/resourceVersion").cloned())
                 }
-                let precondition = body.pointer("/metadata/resourceVersion").cloned();
-                let mut merged = current.clone();
-                merge(&mut merged, &body);
-                (merged, precondition)
-            } else {
-                let precondition = body.pointer("/metadata/resourceVersion").cloned();
-                (body, precondition)
+                None => {
+                    let body = request.body.clone().unwrap_or(Value::Null);
+                    let precondition = body.pointer("/metadata/resourceVersion").cloned();
+                    (body, precondition)
+                }
             };
-            let body_name = new
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if body_name != a.name {
-                return Err(bad_request(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({})",
-                    a.name
-                )));
-            }
-            // Server-managed metadata comes from the stored object.
-            for field in ["uid", "creationTimestamp", "resourceVersion"] {
-                new["metadata"][field] = current["metadata"][field].clone();
-            }
-            let (mut json, typed) = decode(kind, namespace, new)?;
-            if let (Body::Binding { role_ref, .. }, Some(old_ref)) =
-                (&typed, current.get("roleRef"))
-                && json!(role_ref) != *old_ref
-            {
-                return Err(invalid(
-                    kind,
-                    &a.name,
-                    &[FieldError::invalid(
-                        "roleRef",
-                        BadValue::Raw(format!(
-                            "rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}",
-                            role_ref.api_group, role_ref.kind, role_ref.name
-                        )),
-                        "cannot change roleRef",
-                    )],
-                ));
-            }
-            {
-                let store = security
-                    .rbac
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                check_escalation(security, &store, a, kind, namespace, &a.name, &typed)?;
-            }
-            let mut store = security
-                .rbac
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let stored_rv = store
-                .objects
-                .get(&key)
-                .and_then(|e| e.json.pointer("/metadata/resourceVersion").cloned())
-                .ok_or_else(|| not_found(kind, &a.name))?;
-            if let Some(wanted) = precondition.filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-                && wanted != stored_rv
-            {
-                return Err(status(
-                    409,
-                    "Conflict",
-                    format!(
-                        "Operation cannot be fulfilled on {} {:?}: the object has been modified; please apply your changes to the latest version and try again",
-                        qualified(kind),
-                        a.name
-                    ),
-                    json!({"name": a.name, "group": GROUP, "kind": kind.plural()}),
-                ));
-            }
-            if json == store.objects[&key].json || request.dry_run {
-                return Ok((200, json));
-            }
-            store.resource_version += 1;
-            json["metadata"]["resourceVersion"] = json!(store.resource_version.to_string());
-            store.objects.insert(
-                key,
-                Entry {
-                    json: json.clone(),
-                    body: typed,
-                },
-            );
-            store
-                .save()
-                .map_err(|e| status(500, "InternalError", e.to_string(), Value::Null))?;
-            Ok((200, json))
+            replace(&request, kind, &current, new, precondition, None)
         }
         "delete" => {
             let mut store = security

@@ -653,13 +653,20 @@ fn rbac_request(
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
     };
-    let body = if bytes.is_empty() {
+    let body = if bytes.is_empty() || parts.method == Method::PATCH {
         None
     } else {
         match parse_body(bytes) {
             Ok(value) => Some(value),
             Err(err) => return Some(err.into_response()),
         }
+    };
+    let options = match crate::apply::WriteOptions::parse(
+        |k| query_get(query, k),
+        header_text(header::USER_AGENT),
+    ) {
+        Ok(options) => options,
+        Err(message) => return Some(ApiError::bad_request(message).into_response()),
     };
     let namespace_exists = |name: &str| {
         shared
@@ -677,6 +684,10 @@ fn rbac_request(
         table: wants_table(header_text(header::ACCEPT)),
         dry_run: query_get(query, "dryRun") == "All",
         namespace_exists: &namespace_exists,
+        raw: bytes,
+        field_manager: options.field_manager,
+        explicit_manager: options.explicit_manager,
+        force: options.force,
     })?;
     let (code, value) = result.unwrap_or_else(|failure| failure);
     Some(json_response(

@@ -767,3 +767,102 @@ fn kubectl_generators_access_reviews_and_impersonation() {
     );
     assert_eq!(code, 403, "bob may not review others");
 }
+
+#[test]
+fn rbac_objects_take_client_and_server_side_apply() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl, true);
+    let file = dir.path().join("role.yaml");
+    let role = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: claims\n  namespace: default\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims]\n  verbs: [{verbs}]\n"
+        )
+    };
+    let path = file.to_str().unwrap_or_default();
+    let verbs = || {
+        serve.ok(
+            None,
+            &["get", "role", "claims", "-o", "jsonpath={.rules[0].verbs}"],
+        )
+    };
+    std::fs::write(&file, role("get")).expect("writes");
+    serve.ok(None, &["apply", "-f", path]);
+    std::fs::write(&file, role("get, list")).expect("writes");
+    let out = serve.ok(None, &["apply", "-f", path]);
+    assert!(out.contains("configured"), "{out}");
+    assert_eq!(verbs(), "[\"get\",\"list\"]");
+    // Server-side apply by another manager conflicts on the atomic rules list, then wins.
+    std::fs::write(&file, role("get, list, watch")).expect("writes");
+    let err = serve.fails(
+        None,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "-f",
+            path,
+        ],
+    );
+    assert!(
+        err.contains("Apply failed with") && err.contains(".rules"),
+        "{err}"
+    );
+    serve.ok(
+        None,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            path,
+        ],
+    );
+    assert_eq!(verbs(), "[\"get\",\"list\",\"watch\"]");
+    let managers = serve.ok(
+        None,
+        &[
+            "get",
+            "role",
+            "claims",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ],
+    );
+    assert!(managers.contains("other"), "{managers}");
+    // JSON patch; the escalation check still applies to every write path.
+    serve.ok(
+        None,
+        &[
+            "patch",
+            "role",
+            "claims",
+            "--type=json",
+            "-p",
+            "[{\"op\":\"add\",\"path\":\"/rules/0/verbs/-\",\"value\":\"delete\"}]",
+        ],
+    );
+    assert_eq!(verbs(), "[\"get\",\"list\",\"watch\",\"delete\"]");
+    serve.create(
+        None,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: role-editor\n  namespace: default\nrules:\n- apiGroups: [rbac.authorization.k8s.io]\n  resources: [roles]\n  verbs: [get, patch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: bob-role-editor\n  namespace: default\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: Role\n  name: role-editor\n  apiGroup: rbac.authorization.k8s.io\n",
+    );
+    let err = serve.fails(
+        Some("bob-token"),
+        &[
+            "patch",
+            "role",
+            "role-editor",
+            "--type=merge",
+            "-p",
+            "{\"rules\":[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]}",
+        ],
+    );
+    assert!(
+        err.contains("is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+}
