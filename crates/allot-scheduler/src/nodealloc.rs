@@ -15,7 +15,9 @@ use allot_api::resource::v1::{
 };
 
 use crate::filters::selector_matches;
-use crate::resources::{DraFootprint, Resources, pod_level_supported, pod_requests_with};
+use crate::resources::{
+    DraFootprint, Resources, aggregate_hugepage_limits, pod_level_supported, pod_requests_with,
+};
 
 /// One claim of the pod as `status.nodeAllocatableResourceClaimStatuses` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -296,6 +298,17 @@ fn pod_level_shortfall(pod: &Pod, statuses: &[ClaimStatus], dra: &DraFootprint) 
         }
     }
     if !pod_level.limits.is_empty() {
+        let hugepages = aggregate_hugepage_limits(pod, dra);
+        for (name, aggregated) in &hugepages.scalar {
+            let Some(pod_limit) = pod_level.limits.get(name) else {
+                continue;
+            };
+            if *aggregated > pod_limit.value() {
+                return Some(format!(
+                    "pod level limit for {name} is insufficient to cover the aggregated container and node-allocatable DRA limits"
+                ));
+            }
+        }
         for container in &pod.spec.containers {
             let Some(resources) = &container.resources else {
                 continue;
@@ -562,5 +575,49 @@ spec:
                 "pod level limit for cpu is insufficient to cover the limit and DRA overhead for container a"
             ]
         );
+    }
+
+    #[test]
+    fn pod_level_hugepage_limits_must_cover_the_claims_hugepages() {
+        let (mut slices, mut pod, node) = setup();
+        let device = &mut slices[0].spec.devices[1];
+        device.node_allocatable_resources.remove("cpu");
+        let mut hugepages = device.node_allocatable_resources["memory"].clone();
+        hugepages.overhead = Some(allot_api::resource::v1::NodeAllocatableOverhead {
+            per_pod: Some(Quantity::parse("2Mi").unwrap()),
+            per_container: None,
+        });
+        device
+            .node_allocatable_resources
+            .insert("hugepages-2Mi".into(), hugepages);
+        device.node_allocatable_resources.remove("memory");
+        let xpu = allocation(&[("xpu", None)]);
+        let claims = [AllocatedClaim {
+            entry: Some("x"),
+            name: "x",
+            allocation: &xpu,
+        }];
+        let statuses = claim_statuses(&pod, &claims, &slices, &node).unwrap();
+        pod.spec.containers[0].resources.as_mut().unwrap().limits =
+            [("hugepages-2Mi".to_string(), Quantity::parse("4Mi").unwrap())].into();
+        pod.spec.resources = Some(allot_api::core::v1::ResourceRequirements {
+            limits: [("hugepages-2Mi".to_string(), Quantity::parse("4Mi").unwrap())].into(),
+            ..Default::default()
+        });
+        let big = Resources {
+            milli_cpu: 100_000,
+            memory: 100 << 30,
+            scalar: [("hugepages-2Mi".to_string(), 1 << 30)].into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            fit_reasons(&pod, &statuses, &big, &Resources::default()),
+            vec![
+                "pod level limit for hugepages-2Mi is insufficient to cover the aggregated container and node-allocatable DRA limits"
+            ]
+        );
+        pod.spec.resources.as_mut().unwrap().limits =
+            [("hugepages-2Mi".to_string(), Quantity::parse("6Mi").unwrap())].into();
+        assert!(fit_reasons(&pod, &statuses, &big, &Resources::default()).is_empty());
     }
 }

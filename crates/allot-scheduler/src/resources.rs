@@ -254,8 +254,43 @@ pub fn pod_requests_with(pod: &Pod, dra: &DraFootprint, skip_pod_level: bool) ->
 /// Upstream `AggregateContainerRequests`: containers, sidecars and init phases with their DRA
 /// per-container charges, plus the pod-fixed DRA charge.
 fn aggregate_container_requests(pod: &Pod, dra: &DraFootprint) -> Resources {
+    aggregate(pod, dra, &container_requests)
+}
+
+/// Upstream `AggregateContainerLimits` for hugepages, the one kind of resource whose DRA
+/// charges always count as limits: the containers' hugepage limits aggregated like requests,
+/// plus the claims' hugepages.
+pub fn aggregate_hugepage_limits(pod: &Pod, dra: &DraFootprint) -> Resources {
+    let hugepages = |r: &Resources| {
+        let mut out = Resources::default();
+        for (name, value) in r.scalar.iter().filter(|(n, _)| n.starts_with("hugepages-")) {
+            out.scalar.insert(name.clone(), *value);
+        }
+        out
+    };
+    let dra = DraFootprint {
+        pod_fixed: hugepages(&dra.pod_fixed),
+        per_container: dra
+            .per_container
+            .iter()
+            .map(|(c, r)| (c.clone(), hugepages(r)))
+            .collect(),
+    };
+    let limits = |container: &Container| {
+        container
+            .resources
+            .as_ref()
+            .map(|r| hugepages(&Resources::from_list(&r.limits)))
+            .unwrap_or_default()
+    };
+    aggregate(pod, &dra, &limits)
+}
+
+/// Sums what `read` gives per container as the sidecar KEP says (regular containers and
+/// sidecars together, the largest init phase), with DRA charges.
+fn aggregate(pod: &Pod, dra: &DraFootprint, read: &dyn Fn(&Container) -> Resources) -> Resources {
     let with_dra = |container: &Container| {
-        let mut r = container_requests(container);
+        let mut r = read(container);
         if let Some(extra) = dra.per_container.get(&container.name) {
             r.add(extra);
         }
