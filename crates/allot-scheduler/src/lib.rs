@@ -133,6 +133,23 @@ impl Extras<'_> {
             .is_some_and(|p| p.delegated(allocatable, resource))
     }
 
+    /// A lower bound of the devices the special claim needs on a node: the pod's effective
+    /// request of each resource DRA serves there (the claim's requests add up to at least
+    /// that, init containers' reuse included).
+    fn extended_devices(
+        &self,
+        allocatable: &resources::Resources,
+        request: &resources::Resources,
+    ) -> usize {
+        self.extended.as_ref().map_or(0, |plan| {
+            plan.classes
+                .keys()
+                .filter(|r| plan.delegated(allocatable, r))
+                .map(|r| usize::try_from(request.get(r)).unwrap_or(0))
+                .sum()
+        })
+    }
+
     /// Whether the DRA plugin has work on every node even without claims to allocate.
     fn needed(&self) -> bool {
         self.extended.is_some()
@@ -810,7 +827,7 @@ impl Scheduler {
         let mut processed = 0usize;
         let mut chosen: Option<(usize, Vec<AllocationResult>)> = None;
         let mut first_batch = true;
-        let check_dra_bound = !to_allocate.is_empty();
+        let check_dra_bound = !to_allocate.is_empty() || extras.extended.is_some();
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
             // (slot, rank in name order)
@@ -868,7 +885,7 @@ impl Scheduler {
                 }
                 if check_dra_bound
                     && let Some(free) = self.cache.free_devices(index)
-                    && free < needed_devices
+                    && free < needed_devices + extras.extended_devices(&state.allocatable, &request)
                 {
                     *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
                     let name = state.name.as_str();
