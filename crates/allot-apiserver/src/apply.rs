@@ -61,6 +61,18 @@ impl FieldSet {
         cur.member
     }
 
+    /// Whether the path, or any path below it, is in the set.
+    pub fn owns_at_or_below(&self, path: &[String]) -> bool {
+        let mut cur = self;
+        for element in path {
+            match cur.children.get(element) {
+                Some(next) => cur = next,
+                None => return false,
+            }
+        }
+        !cur.is_empty()
+    }
+
     /// Every member path, parents before children.
     pub fn paths(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
@@ -617,6 +629,41 @@ impl Writer<'_> {
     }
 }
 
+/// What a request says about `managedFields` (for writes that are not applies).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Requested {
+    /// Nothing usable: start from the stored object's entries.
+    Stored,
+    /// `[{}]`: clear them.
+    Reset,
+    /// Entries the client set: start from these.
+    Entries(Vec<Entry>),
+}
+
+/// Reads the `metadata.managedFields` a client sent (`value` is that field, `Null` when
+/// absent). As upstream: a single empty entry resets; valid non-empty entries replace the stored
+/// ones (except on a subresource); anything else keeps the stored ones.
+pub fn requested(value: &Value, subresource: bool) -> Requested {
+    let Some(items) = value.as_array() else {
+        return Requested::Stored;
+    };
+    if let [only] = items.as_slice()
+        && only.as_object().is_some_and(Map::is_empty)
+    {
+        return Requested::Reset;
+    }
+    if subresource || items.is_empty() {
+        return Requested::Stored;
+    }
+    let entries: Option<Vec<Entry>> = items.iter().map(Entry::from_json).collect();
+    match entries {
+        Some(entries) if entries.iter().all(|e| !e.manager.is_empty()) => {
+            Requested::Entries(entries)
+        }
+        _ => Requested::Stored,
+    }
+}
+
 /// Records an `Update` (create, update or non-apply patch) from `old` (`None` for a create) to
 /// `new`: returns the new `managedFields` entries.
 pub fn record_update(
@@ -625,9 +672,25 @@ pub fn record_update(
     writer: &Writer,
     schema: &dyn Schema,
 ) -> Vec<Entry> {
+    record_update_from(
+        old,
+        old.map(entries_of).unwrap_or_default(),
+        new,
+        writer,
+        schema,
+    )
+}
+
+/// [`record_update`] starting from given entries instead of the stored object's.
+pub fn record_update_from(
+    old: Option<&Value>,
+    mut entries: Vec<Entry>,
+    new: &Value,
+    writer: &Writer,
+    schema: &dyn Schema,
+) -> Vec<Entry> {
     let empty = json!({});
     let old_value = old.unwrap_or(&empty);
-    let mut entries = old.map(entries_of).unwrap_or_default();
     let comparison = compare(old_value, new, writer.scope, schema);
     for entry in &mut entries {
         entry.fields.remove_subtrees(&comparison.removed);
@@ -770,14 +833,16 @@ pub fn apply(
         .find(|e| writer.is_mine(e, "Apply"))
         .map(|e| e.fields.clone())
         .unwrap_or_default();
+    // A node stays while anyone (this apply included) owns it or anything below it, as
+    // structured-merge-diff's prune adds back owned items and their parents.
     let mut dropped: Vec<Vec<String>> = previous
         .paths()
         .into_iter()
-        .filter(|p| !applied.contains(p))
+        .filter(|p| !applied.owns_at_or_below(p))
         .filter(|p| {
             !entries
                 .iter()
-                .any(|e| !writer.is_mine(e, "Apply") && e.fields.contains(p))
+                .any(|e| !writer.is_mine(e, "Apply") && e.fields.owns_at_or_below(p))
         })
         .collect();
     dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
@@ -1263,6 +1328,56 @@ mod tests {
             v,
             json!({"spec": {"devices": [{"name": "a"}], "attributes": {"dra.example.com/model": {}}}})
         );
+    }
+
+    #[test]
+    fn clients_may_replace_or_reset_managed_fields() {
+        let schema = KindSchema(Kind::Pod);
+        assert_eq!(requested(&Value::Null, false), Requested::Stored);
+        assert_eq!(requested(&json!([]), false), Requested::Stored);
+        assert_eq!(requested(&json!([{}]), false), Requested::Reset);
+        assert_eq!(
+            requested(&json!([{"manager": 1}]), false),
+            Requested::Stored
+        );
+        let mine = record_update(None, &pod("a:1"), &writer("someone"), &schema);
+        let sent = Value::Array(entries_json(&mine));
+        assert_eq!(requested(&sent, false), Requested::Entries(mine.clone()));
+        assert_eq!(requested(&sent, true), Requested::Stored);
+        // Starting from the sent entries, an Update adds the writer's own.
+        let entries = record_update_from(
+            Some(&pod("a:1")),
+            mine,
+            &pod("a:2"),
+            &writer("editor"),
+            &schema,
+        );
+        let managers: Vec<&str> = entries.iter().map(|e| e.manager.as_str()).collect();
+        assert_eq!(managers, ["someone", "editor"]);
+    }
+
+    #[test]
+    fn owning_a_map_node_itself_does_not_prune_its_applied_children() {
+        // After a client-side apply is taken over, the applier's previous set holds the labels
+        // map itself (`.`); applying the labels again must keep them.
+        let schema = KindSchema(Kind::Pod);
+        let (first, _) =
+            apply(None, &pod("a:1"), &writer("kubectl"), false, &schema).expect("apply");
+        let mut previous = fields_of(&pod("a:1"), Scope::MainWithoutStatus, &schema);
+        previous.insert(&["f:metadata".to_string(), "f:labels".to_string()]);
+        let mut live = first;
+        live["metadata"]["managedFields"] = json!([Entry {
+            manager: "kubectl".into(),
+            operation: "Apply".into(),
+            api_version: "v1".into(),
+            time: String::new(),
+            subresource: String::new(),
+            fields: previous,
+        }
+        .to_json()]);
+        let (merged, _) =
+            apply(Some(&live), &pod("a:1"), &writer("kubectl"), false, &schema).expect("apply");
+        assert_eq!(merged["metadata"]["labels"], json!({"app": "web"}));
     }
 
     #[test]

@@ -1165,10 +1165,12 @@ fn scope(target: &Target) -> crate::apply::Scope {
 fn manage_fields(
     target: &Target,
     old: Option<&Value>,
+    requested: &Value,
     object: &mut Stored,
     entries: Option<Vec<crate::apply::Entry>>,
     now: &str,
 ) {
+    use crate::apply::Requested;
     let entries = entries.unwrap_or_else(|| {
         let api_version = target.info.group_version();
         let writer = crate::apply::Writer {
@@ -1178,7 +1180,14 @@ fn manage_fields(
             now,
         };
         let schema = crate::patch::KindSchema(target.info.kind);
-        crate::apply::record_update(old, &render(target.info, object), &writer, &schema)
+        let new = render(target.info, object);
+        match crate::apply::requested(requested, target.status) {
+            Requested::Reset => Vec::new(),
+            Requested::Entries(base) => {
+                crate::apply::record_update_from(old, base, &new, &writer, &schema)
+            }
+            Requested::Stored => crate::apply::record_update(old, &new, &writer, &schema),
+        }
     });
     object.meta_mut().managed_fields = crate::apply::entries_json(&entries);
 }
@@ -1210,9 +1219,13 @@ fn create_value(
     if target.info.kind == Kind::Namespace {
         crate::namespace::prepare_create(&mut value);
     }
+    let requested = value
+        .pointer("/metadata/managedFields")
+        .cloned()
+        .unwrap_or(Value::Null);
     let mut object = admit(target, value)?;
     let now = now_rfc3339();
-    manage_fields(target, None, &mut object, entries, &now);
+    manage_fields(target, None, &requested, &mut object, entries, &now);
     if target.info.kind.namespaced() {
         let namespace = object.meta().namespace.clone();
         let (exists, terminating) = {
@@ -1289,6 +1302,10 @@ fn replace_with(
             .map(|o| render(info, o))
             .ok_or_else(|| ApiError::not_found(info, name))?;
         let (mut value, entries) = make(&current)?;
+        let requested = value
+            .pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Null);
         let body_name = value
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -1375,7 +1392,14 @@ fn replace_with(
             }
         }
         let mut object = object;
-        manage_fields(target, Some(&current), &mut object, entries, &now);
+        manage_fields(
+            target,
+            Some(&current),
+            &requested,
+            &mut object,
+            entries,
+            &now,
+        );
         object.meta_mut().resource_version = value_rv(&value, target, &current);
         let mut updated =
             storage::update_stored(store, object).map_err(|e| store_error(info, e))?;

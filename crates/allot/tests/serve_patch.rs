@@ -241,6 +241,34 @@ fn client_side_apply_and_every_patch_type() {
             .is_some(),
         "{entry}"
     );
+    // A client may replace managedFields (here: keep only kubectl-label's entry) or reset them
+    // with a single empty entry.
+    let label_only = serde_json::json!([entry]);
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "--type=json",
+        "-p",
+        &serde_json::json!([{"op": "replace", "path": "/metadata/managedFields", "value": label_only}])
+            .to_string(),
+    ]);
+    let pod = serve.json(&["get", "pod", "web", "--show-managed-fields"]);
+    assert_eq!(
+        managers(&pod),
+        [("kubectl-label".to_string(), "Update".to_string())],
+        "{pod}"
+    );
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"managedFields":[{}]}}"#,
+    ]);
+    let pod = serve.json(&["get", "pod", "web", "--show-managed-fields"]);
+    assert!(pod["metadata"].get("managedFields").is_none(), "{pod}");
     // Applying the same file again changes nothing.
     let out = serve.ok(&["apply", "-f", &v2]);
     assert!(out.contains("pod/web unchanged"), "{out}");
