@@ -39,6 +39,11 @@ pub fn prepare_create(value: &mut Value) {
     map.insert("status".into(), json!({"phase": "Active"}));
 }
 
+/// The namespaces upstream's NamespaceLifecycle admission never lets go.
+pub fn is_protected(name: &str) -> bool {
+    matches!(name, "default" | "kube-system" | "kube-public")
+}
+
 /// Whether the namespace is being deleted.
 pub fn is_terminating(store: &Store, name: &str) -> bool {
     store

@@ -1609,6 +1609,15 @@ fn delete(
                 return Err(err);
             }
         }
+        if current.kind() == Kind::Namespace && crate::namespace::is_protected(name) {
+            let mut err = ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            );
+            err.details = json!({"name": name, "kind": "namespaces"});
+            return Err(err);
+        }
         if current.kind() == Kind::Namespace
             && let Some(marked) = crate::namespace::mark_terminating(&current, &now_rfc3339())
                 .map_err(ApiError::internal)?

@@ -731,6 +731,11 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
     let Some((_dir, serve)) = start() else {
         return;
     };
+    let err = serve.fails(&["delete", "namespace", "default"]);
+    assert!(
+        err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"),
+        "{err}"
+    );
     serve.ok(&["create", "namespace", "team"]);
     let ns = serve.json(&["get", "namespace", "team"]);
     assert_eq!(
