@@ -109,7 +109,7 @@ impl Feed {
 /// The etcd backend of one server.
 pub struct EtcdBackend {
     /// Runs the etcd client, the watch and the leader election, apart from the HTTP runtime.
-    runtime: tokio::runtime::Runtime,
+    runtime: OwnRuntime,
     client: Client,
     endpoints: String,
     prefix: String,
@@ -195,12 +195,14 @@ impl EtcdBackend {
             endpoints: endpoints.clone(),
             message,
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("allot-etcd")
-            .enable_all()
-            .build()
-            .map_err(|e| etcd_error(format!("cannot start the etcd client runtime: {e}")))?;
+        let runtime = OwnRuntime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("allot-etcd")
+                .enable_all()
+                .build()
+                .map_err(|e| etcd_error(format!("cannot start the etcd client runtime: {e}")))?,
+        ));
         let prefix = options.prefix.trim_end_matches('/').to_string();
         let guard_key = format!("{prefix}/allot.dev/revision");
         let connect = Client::connect(
@@ -460,6 +462,28 @@ struct Op {
     key: ObjectKey,
     object: Stored,
     previous_rv: String,
+}
+
+/// The backend's own tokio runtime. Dropping a runtime waits for its blocking threads, which
+/// tokio forbids inside another runtime (where a server that failed to start drops it), so this
+/// one shuts down in the background.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl std::ops::Deref for OwnRuntime {
+    type Target = tokio::runtime::Runtime;
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only on drop"))
+    }
+}
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// Runs a future on the backend's runtime from synchronous code, inside the HTTP runtime or not.

@@ -210,3 +210,21 @@ fn one_leader_at_a_time_and_a_standby_takes_over() {
         stopped.elapsed()
     );
 }
+
+#[test]
+fn an_unreachable_etcd_is_an_error_even_inside_the_server_runtime() {
+    let port = etcd::free_port();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // Server::bind opens the storage inside the HTTP runtime: the failed backend's own
+    // runtime must not be dropped there with a panic.
+    let result = runtime.block_on(async {
+        EtcdBackend::open(&options(&format!("http://127.0.0.1:{port}"), "x")).map(|_| ())
+    });
+    match result {
+        Err(Error::Etcd { endpoints, .. }) => assert!(endpoints.contains(&port.to_string())),
+        other => panic!("expected an etcd error, got {other:?}"),
+    }
+}
