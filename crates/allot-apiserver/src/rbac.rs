@@ -202,6 +202,8 @@ pub struct RbacStore {
     path: PathBuf,
     objects: BTreeMap<Key, Entry>,
     resource_version: u64,
+    /// Announces the resourceVersion after every saved change (watches wait on it).
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 /// Writes `text` to `path` atomically (temp file, fsync, rename, fsync of the directory) with
@@ -699,6 +701,7 @@ impl RbacStore {
             path: path.to_path_buf(),
             objects: BTreeMap::new(),
             resource_version: 0,
+            changed: tokio::sync::watch::channel(0).0,
         };
         match std::fs::read_to_string(path) {
             Ok(text) => {
@@ -777,7 +780,9 @@ impl RbacStore {
         let items: Vec<&Value> = self.objects.values().map(|e| &e.json).collect();
         let file = json!({"resourceVersion": self.resource_version.to_string(), "items": items});
         let text = serde_json::to_string_pretty(&file).unwrap_or_default();
-        write_private(&self.path, &text)
+        write_private(&self.path, &text)?;
+        self.changed.send_replace(self.resource_version);
+        Ok(())
     }
 
     /// Stores a decoded object as new (uid, creation time, resourceVersion).
@@ -1058,6 +1063,15 @@ fn check_escalation(
 }
 
 fn table(kind: RbacKind, items: &[Value], resource_version: &str) -> Value {
+    table_with(kind, items, resource_version, true)
+}
+
+fn table_with(
+    kind: RbacKind,
+    items: &[Value],
+    resource_version: &str,
+    with_columns: bool,
+) -> Value {
     let now = chrono::Utc::now();
     let age = |item: &Value| {
         item.pointer("/metadata/creationTimestamp")
@@ -1105,6 +1119,7 @@ fn table(kind: RbacKind, items: &[Value], resource_version: &str) -> Value {
                 .collect(),
         )
     };
+    let columns = if with_columns { columns } else { Vec::new() };
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
            "columnDefinitions": columns, "rows": rows})
 }
@@ -1115,7 +1130,7 @@ pub fn api_resource_list() -> Value {
         .iter()
         .map(|k| {
             json!({"name": k.plural(), "singularName": k.singular(), "namespaced": k.namespaced(),
-                   "kind": k.name(), "verbs": ["create", "delete", "get", "list", "patch", "update"]})
+                   "kind": k.name(), "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
         })
         .collect();
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{GROUP}/{VERSION}"), "resources": resources})
@@ -1172,6 +1187,239 @@ pub fn api_group() -> Value {
     json!({"name": GROUP, "versions": [gv.clone()], "preferredVersion": gv})
 }
 
+/// The label and field selectors of a list or watch.
+struct Filter {
+    namespace: String,
+    labels: crate::selector::Selector,
+    fields: crate::selector::Selector,
+}
+
+impl Filter {
+    fn new(namespace: &str, query: &[(String, String)]) -> Result<Filter, Failure> {
+        let get = |key: &str| {
+            query
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map_or("", |(_, v)| v.as_str())
+        };
+        Ok(Filter {
+            namespace: namespace.to_string(),
+            labels: crate::selector::Selector::parse_labels(get("labelSelector"))
+                .map_err(bad_request)?,
+            fields: crate::selector::Selector::parse_fields(get("fieldSelector"))
+                .map_err(bad_request)?,
+        })
+    }
+
+    fn matches(&self, object: &Value) -> bool {
+        let labels: BTreeMap<String, String> = object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (self.namespace.is_empty()
+            || object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                == Some(self.namespace.as_str()))
+            && self.labels.matches_labels(&labels)
+            && (self.fields.requirements.is_empty() || self.fields.matches_fields(object))
+    }
+}
+
+/// A watch of one RBAC kind: the current objects as ADDED (without a resourceVersion or with
+/// "0"), then ADDED/MODIFIED/DELETED as saved changes show them (snapshots compared by
+/// resourceVersion), BOOKMARKs when asked for, until `timeoutSeconds`. The objects keep no
+/// history, so a watch from an older resourceVersion gets 410 Gone (the client lists again).
+pub fn watch(
+    security: std::sync::Arc<Security>,
+    attributes: &Attributes,
+    query: &[(String, String)],
+    table_output: bool,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let respond = |(code, value): Failure| {
+        let code = axum::http::StatusCode::from_u16(code)
+            .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        (
+            code,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            serde_json::to_vec(&value).unwrap_or_default(),
+        )
+            .into_response()
+    };
+    let Some(kind) = RbacKind::of_plural(&attributes.resource)
+        .filter(|_| attributes.api_version == VERSION && attributes.subresource.is_empty())
+    else {
+        return respond(status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+            Value::Null,
+        ));
+    };
+    let filter = match Filter::new(&attributes.namespace, query) {
+        Ok(filter) => filter,
+        Err(failure) => return respond(failure),
+    };
+    let get = |key: &str| {
+        query
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let requested = get("resourceVersion");
+    let bookmarks = matches!(get("allowWatchBookmarks").as_str(), "true" | "1");
+    let initial = matches!(get("sendInitialEvents").as_str(), "true" | "1");
+    let timeout = get("timeoutSeconds")
+        .parse::<u64>()
+        .ok()
+        .map(std::time::Duration::from_secs);
+    let snapshot = move |store: &RbacStore| -> BTreeMap<Key, Value> {
+        store
+            .objects
+            .iter()
+            .filter(|(k, e)| k.0 == kind && filter.matches(&e.json))
+            .map(|(k, e)| (k.clone(), e.json.clone()))
+            .collect()
+    };
+    let (mut changed, mut seen, current) = {
+        let store = security
+            .rbac
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (
+            store.changed.subscribe(),
+            snapshot(&store),
+            store.resource_version,
+        )
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(64);
+    let mut first = true;
+    let mut encode = move |event: &str, object: Value, rv: u64| {
+        let object = if table_output && event != "BOOKMARK" && event != "ERROR" {
+            let t = table_with(kind, &[object], &rv.to_string(), first);
+            first = false;
+            t
+        } else {
+            object
+        };
+        let mut line =
+            serde_json::to_string(&json!({"type": event, "object": object})).unwrap_or_default();
+        line.push('\n');
+        line
+    };
+    let bookmark = move |rv: u64| json!({"kind": kind.name(), "apiVersion": API_VERSION, "metadata": {"resourceVersion": rv.to_string()}});
+    tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let from_now = requested.is_empty() || requested == "0" || initial;
+        if from_now {
+            for object in seen.values() {
+                lines.push(encode("ADDED", object.clone(), current));
+            }
+            if initial && bookmarks {
+                let mut b = bookmark(current);
+                b["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+                lines.push(encode("BOOKMARK", b, current));
+            }
+        } else if requested.parse::<u64>().ok() != Some(current) {
+            let (_, gone) = status(
+                410,
+                "Expired",
+                format!("too old resource version: {requested} ({current})"),
+                Value::Null,
+            );
+            let _ = tx.send(Ok(encode("ERROR", gone, current))).await;
+            return;
+        }
+        for line in lines {
+            if tx.send(Ok(line)).await.is_err() {
+                return;
+            }
+        }
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut last_rv = current;
+        loop {
+            let until_deadline = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                result = changed.changed() => {
+                    if result.is_err() {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {
+                    if bookmarks && tx.send(Ok(encode("BOOKMARK", bookmark(last_rv), last_rv))).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                () = until_deadline => return,
+                () = tx.closed() => return,
+            }
+            let (now, rv) = {
+                let store = security
+                    .rbac
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                (snapshot(&store), store.resource_version)
+            };
+            let mut events = Vec::new();
+            for (key, object) in &now {
+                match seen.get(key) {
+                    None => events.push(encode("ADDED", object.clone(), rv)),
+                    Some(old)
+                        if old.pointer("/metadata/resourceVersion")
+                            != object.pointer("/metadata/resourceVersion") =>
+                    {
+                        events.push(encode("MODIFIED", object.clone(), rv));
+                    }
+                    Some(_) => {}
+                }
+            }
+            for (key, object) in &seen {
+                if !now.contains_key(key) {
+                    let mut gone = object.clone();
+                    gone["metadata"]["resourceVersion"] = json!(rv.to_string());
+                    events.push(encode("DELETED", gone, rv));
+                }
+            }
+            seen = now;
+            last_rv = rv;
+            for line in events {
+                if tx.send(Ok(line)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    axum::response::Response::builder()
+        .status(axum::http::StatusCode::OK)
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_else(|_| {
+            respond(status(
+                500,
+                "InternalError",
+                "cannot build the watch response",
+                Value::Null,
+            ))
+        })
+}
+
 /// One RBAC request (already authenticated and authorized for its verb).
 pub struct Request<'a> {
     /// The server's security state.
@@ -1192,6 +1440,8 @@ pub struct Request<'a> {
     pub namespace_exists: &'a dyn Fn(&str) -> bool,
     /// The body as sent (patches are applied to it).
     pub raw: &'a [u8],
+    /// The query (label and field selectors of lists).
+    pub query: &'a [(String, String)],
     /// The field manager (`?fieldManager=` or the user agent's program).
     pub field_manager: String,
     /// Whether `?fieldManager=` was given (server-side apply needs it).
@@ -1529,7 +1779,9 @@ fn serve(request: Request<'_>, kind: RbacKind) -> Result<(u16, Value), Failure> 
                 .rbac
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let filter = Filter::new(namespace, request.query)?;
             let mut items = store.list(kind, namespace);
+            items.retain(|i| filter.matches(i));
             if !a.name.is_empty() {
                 items.retain(|i| {
                     i.pointer("/metadata/name").and_then(Value::as_str) == Some(&a.name)

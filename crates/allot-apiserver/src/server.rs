@@ -653,6 +653,15 @@ fn rbac_request(
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
     };
+    if attributes.verb == "watch" && attributes.api_group == crate::rbac::GROUP {
+        let table = wants_table(header_text(header::ACCEPT));
+        return Some(crate::rbac::watch(
+            shared.security.clone(),
+            attributes,
+            query,
+            table,
+        ));
+    }
     let body = if bytes.is_empty() || parts.method == Method::PATCH {
         None
     } else {
@@ -685,6 +694,7 @@ fn rbac_request(
         dry_run: query_get(query, "dryRun") == "All",
         namespace_exists: &namespace_exists,
         raw: bytes,
+        query,
         field_manager: options.field_manager,
         explicit_manager: options.explicit_manager,
         force: options.force,

@@ -137,7 +137,8 @@ fn read(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// Writes a file atomically (temp file, fsync, rename); `secret` files get mode 0600.
+/// Writes a file atomically (temp file, fsync, rename, fsync of the directory); `secret` files
+/// get mode 0600.
 fn write_file(path: &Path, text: &str, secret: bool) -> Result<(), Error> {
     use std::io::Write;
     let io = |source| Error::Io {
@@ -157,7 +158,13 @@ fn write_file(path: &Path, text: &str, secret: bool) -> Result<(), Error> {
     let mut file = options.open(&tmp).map_err(io)?;
     file.write_all(text.as_bytes()).map_err(io)?;
     file.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = std::fs::File::open(dir)
+    {
+        let _ = dir.sync_all();
+    }
+    Ok(())
 }
 
 fn validity(params: &mut CertificateParams, years: i32) {

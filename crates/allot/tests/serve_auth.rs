@@ -775,6 +775,31 @@ fn rbac_objects_take_client_and_server_side_apply() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(dir.path(), &kubectl, true);
+    // A watch sees the role come, change and go.
+    let mut watcher = Command::new(&serve.kubectl)
+        .env("KUBECONFIG", &serve.kubeconfig)
+        .args([
+            "get",
+            "roles",
+            "-n",
+            "default",
+            "-w",
+            "--output-watch-events",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w starts");
+    let stdout = watcher.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let file = dir.path().join("role.yaml");
     let role = |verbs: &str| {
         format!(
@@ -794,6 +819,26 @@ fn rbac_objects_take_client_and_server_side_apply() {
     let out = serve.ok(None, &["apply", "-f", path]);
     assert!(out.contains("configured"), "{out}");
     assert_eq!(verbs(), "[\"get\",\"list\"]");
+    serve.ok(None, &["delete", "-f", path]);
+    let mut events = Vec::new();
+    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        if line.contains("claims") {
+            events.push(
+                line.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            if events.len() == 3 {
+                break;
+            }
+        }
+    }
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    assert_eq!(events, ["ADDED", "MODIFIED", "DELETED"]);
+    std::fs::write(&file, role("get, list")).expect("writes");
+    serve.ok(None, &["apply", "-f", path]);
     // Server-side apply by another manager conflicts on the atomic rules list, then wins.
     std::fs::write(&file, role("get, list, watch")).expect("writes");
     let err = serve.fails(
