@@ -14,6 +14,9 @@ mod etcd;
 mod https;
 #[path = "serve.rs"]
 mod suite;
+// The write-path tests (patches, server-side apply, dry run, validation, namespace deletion).
+#[path = "serve_patch.rs"]
+mod patch_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

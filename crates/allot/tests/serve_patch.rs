@@ -12,7 +12,24 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The storage these tests run on: the embedded log here; tests/serve_etcd.rs includes this
+/// file and runs them again on etcd. Returns extra `allot serve` arguments and what must live as
+/// long as the server.
+#[allow(dead_code)]
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+    (Vec::new(), None)
+}
+
+/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
+#[allow(dead_code)]
+fn backend_available() -> bool {
+    true
+}
+
 fn kubectl_or_skip() -> Option<PathBuf> {
+    if !crate::backend_available() {
+        return None;
+    }
     if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
         && path.exists()
     {
@@ -39,13 +56,17 @@ struct Serve {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
     dir: PathBuf,
+    /// Dropped after the server is killed (an etcd, on etcd).
+    _backend: Option<Box<dyn std::any::Any>>,
 }
 
 impl Serve {
     fn start(dir: &Path, kubectl: &Path) -> Serve {
+        let (backend_args, backend) = crate::backend(dir);
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
+            .args(&backend_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -68,6 +89,7 @@ impl Serve {
             kubeconfig,
             kubectl: kubectl.to_path_buf(),
             dir: dir.to_path_buf(),
+            _backend: backend,
         }
     }
 
