@@ -1381,6 +1381,64 @@ mod tests {
     }
 
     #[test]
+    fn sets_are_owned_value_by_value() {
+        let schema = KindSchema(Kind::Pod);
+        let with = |finalizers: Value| {
+            let mut p = pod("a:1");
+            p["metadata"]["finalizers"] = finalizers;
+            p
+        };
+        let (first, entries) = apply(
+            None,
+            &with(json!(["a/x", "a/y"])),
+            &writer("alice"),
+            false,
+            &schema,
+        )
+        .expect("apply");
+        let mut live = first;
+        live["metadata"]["managedFields"] = Value::Array(entries_json(&entries));
+        let alice = &entries[0].fields.to_fields_v1();
+        assert_eq!(
+            alice["f:metadata"]["f:finalizers"],
+            json!({"v:\"a/x\"": {}, "v:\"a/y\"": {}})
+        );
+        // Bob adds a value: a union, no conflict.
+        let (merged, entries) = apply(
+            Some(&live),
+            &with(json!(["b/z"])),
+            &writer("bob"),
+            false,
+            &schema,
+        )
+        .expect("apply");
+        assert_eq!(
+            merged["metadata"]["finalizers"],
+            json!(["a/x", "a/y", "b/z"])
+        );
+        let mut live = merged;
+        live["metadata"]["managedFields"] = Value::Array(entries_json(&entries));
+        // Alice drops a/y: only her value goes.
+        let (merged, _) = apply(
+            Some(&live),
+            &with(json!(["a/x"])),
+            &writer("alice"),
+            false,
+            &schema,
+        )
+        .expect("apply");
+        assert_eq!(merged["metadata"]["finalizers"], json!(["a/x", "b/z"]));
+        // A removed value leaves the Update manager's set too.
+        let mut edited = merged.clone();
+        edited["metadata"]["finalizers"] = json!(["b/z"]);
+        let comparison = compare(&merged, &edited, Scope::MainWithoutStatus, &schema);
+        assert_eq!(
+            comparison.removed.to_fields_v1(),
+            json!({"f:metadata": {"f:finalizers": {"v:\"a/x\"": {}}}})
+        );
+    }
+
+    #[test]
     fn keyed_lists_merge_by_key() {
         let schema = KindSchema(Kind::Pod);
         let mut live = pod("a:1");
