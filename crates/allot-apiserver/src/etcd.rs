@@ -60,6 +60,10 @@ impl EtcdOptions {
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often an API write is re-applied after other servers' writes got in first.
 const MAX_REBASES: usize = 50;
+/// Keys per page when loading.
+const LOAD_PAGE: i64 = 500;
+/// The largest watch response accepted (etcd batches many events into one).
+const MAX_WATCH_MESSAGE: usize = 256 * 1024 * 1024;
 /// How long one etcd request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -215,25 +219,53 @@ impl EtcdBackend {
         );
         let mut client = block_on(&runtime, connect).map_err(|e| etcd_error(e.to_string()))?;
         let watched = format!("{prefix}/");
-        let loaded = block_on(
-            &runtime,
-            client.get(watched.clone(), Some(GetOptions::new().with_prefix())),
-        )
-        .map_err(|e| etcd_error(e.to_string()))?;
-        let head = rev(loaded.header().map_or(0, |h| h.revision()));
+        // The load is paged (a response is limited to 4 MiB), every page at the first one's
+        // revision, as kube-apiserver lists.
+        let mut range_end = watched.clone().into_bytes();
+        if let Some(last) = range_end.last_mut() {
+            *last += 1;
+        }
+        let mut from = watched.clone().into_bytes();
+        let mut head = 0;
+        let mut kvs = Vec::new();
+        loop {
+            let mut options = GetOptions::new()
+                .with_range(range_end.clone())
+                .with_limit(LOAD_PAGE);
+            if head > 0 {
+                options = options.with_revision(irev(head));
+            }
+            let page = block_on(&runtime, client.get(from.clone(), Some(options)))
+                .map_err(|e| etcd_error(e.to_string()))?;
+            if head == 0 {
+                head = rev(page.header().map_or(0, |h| h.revision()));
+            }
+            kvs.extend(
+                page.kvs()
+                    .iter()
+                    .map(|kv| (kv.key().to_vec(), kv.value().to_vec(), kv.mod_revision())),
+            );
+            match kvs.last() {
+                Some((key, _, _)) if page.more() => {
+                    from = key.clone();
+                    from.push(0);
+                }
+                _ => break,
+            }
+        }
         let mut objects = Vec::new();
         let mut guard_rev = 0;
-        for kv in loaded.kvs() {
-            let key = String::from_utf8_lossy(kv.key()).into_owned();
+        for (key, value, mod_revision) in &kvs {
+            let key = String::from_utf8_lossy(key).into_owned();
             if key == guard_key {
-                guard_rev = rev(kv.mod_revision());
+                guard_rev = rev(*mod_revision);
                 continue;
             }
             if key.starts_with(&crate::lease::lease_prefix(&prefix)) {
                 continue;
             }
-            match decode(kv.value()) {
-                Ok(object) => objects.push((rev(kv.mod_revision()), object)),
+            match decode(value) {
+                Ok(object) => objects.push((rev(*mod_revision), object)),
                 Err(message) => {
                     return Err(etcd_error(format!("{key}: stored value: {message}")));
                 }
@@ -631,7 +663,10 @@ impl Backend for EtcdBackend {
 
 /// Watches the prefix from `start` and queues every event on the feed; reconnects after
 /// errors from the next revision, and stops for good when etcd compacted past it.
-async fn run_watch(mut client: Client, prefix: String, start: u64, feed: Arc<Feed>) {
+async fn run_watch(client: Client, prefix: String, start: u64, feed: Arc<Feed>) {
+    let mut client = client
+        .watch_client()
+        .max_decoding_message_size(MAX_WATCH_MESSAGE);
     let mut next = start;
     loop {
         let options = WatchOptions::new()

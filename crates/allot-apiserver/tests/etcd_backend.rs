@@ -228,3 +228,33 @@ fn an_unreachable_etcd_is_an_error_even_inside_the_server_runtime() {
         other => panic!("expected an etcd error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_large_store_loads_in_pages() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = etcd::Etcd::start(&binary, dir.path());
+    let (mut a, mut sa) = EtcdBackend::open(&options(&server.url, "a")).expect("a opens");
+    // More objects than one load page (500), each big enough that all of them pass gRPC's
+    // 4 MiB response limit.
+    let text = "x".repeat(8192);
+    for i in 0..700 {
+        let mut ns = namespace(&format!("ns-{i:04}"));
+        ns.metadata
+            .annotations
+            .insert("padding".into(), text.clone());
+        sa.create(ns, "t").expect("creates");
+        a.commit(&mut sa, true).expect("commits");
+    }
+    let (_b, sb) = EtcdBackend::open(&options(&server.url, "b")).expect("b loads");
+    let count = sb.list::<Namespace>().count();
+    assert_eq!(count, 700);
+    let last = sb.get::<Namespace>("", "ns-0699").expect("the last one");
+    let committed = sa.get::<Namespace>("", "ns-0699").expect("on a");
+    assert_eq!(
+        last.metadata.resource_version,
+        committed.metadata.resource_version
+    );
+}
