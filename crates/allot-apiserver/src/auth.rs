@@ -829,6 +829,25 @@ pub fn admit_admin_access(
     allot_validation::admit_admin_access(spec, namespace, path, &namespaces)
 }
 
+/// The admin-access rule for an update of a claim or template whose spec changes (`current`
+/// is the stored object's JSON). Upstream needs no such check because both specs are immutable
+/// there; allot's API server accepts spec updates, so a spec that gains `adminAccess` is
+/// checked like a new one.
+pub fn admit_admin_access_update(
+    store: &allot_store::Store,
+    current: &Value,
+    object: &allot_store::Stored,
+) -> Vec<FieldError> {
+    if !matches!(
+        object.kind(),
+        allot_store::Kind::ResourceClaim | allot_store::Kind::ResourceClaimTemplate
+    ) || current.get("spec") == object.to_json().get("spec")
+    {
+        return Vec::new();
+    }
+    admit_admin_access(store, object)
+}
+
 /// The labels of namespace `name`, when it exists.
 pub fn namespace_labels(
     store: &allot_store::Store,
@@ -1357,6 +1376,14 @@ mod tests {
         );
         assert!(admit_admin_access(&store, &claim("admin", true)).is_empty());
         assert!(admit_admin_access(&store, &claim("plain", false)).is_empty());
+        // Updates: only a changed spec is checked.
+        let with_admin = claim("plain", true);
+        let without = claim("plain", false);
+        assert!(admit_admin_access_update(&store, &with_admin.to_json(), &with_admin).is_empty());
+        assert_eq!(
+            admit_admin_access_update(&store, &without.to_json(), &with_admin).len(),
+            1
+        );
         let template = stored(
             json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": "t", "namespace": "plain"},

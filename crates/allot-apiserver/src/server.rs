@@ -1401,6 +1401,12 @@ fn replace_with(
                 return Err(invalid(info, name, &errors));
             }
         }
+        if !target.status {
+            let errors = crate::auth::admit_admin_access_update(store, &current, &object);
+            if !errors.is_empty() {
+                return Err(invalid(info, name, &errors));
+            }
+        }
         let mut object = object;
         manage_fields(
             target,

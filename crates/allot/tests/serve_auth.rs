@@ -451,10 +451,19 @@ fn admin_access_only_in_labelled_namespaces() {
     );
     serve.create(None, &claim("admins"));
     serve.create(None, &template("admins"));
-    // Without adminAccess the unlabelled namespace is fine.
+    // Without adminAccess the unlabelled namespace is fine, and an update cannot add it.
     serve.create(
         None,
         &claim("plain").replace("        adminAccess: true\n", ""),
+    );
+    let file = dir.path().join("claim.yaml");
+    std::fs::write(&file, claim("plain")).expect("writes");
+    let err = serve.fails(None, &["apply", "-f", file.to_str().unwrap_or_default()]);
+    assert!(err.contains(message), "{err}");
+    // Changing other fields of an admin-access claim in a labelled namespace is fine.
+    serve.ok(
+        None,
+        &["label", "resourceclaim", "monitor", "-n", "admins", "x=y"],
     );
 }
 
