@@ -2177,6 +2177,76 @@ mod tests {
     }
 
     #[test]
+    fn granting_needs_the_permissions_granted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("t.csv");
+        std::fs::write(&file, "b,bob,1\n").expect("w");
+        let security = Security::open(dir.path(), Some(&file)).expect("opens");
+        let bob = Arc::new(security.authenticate(Some(b"Bearer b")).expect("bob"));
+        {
+            let mut store = security.rbac.write().expect("lock");
+            for (kind, ns, value) in [
+                (
+                    RbacKind::Role,
+                    "team",
+                    json!({"metadata": {"name": "claims"}, "rules": [
+                    {"verbs": ["get", "list"], "apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaims/status"]}]}),
+                ),
+                (
+                    RbacKind::RoleBinding,
+                    "team",
+                    json!({"metadata": {"name": "bob"}, "subjects": [{"kind": "User", "name": "bob"}],
+                    "roleRef": {"kind": "Role", "name": "claims"}}),
+                ),
+            ] {
+                let (json, body) = decode(kind, ns, value).expect("valid");
+                store.insert(kind, json, body);
+            }
+        }
+        let requester = Attributes {
+            user: bob,
+            ..Attributes::default()
+        };
+        let held = rule(
+            &["get"],
+            &["resource.k8s.io"],
+            &["resourceclaims/status"],
+            &[],
+        );
+        let not_held = rule(
+            &["get", "delete"],
+            &["resource.k8s.io", ""],
+            &["resourceclaims"],
+            &["c"],
+        );
+        assert!(
+            missing_permissions(&security, &requester, "team", std::slice::from_ref(&held))
+                .is_empty()
+        );
+        assert_eq!(
+            missing_permissions(&security, &requester, "other", &[held]),
+            vec![
+                "{APIGroups:[\"resource.k8s.io\"], Resources:[\"resourceclaims/status\"], Verbs:[\"get\"]}"
+            ],
+            "held only in its namespace"
+        );
+        assert_eq!(
+            missing_permissions(&security, &requester, "team", &[not_held]),
+            vec![
+                "{APIGroups:[\"\"], Resources:[\"resourceclaims\"], ResourceNames:[\"c\"], Verbs:[\"get\"]}",
+                "{APIGroups:[\"resource.k8s.io\"], Resources:[\"resourceclaims\"], ResourceNames:[\"c\"], Verbs:[\"delete\"]}",
+                "{APIGroups:[\"\"], Resources:[\"resourceclaims\"], ResourceNames:[\"c\"], Verbs:[\"delete\"]}",
+            ]
+        );
+        let everything = rule(&["*"], &["*"], &["*"], &[]);
+        assert_eq!(
+            missing_permissions(&security, &requester, "team", &[everything]).len(),
+            1,
+            "a wildcard is held only through a wildcard"
+        );
+    }
+
+    #[test]
     fn store_bootstraps_persists_and_explains_missing_roles() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("rbac.json");
