@@ -219,24 +219,22 @@ fn build_pool<'a>(
     } else {
         (slices.clone(), Vec::new())
     };
-    // Sorting finds out cheaply whether there is a duplicate at all; the ordered scan then
-    // names the first one in slice order.
-    let mut sorted: Vec<&str> = device_slices
-        .iter()
-        .flat_map(|slice| slice.spec.devices.iter().map(|device| device.name.as_str()))
-        .collect();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
-        let mut names: HashSet<&str> = HashSet::new();
-        for slice in &device_slices {
-            for device in &slice.spec.devices {
-                if !names.insert(device.name.as_str()) {
-                    return invalid_pool(
-                        driver,
-                        name,
-                        format!("duplicate device name {}", device.name),
-                    );
-                }
+    // A set of names finds the first duplicate in slice order.
+    let mut names: HashSet<&str, crate::cel::FxBuild> = HashSet::with_capacity_and_hasher(
+        device_slices
+            .iter()
+            .map(|slice| slice.spec.devices.len())
+            .sum(),
+        Default::default(),
+    );
+    for slice in &device_slices {
+        for device in &slice.spec.devices {
+            if !names.insert(device.name.as_str()) {
+                return invalid_pool(
+                    driver,
+                    name,
+                    format!("duplicate device name {}", device.name),
+                );
             }
         }
     }

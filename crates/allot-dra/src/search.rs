@@ -70,7 +70,8 @@ impl Dev<'_> {
 /// Counter bookkeeping of one pool.
 #[derive(Default)]
 pub(crate) struct PoolCounters {
-    pub index: HashMap<(String, String), usize>,
+    /// Counter set -> counter -> index.
+    pub index: HashMap<String, HashMap<String, usize>>,
     pub names: Vec<(String, String)>,
     /// What is left after existing allocations.
     pub available: Vec<Quantity>,
@@ -95,6 +96,19 @@ pub(crate) struct Req<'a> {
     pub derived_spec: &'a [DeviceDerivedAttribute],
     /// The derived attributes, compiled (with `DRADerivedAttributes`).
     pub derived: Vec<derived::Derived>,
+    /// The CEL selectors of the class, then of the request, compiled once per call.
+    pub compiled: Vec<Selector>,
+}
+
+/// One CEL selector of a request, looked up in the compile cache.
+pub(crate) struct Selector {
+    /// A selector of the device class (rather than of the request).
+    pub of_class: bool,
+    /// Its position in the class's or request's list.
+    pub index: usize,
+    /// Its id in the compile cache (for the verdict cache).
+    pub id: usize,
+    pub compiled: crate::cel::Compiled,
 }
 
 impl Req<'_> {
@@ -128,7 +142,7 @@ pub(crate) enum Verdict {
     Unknown,
     Yes,
     No,
-    Fail(Error),
+    Fail(Box<Error>),
 }
 
 /// Cached capacity pre-check of a (request, device) pair.
@@ -139,7 +153,7 @@ pub(crate) enum CapVerdict {
     /// allocations.
     Ok(std::rc::Rc<Consumed>),
     No,
-    Fail(Error),
+    Fail(Box<Error>),
 }
 
 /// Everything fixed for one call, plus the caches.
@@ -170,9 +184,31 @@ pub(crate) struct Problem<'a> {
     /// (request, device) pairs the search turned down for compatibility groups; for the
     /// explanation.
     pub compat_rejected: std::collections::BTreeSet<(usize, usize)>,
+    /// Per (request, attribute name, list semantics): every device's attribute, looked up once
+    /// per call for the pigeonhole bound (requests without derived attributes only).
+    columns: HashMap<(usize, String, bool), std::rc::Rc<Column<'a>>, crate::cel::FxBuild>,
+}
+
+/// One attribute of every device, as a request sees it, with its `matchAttribute` keys
+/// interned to small numbers so that the bound counts in arrays instead of hash maps.
+pub(crate) struct Column<'a> {
+    pub attrs: Vec<Option<&'a DeviceAttribute>>,
+    pub keys: Vec<smallvec::SmallVec<[u32; 2]>>,
+    pub ids: HashMap<attributes::Value, u32, crate::cel::FxBuild>,
 }
 
 type Id<'a> = (&'a str, &'a str, &'a str);
+
+/// How existing claims use one device.
+#[derive(Default)]
+struct Usage {
+    /// Allocated exclusively.
+    dedicated: bool,
+    /// Shares of it exist.
+    shared: bool,
+    /// Capacity consumed by the shares.
+    consumed: Option<Consumed>,
+}
 
 /// Runs one allocation.
 pub(crate) fn run(
@@ -217,14 +253,13 @@ impl<'a> Problem<'a> {
         let features = *features;
         let pools = gather_pools(input.slices, input.node, &features)?;
 
-        // Devices in use by existing claims.
-        let mut dedicated: HashSet<Id<'_>> = HashSet::new();
-        let mut shared: HashSet<Id<'_>> = HashSet::new();
-        let mut aggregated: HashMap<Id<'_>, Consumed> = HashMap::new();
+        // Devices in use by existing claims: one map, one lookup per visible device.
+        let mut usage: HashMap<Id<'_>, Usage, crate::cel::FxBuild> = HashMap::default();
         for claim in input.allocated_claims {
             let Some(allocation) = &claim.status.allocation else {
                 continue;
             };
+            usage.reserve(allocation.devices.results.len());
             for result in &allocation.devices.results {
                 if result.admin_access == Some(true) {
                     continue;
@@ -234,20 +269,21 @@ impl<'a> Problem<'a> {
                     result.pool.as_str(),
                     result.device.as_str(),
                 );
+                let entry = usage.entry(id).or_default();
                 if features.consumable_capacity && result.share_id.is_some() {
-                    shared.insert(id);
+                    entry.shared = true;
                     if !result.consumed_capacity.is_empty() {
-                        let consumed: Consumed = result.consumed_capacity.clone();
-                        capacity::add_into(aggregated.entry(id).or_default(), &consumed);
+                        capacity::add_into(
+                            entry.consumed.get_or_insert_with(Consumed::new),
+                            &result.consumed_capacity,
+                        );
                     }
                     continue;
                 }
-                dedicated.insert(id);
+                entry.dedicated = true;
             }
         }
-        let is_allocated = |id: &Id<'_>| {
-            dedicated.contains(id) || shared.contains(id) || aggregated.contains_key(id)
-        };
+        let is_allocated = |id: &Id<'_>| !usage.is_empty() && usage.contains_key(id);
 
         // Counters per pool.
         let mut counters = Vec::with_capacity(pools.len());
@@ -258,13 +294,19 @@ impl<'a> Problem<'a> {
             for (set_name, set) in &pool.counter_sets {
                 for (counter_name, counter) in &set.counters {
                     pc.index
-                        .insert((set_name.to_string(), counter_name.clone()), pc.names.len());
+                        .entry(set_name.to_string())
+                        .or_default()
+                        .insert(counter_name.clone(), pc.names.len());
                     pc.names.push((set_name.to_string(), counter_name.clone()));
                     pc.available.push(counter.value.clone());
                 }
             }
             for slice in pool.slices.iter().chain(pool.slices_not_targeting.iter()) {
                 for device in &slice.spec.devices {
+                    // Only devices that draw from counter sets matter here.
+                    if device.consumes_counters.is_empty() {
+                        continue;
+                    }
                     if !is_allocated(&(
                         slice.spec.driver.as_str(),
                         slice.spec.pool.name.as_str(),
@@ -280,7 +322,8 @@ impl<'a> Problem<'a> {
                         for (name, counter) in &consumption.counters {
                             if let Some(&i) = pc
                                 .index
-                                .get(&(consumption.counter_set.clone(), name.clone()))
+                                .get(consumption.counter_set.as_str())
+                                .and_then(|set| set.get(name.as_str()))
                             {
                                 pc.available[i] -= &counter.value;
                             }
@@ -294,21 +337,32 @@ impl<'a> Problem<'a> {
         }
 
         // Devices in search order.
-        let mut devs = Vec::new();
+        let mut devs = Vec::with_capacity(
+            pools
+                .iter()
+                .flat_map(|pool| &pool.slices)
+                .map(|slice| slice.spec.devices.len())
+                .sum(),
+        );
         for (pool_index, pool) in pools.iter().enumerate() {
             for slice in &pool.slices {
                 for device in &slice.spec.devices {
-                    let id = (
-                        slice.spec.driver.as_str(),
-                        slice.spec.pool.name.as_str(),
-                        device.name.as_str(),
-                    );
+                    let used = if usage.is_empty() {
+                        None
+                    } else {
+                        usage.get(&(
+                            slice.spec.driver.as_str(),
+                            slice.spec.pool.name.as_str(),
+                            device.name.as_str(),
+                        ))
+                    };
                     let mut device_counters = Vec::new();
                     for consumption in &device.consumes_counters {
                         for (name, counter) in &consumption.counters {
                             if let Some(&i) = counters[pool_index]
                                 .index
-                                .get(&(consumption.counter_set.clone(), name.clone()))
+                                .get(consumption.counter_set.as_str())
+                                .and_then(|set| set.get(name.as_str()))
                             {
                                 device_counters.push((i, counter.value.clone()));
                             }
@@ -331,9 +385,9 @@ impl<'a> Problem<'a> {
                             && device.allow_multiple_allocations == Some(true),
                         taints: device.taints.clone(),
                         counters: device_counters,
-                        allocated: dedicated.contains(&id),
-                        capacity_used: aggregated.get(&id).cloned(),
-                        shared: shared.contains(&id),
+                        allocated: used.is_some_and(|u| u.dedicated),
+                        capacity_used: used.and_then(|u| u.consumed.clone()),
+                        shared: used.is_some_and(|u| u.shared),
                         groups,
                         compat_skip,
                     });
@@ -360,6 +414,7 @@ impl<'a> Problem<'a> {
             compat_baseline,
             derived_values: Vec::new(),
             compat_rejected: std::collections::BTreeSet::new(),
+            columns: HashMap::default(),
         };
         problem.apply_taint_rules();
         problem.validate_claims()?;
@@ -705,6 +760,34 @@ impl<'a> Problem<'a> {
     /// The attribute a constraint sees for device `d` picked for request `r`: the request's
     /// derived attribute of that name (evaluated by [`Problem::derive`] before), else the
     /// device's own.
+    /// The column of attribute `name` for request `r` (which has no derived attributes).
+    fn column(&mut self, r: usize, name: &str, list: bool) -> std::rc::Rc<Column<'a>> {
+        if let Some(column) = self.columns.get(&(r, name.to_string(), list)) {
+            return std::rc::Rc::clone(column);
+        }
+        let mut column = Column {
+            attrs: Vec::with_capacity(self.devs.len()),
+            keys: Vec::with_capacity(self.devs.len()),
+            ids: HashMap::default(),
+        };
+        for dev in &self.devs {
+            let attribute = attributes::lookup(&dev.device.attributes, dev.driver, name);
+            let mut keys = smallvec::SmallVec::new();
+            if let Some(attribute) = attribute {
+                for value in attributes::match_keys(attribute, list) {
+                    let next = column.ids.len() as u32;
+                    keys.push(*column.ids.entry(value).or_insert(next));
+                }
+            }
+            column.attrs.push(attribute);
+            column.keys.push(keys);
+        }
+        let column = std::rc::Rc::new(column);
+        self.columns
+            .insert((r, name.to_string(), list), std::rc::Rc::clone(&column));
+        column
+    }
+
     pub(crate) fn attribute(&self, r: usize, d: usize, name: &str) -> Option<&DeviceAttribute> {
         let req = &self.reqs[r];
         if req.derived.is_empty() {
@@ -768,7 +851,24 @@ impl<'a> Problem<'a> {
             all_devices: Vec::new(),
             derived_spec: view.derived,
             derived: Vec::new(),
+            compiled: Vec::new(),
         };
+        for (of_class, selectors) in [
+            (true, class.spec.selectors.as_slice()),
+            (false, view.selectors),
+        ] {
+            for (index, selector) in selectors.iter().enumerate() {
+                if let Some(cel_selector) = &selector.cel {
+                    let (id, compiled) = self.cache.get_with_id(&cel_selector.expression);
+                    req.compiled.push(Selector {
+                        of_class,
+                        index,
+                        id,
+                        compiled,
+                    });
+                }
+            }
+        }
         let req_index = self.reqs.len();
         self.verdicts.push(vec![Verdict::Unknown; self.devs.len()]);
         self.cap_verdicts
@@ -808,7 +908,7 @@ impl<'a> Problem<'a> {
                         Verdict::Yes => {}
                         Verdict::Fail(err) => {
                             self.reqs.pop();
-                            return Err(err);
+                            return Err(*err);
                         }
                         _ => continue,
                     }
@@ -881,58 +981,56 @@ impl<'a> Problem<'a> {
     }
 
     fn evaluate_selectors(&mut self, r: usize, d: usize) -> Verdict {
-        let class = self.reqs[r].class;
         // The owner's name is only spelled out for an error, not on every evaluation.
-        for (of_class, selectors) in [
-            (true, class.spec.selectors.as_slice()),
-            (false, self.reqs[r].selectors),
-        ] {
-            for (index, selector) in selectors.iter().enumerate() {
-                let Some(cel_selector) = &selector.cel else {
-                    continue;
-                };
-                let (id, compiled) = self.cache.get_with_id(&cel_selector.expression);
-                let hash = *self.dev_hashes[d].get_or_insert_with(|| {
-                    cel::device_hash(self.devs[d].driver, self.devs[d].device)
-                });
-                match self.cache.verdict(id, hash) {
-                    Some(true) => continue,
-                    Some(false) => return Verdict::No,
-                    None => {}
+        for i in 0..self.reqs[r].compiled.len() {
+            let (of_class, index, id, compiled) = {
+                let selector = &self.reqs[r].compiled[i];
+                (
+                    selector.of_class,
+                    selector.index,
+                    selector.id,
+                    std::rc::Rc::clone(&selector.compiled),
+                )
+            };
+            let hash = *self.dev_hashes[d]
+                .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
+            match self.cache.verdict(id, hash) {
+                Some(true) => continue,
+                Some(false) => return Verdict::No,
+                None => {}
+            }
+            let compiled = match compiled.as_ref() {
+                Ok(compiled) => compiled,
+                Err(message) => {
+                    return Verdict::Fail(Box::new(Error::CelCompile {
+                        owner: self.selector_owner(r, of_class),
+                        index,
+                        message: message.clone(),
+                    }));
                 }
-                let compiled = match compiled.as_ref() {
-                    Ok(compiled) => compiled,
-                    Err(message) => {
-                        return Verdict::Fail(Error::CelCompile {
-                            owner: self.selector_owner(r, of_class),
-                            index,
-                            message: message.clone(),
-                        });
-                    }
-                };
-                let device = match self.cel_device(d) {
-                    Ok(device) => device,
-                    Err(message) => {
-                        return Verdict::Fail(Error::CelRuntime {
-                            owner: self.selector_owner(r, of_class),
-                            index,
-                            message,
-                        });
-                    }
-                };
-                match cel::evaluate(compiled, device) {
-                    Ok(true) => self.cache.remember(id, hash, true),
-                    Ok(false) => {
-                        self.cache.remember(id, hash, false);
-                        return Verdict::No;
-                    }
-                    Err(message) => {
-                        return Verdict::Fail(Error::CelRuntime {
-                            owner: self.selector_owner(r, of_class),
-                            index,
-                            message,
-                        });
-                    }
+            };
+            let device = match self.cel_device(d) {
+                Ok(device) => device,
+                Err(message) => {
+                    return Verdict::Fail(Box::new(Error::CelRuntime {
+                        owner: self.selector_owner(r, of_class),
+                        index,
+                        message,
+                    }));
+                }
+            };
+            match cel::evaluate(compiled, device) {
+                Ok(true) => self.cache.remember(id, hash, true),
+                Ok(false) => {
+                    self.cache.remember(id, hash, false);
+                    return Verdict::No;
+                }
+                Err(message) => {
+                    return Verdict::Fail(Box::new(Error::CelRuntime {
+                        owner: self.selector_owner(r, of_class),
+                        index,
+                        message,
+                    }));
                 }
             }
         }
@@ -947,13 +1045,13 @@ impl<'a> Problem<'a> {
                 Ok(true) => {}
                 Ok(false) => return Verdict::No,
                 Err(message) => {
-                    return Verdict::Fail(Error::NodeSelection {
+                    return Verdict::Fail(Box::new(Error::NodeSelection {
                         what: format!(
                             "device {} in slice {}",
                             dev.device.name, dev.slice.metadata.name
                         ),
                         message,
-                    });
+                    }));
                 }
             }
         }
@@ -1023,19 +1121,19 @@ impl<'a> Problem<'a> {
             }
             Ok(None) => CapVerdict::No,
             Err(CapacityError::NotRepresentable(capacity)) => {
-                CapVerdict::Fail(Error::CapacityNotRepresentable {
+                CapVerdict::Fail(Box::new(Error::CapacityNotRepresentable {
                     claim: self.claims_name(req.claim),
                     request: req.name(),
                     device: dev.id(),
                     capacity,
-                })
+                }))
             }
             Err(CapacityError::RequestedTwice(capacity)) => {
-                CapVerdict::Fail(Error::CapacityRequestedTwice {
+                CapVerdict::Fail(Box::new(Error::CapacityRequestedTwice {
                     claim: self.claims_name(req.claim),
                     request: req.name(),
                     capacity,
-                })
+                }))
             }
         };
         self.cap_verdicts[r][d] = verdict.clone();
@@ -1173,6 +1271,10 @@ pub(crate) struct Search {
     /// Per pool and counter set: the compatibility-group state after each device of this
     /// search that joined it (a stack, popped when backtracking).
     groups: Vec<HashMap<String, Vec<compat::Groups>>>,
+    /// Whether the pigeonhole bound is computed: only once some subtree failed. A search that
+    /// succeeds first-fit without backtracking never pays for it; the bound never changes an
+    /// answer, so switching it on mid-search is safe.
+    bounding: bool,
 }
 
 impl Search {
@@ -1194,6 +1296,7 @@ impl Search {
             steps: 0,
             failed_states: HashSet::new(),
             groups: problem.counters.iter().map(|_| HashMap::new()).collect(),
+            bounding: false,
         }
     }
 
@@ -1371,8 +1474,9 @@ impl Search {
             }
             return done;
         }
-        if problem.prune && !self.enough_candidates(problem, pos.claim, r, num_devices - pos.device)
-        {
+        let needed = num_devices - pos.device;
+        let mut bounded = problem.prune && self.bounding;
+        if bounded && !self.enough_candidates(problem, pos.claim, r, needed) {
             return Ok(false);
         }
         for d in 0..problem.devs.len() {
@@ -1384,7 +1488,7 @@ impl Search {
             }
             match problem.selectable(r, d) {
                 Verdict::Yes => {}
-                Verdict::Fail(err) => return Err(Stop::Error(err)),
+                Verdict::Fail(err) => return Err(Stop::Error(*err)),
                 _ => continue,
             }
             if problem.features.consumable_capacity {
@@ -1394,7 +1498,7 @@ impl Search {
                             continue;
                         }
                     }
-                    CapVerdict::Fail(err) => return Err(Stop::Error(err)),
+                    CapVerdict::Fail(err) => return Err(Stop::Error(*err)),
                     _ => continue,
                 }
             }
@@ -1407,7 +1511,19 @@ impl Search {
             };
             match self.allocate_one(problem, next, allocate_sub) {
                 Ok(true) => return Ok(true),
-                Ok(false) => self.deallocate(problem, pos.claim),
+                Ok(false) => {
+                    self.deallocate(problem, pos.claim);
+                    // A subtree failed: from now on bound every level, starting with this
+                    // one (the state is back to what it was on entry, and the remaining
+                    // candidates are part of the subtree the bound speaks about).
+                    if problem.prune && !bounded {
+                        self.bounding = true;
+                        bounded = true;
+                        if !self.enough_candidates(problem, pos.claim, r, needed) {
+                            return Ok(false);
+                        }
+                    }
+                }
                 Err(err) => {
                     self.deallocate(problem, pos.claim);
                     return Err(err);
@@ -1546,7 +1662,7 @@ impl Search {
                 CapVerdict::Fail(err) => {
                     self.undo_constraints(problem, claim, r, d);
                     undo(self, problem);
-                    return Err(Stop::Error(err));
+                    return Err(Stop::Error(*err));
                 }
                 _ => false,
             };
@@ -1693,16 +1809,33 @@ impl Search {
     ) -> bool {
         let admin = problem.reqs[r].admin;
         let (parent, sub) = (problem.reqs[r].parent, problem.reqs[r].sub);
-        let mut count = 0usize;
-        // Match constraints: how many candidates carry each value.
-        let match_constraints: Vec<usize> = problem.constraints[claim]
+        let plain = problem.reqs[r].derived.is_empty();
+        // The constraints that apply, with their attribute columns (when the request has no
+        // derived attributes, whose values are only known per device).
+        let mut applicable: Vec<(usize, Option<std::rc::Rc<Column<'_>>>)> = Vec::new();
+        for ci in 0..problem.constraints[claim].len() {
+            let constraint = &problem.constraints[claim][ci];
+            if !constraint.applies(parent, sub) {
+                continue;
+            }
+            let (name, list) = (constraint.attribute.clone(), constraint.list_semantics());
+            applicable.push((ci, plain.then(|| problem.column(r, &name, list))));
+        }
+        // Match constraints: how many candidates carry each value (by interned id, or by value
+        // for requests with derived attributes).
+        let matching: Vec<usize> = applicable
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.kind == ConstraintKind::Match && c.applies(parent, sub))
+            .filter(|(_, (ci, _))| problem.constraints[claim][*ci].kind == ConstraintKind::Match)
             .map(|(i, _)| i)
             .collect();
+        let mut counts: Vec<Vec<usize>> = matching
+            .iter()
+            .map(|&i| vec![0; applicable[i].1.as_ref().map_or(0, |c| c.ids.len())])
+            .collect();
         let mut groups: Vec<HashMap<attributes::Value, usize>> =
-            vec![HashMap::new(); match_constraints.len()];
+            vec![HashMap::new(); matching.len()];
+        let mut count = 0usize;
         for d in 0..problem.devs.len() {
             if admin && self.allocating[d].contains(&claim) {
                 continue;
@@ -1733,49 +1866,61 @@ impl Search {
             if problem.tainted(r, d) {
                 continue;
             }
-            if problem.derive(r, d).is_err() {
+            if !plain && problem.derive(r, d).is_err() {
                 return true;
             }
             let dev = &problem.devs[d];
-            let mut admitted = true;
-            for constraint in &problem.constraints[claim] {
-                if constraint.applies(parent, sub)
-                    && !constraint.admits(problem.attribute(r, d, &constraint.attribute))
-                {
-                    admitted = false;
-                    break;
-                }
-            }
+            let admitted = applicable.iter().all(|(ci, column)| {
+                let constraint = &problem.constraints[claim][*ci];
+                let attribute = match column {
+                    Some(column) => column.attrs[d],
+                    None => problem.attribute(r, d, &constraint.attribute),
+                };
+                constraint.admits(attribute)
+            });
             if !admitted {
                 continue;
             }
             if dev.multi && self.picked[claim].iter().any(|p| p.dev == d && p.req == r) {
                 continue;
             }
-            let weight = 1;
-            count += weight;
-            for (g, &ci) in match_constraints.iter().enumerate() {
-                let constraint = &problem.constraints[claim][ci];
-                let Some(attribute) = problem.attribute(r, d, &constraint.attribute) else {
-                    continue;
-                };
-                for key in attributes::match_keys(attribute, constraint.list_semantics()) {
-                    *groups[g].entry(key).or_default() += weight;
+            count += 1;
+            for (g, &i) in matching.iter().enumerate() {
+                let (ci, column) = &applicable[i];
+                match column {
+                    Some(column) => {
+                        for &key in &column.keys[d] {
+                            counts[g][key as usize] += 1;
+                        }
+                    }
+                    None => {
+                        let constraint = &problem.constraints[claim][*ci];
+                        let Some(attribute) = problem.attribute(r, d, &constraint.attribute) else {
+                            continue;
+                        };
+                        for key in attributes::match_keys(attribute, constraint.list_semantics()) {
+                            *groups[g].entry(key).or_default() += 1;
+                        }
+                    }
                 }
             }
         }
         if count < needed {
             return false;
         }
-        for (g, &ci) in match_constraints.iter().enumerate() {
-            let constraint = &problem.constraints[claim][ci];
+        for (g, &i) in matching.iter().enumerate() {
+            let (ci, column) = &applicable[i];
+            let constraint = &problem.constraints[claim][*ci];
+            let of = |v: &attributes::Value| match column {
+                Some(column) => column.ids.get(v).map_or(0, |&id| counts[g][id as usize]),
+                None => groups[g].get(v).copied().unwrap_or(0),
+            };
             let best = match constraint.required_values() {
-                Some(required) => required
-                    .iter()
-                    .map(|v| groups[g].get(v).copied().unwrap_or(0))
-                    .max()
-                    .unwrap_or(0),
-                None => groups[g].values().copied().max().unwrap_or(0),
+                Some(required) => required.iter().map(of).max().unwrap_or(0),
+                None => match column {
+                    Some(_) => counts[g].iter().copied().max().unwrap_or(0),
+                    None => groups[g].values().copied().max().unwrap_or(0),
+                },
             };
             if best < needed {
                 return false;
