@@ -257,43 +257,43 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
     // Halfway, the server that leads (or not) dies; the other one carries on.
     std::thread::sleep(Duration::from_secs(1));
     a.kill9();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (devices, allocated) = loop {
-        let list = b.ok(&["get", "resourceclaims", "-n", "ha", "-o", "json"]);
-        let (devices, allocated) = allocations(&list);
-        let scheduled = b.ok(&[
-            "get",
-            "pods",
-            "-n",
-            "ha",
-            "-o",
-            "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
-        ]);
-        let scheduled = scheduled.lines().filter(|l| !l.is_empty()).count();
-        if (allocated >= 4 && scheduled >= 4) || Instant::now() > deadline {
-            break (devices, allocated);
-        }
-        std::thread::sleep(Duration::from_millis(300));
+    // Waits until `devices` claims are allocated and as many pods bound, then checks that no
+    // device is held by two claims.
+    let settle = |want: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (devices, allocated, bound) = loop {
+            let list = b.ok(&["get", "resourceclaims", "-n", "ha", "-o", "json"]);
+            let (devices, allocated) = allocations(&list);
+            let pods = b.ok(&["get", "pods", "-n", "ha", "-o", "json"]);
+            let pods: serde_json::Value = serde_json::from_str(&pods).expect("a pod list");
+            let bound: BTreeSet<String> = pods["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .filter(|p| p.pointer("/spec/nodeName").is_some_and(|n| n.is_string()))
+                .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+                .collect();
+            if (allocated >= want && bound.len() >= want) || Instant::now() > deadline {
+                break (devices, allocated, bound);
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        };
+        let doubled: Vec<_> = devices.iter().filter(|(_, c)| c.len() > 1).collect();
+        assert!(doubled.is_empty(), "devices allocated twice: {doubled:?}");
+        assert_eq!(allocated, want, "one claim per device: {devices:?}");
+        assert_eq!(devices.len(), want, "{devices:?}");
+        assert_eq!(bound.len(), want, "{bound:?}");
     };
-    let doubled: Vec<_> = devices.iter().filter(|(_, c)| c.len() > 1).collect();
-    assert!(doubled.is_empty(), "devices allocated twice: {doubled:?}");
-    assert_eq!(
-        allocated, 4,
-        "every device should be allocated once: {devices:?}"
+    settle(4);
+    // Only b is left, so b leads now: two more devices on a third node go to two more pods.
+    let more = write(
+        dir.path(),
+        "node-c.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-c\n  labels:\n    kubernetes.io/hostname: node-c\nstatus:\n  capacity: {cpu: \"64\", memory: 256Gi, pods: \"110\"}\n  allocatable: {cpu: \"64\", memory: 256Gi, pods: \"110\"}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: node-c-gpus\nspec:\n  driver: gpu.example.com\n  nodeName: node-c\n  pool: {name: node-c, generation: 1, resourceSliceCount: 1}\n  devices:\n  - name: gpu-0\n  - name: gpu-1\n",
     );
-    assert_eq!(devices.len(), 4, "{devices:?}");
-    // Both nodes' scheduled pods hold exactly the claims with devices on that node.
-    let pods_json = b.ok(&["get", "pods", "-n", "ha", "-o", "json"]);
-    let pods_json: serde_json::Value = serde_json::from_str(&pods_json).expect("a pod list");
-    let bound: BTreeSet<String> = pods_json["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .filter(|p| p.pointer("/spec/nodeName").is_some_and(|n| n.is_string()))
-        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    assert_eq!(bound.len(), 4, "{bound:?}");
+    b.ok(&["apply", "-f", more.to_str().unwrap_or_default()]);
+    settle(6);
     drop(etcd);
 }
 
