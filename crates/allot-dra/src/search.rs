@@ -187,6 +187,11 @@ pub(crate) struct Problem<'a> {
     /// Per (request, attribute name, list semantics): every device's attribute, looked up once
     /// per call for the pigeonhole bound (requests without derived attributes only).
     columns: HashMap<(usize, String, bool), std::rc::Rc<Column<'a>>, crate::cel::FxBuild>,
+    /// Per request: the devices that pass every check that does not depend on the search
+    /// state (selectors, capacity pre-check, taints, partitionable gate, existing
+    /// allocations), for the pigeonhole bound; `Some(None)` when one of them raises an error,
+    /// so the bound stays out of the way.
+    candidates: Vec<Option<Option<std::rc::Rc<[usize]>>>>,
 }
 
 /// One attribute of every device, as a request sees it, with its `matchAttribute` keys
@@ -415,6 +420,7 @@ impl<'a> Problem<'a> {
             derived_values: Vec::new(),
             compat_rejected: std::collections::BTreeSet::new(),
             columns: HashMap::default(),
+            candidates: Vec::new(),
         };
         problem.apply_taint_rules();
         problem.validate_claims()?;
@@ -760,6 +766,60 @@ impl<'a> Problem<'a> {
     /// The attribute a constraint sees for device `d` picked for request `r`: the request's
     /// derived attribute of that name (evaluated by [`Problem::derive`] before), else the
     /// device's own.
+    /// The devices request `r` could take in any search state, or `None` when checking one
+    /// of them raises an error (see [`Problem::candidates`]).
+    fn static_candidates(&mut self, r: usize) -> Option<std::rc::Rc<[usize]>> {
+        if self.candidates.len() <= r {
+            self.candidates.resize(self.reqs.len().max(r + 1), None);
+        }
+        if let Some(known) = &self.candidates[r] {
+            return known.clone();
+        }
+        let admin = self.reqs[r].admin;
+        let mut list = Vec::new();
+        let mut clean = true;
+        for d in 0..self.devs.len() {
+            let dev = &self.devs[d];
+            if !admin && (dev.allocated || (dev.shared && !dev.multi)) {
+                continue;
+            }
+            match self.selectable(r, d) {
+                Verdict::Yes => {}
+                Verdict::Fail(_) => {
+                    clean = false;
+                    break;
+                }
+                _ => continue,
+            }
+            if self.features.consumable_capacity {
+                match self.capacity_check(r, d) {
+                    CapVerdict::Ok(_) => {}
+                    CapVerdict::Fail(_) => {
+                        clean = false;
+                        break;
+                    }
+                    _ => continue,
+                }
+            }
+            if !self.features.partitionable_devices
+                && !self.devs[d].device.consumes_counters.is_empty()
+            {
+                continue;
+            }
+            if self.tainted(r, d) {
+                continue;
+            }
+            if self.derive(r, d).is_err() {
+                clean = false;
+                break;
+            }
+            list.push(d);
+        }
+        let known = clean.then(|| std::rc::Rc::from(list));
+        self.candidates[r] = Some(known.clone());
+        known
+    }
+
     /// The column of attribute `name` for request `r` (which has no derived attributes).
     fn column(&mut self, r: usize, name: &str, list: bool) -> std::rc::Rc<Column<'a>> {
         if let Some(column) = self.columns.get(&(r, name.to_string(), list)) {
@@ -1835,39 +1895,23 @@ impl Search {
             .collect();
         let mut groups: Vec<HashMap<attributes::Value, usize>> =
             vec![HashMap::new(); matching.len()];
+        let Some(candidates) = problem.static_candidates(r) else {
+            return true;
+        };
         let mut count = 0usize;
-        for d in 0..problem.devs.len() {
+        for &d in candidates.iter() {
             if admin && self.allocating[d].contains(&claim) {
                 continue;
             }
-            if !admin && self.in_use(problem, d) {
+            // The rest of `in_use`: picked in this search.
+            if !admin && !self.allocating[d].is_empty() {
                 continue;
             }
-            match problem.selectable(r, d) {
-                Verdict::Yes => {}
-                Verdict::Fail(_) => return true,
-                _ => continue,
-            }
-            if problem.features.consumable_capacity {
-                match problem.capacity_check(r, d) {
-                    CapVerdict::Ok(consumed) => {
-                        if !self.fits_allocating(problem, d, &consumed) {
-                            continue;
-                        }
-                    }
-                    CapVerdict::Fail(_) => return true,
-                    _ => continue,
-                }
-            }
-            let dev = &problem.devs[d];
-            if !problem.features.partitionable_devices && !dev.device.consumes_counters.is_empty() {
+            if problem.features.consumable_capacity
+                && let CapVerdict::Ok(consumed) = problem.capacity_check(r, d)
+                && !self.fits_allocating(problem, d, &consumed)
+            {
                 continue;
-            }
-            if problem.tainted(r, d) {
-                continue;
-            }
-            if !plain && problem.derive(r, d).is_err() {
-                return true;
             }
             let dev = &problem.devs[d];
             let admitted = applicable.iter().all(|(ci, column)| {
