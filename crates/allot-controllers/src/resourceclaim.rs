@@ -539,17 +539,32 @@ impl ResourceClaimController {
             .cloned()
             .collect();
         // As upstream, only the transition from used to unused deallocates: an allocated claim
-        // that nobody reserved yet (a pre-scheduled pod's claim) keeps its allocation.
+        // that nobody reserved yet (a pre-scheduled pod's claim) keeps its allocation. A claim
+        // being deleted that nobody uses is deallocated too, and loses the delete-protection
+        // finalizer, so that the deletion completes.
+        let deleting = claim.metadata.deletion_timestamp.is_some();
         let deallocate = live.is_empty()
-            && !claim.status.reserved_for.is_empty()
+            && (!claim.status.reserved_for.is_empty() || deleting)
             && claim.status.allocation.is_some();
-        if live != claim.status.reserved_for || deallocate {
+        let release = deleting
+            && live.is_empty()
+            && claim
+                .metadata
+                .finalizers
+                .iter()
+                .any(|f| f == allot_api::resource::v1::FINALIZER);
+        if live != claim.status.reserved_for || deallocate || release {
             store
                 .modify::<ResourceClaim, _>(&key.namespace, &key.name, |c| {
                     c.status.reserved_for = live.clone();
                     if deallocate {
                         c.status.allocation = None;
                         c.status.devices.clear();
+                    }
+                    if release {
+                        c.metadata
+                            .finalizers
+                            .retain(|f| f != allot_api::resource::v1::FINALIZER);
                     }
                 })
                 .map_err(|e| e.to_string())?;

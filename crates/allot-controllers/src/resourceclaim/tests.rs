@@ -172,6 +172,47 @@ fn a_shared_claim_is_deallocated_when_its_last_consumer_goes() {
 }
 
 #[test]
+fn a_deleted_claim_nobody_uses_is_deallocated_and_released() {
+    let mut store = Store::new();
+    let mut claim = ResourceClaim::default();
+    claim.metadata.namespace = "ns".into();
+    claim.metadata.name = "mine".into();
+    claim
+        .metadata
+        .finalizers
+        .push(allot_api::resource::v1::FINALIZER.into());
+    store.create(claim, "t").unwrap();
+    let a = store
+        .create(pod("ns", "a", &[("c", Some("mine"), None)]), "t")
+        .unwrap();
+    store
+        .modify::<ResourceClaim, _>("ns", "mine", |c| {
+            c.status.allocation = Some(AllocationResult::default());
+            c.status.reserved_for = vec![pod_reference(&a)];
+            c.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
+        })
+        .unwrap();
+    // Still in use: the finalizer stays.
+    let mut rt = run(store, false);
+    let c = rt.store.get::<ResourceClaim>("ns", "mine").unwrap();
+    assert_eq!(c.metadata.finalizers.len(), 1);
+    assert!(c.status.allocation.is_some());
+    rt.store
+        .delete(&ObjectKey::new(Kind::Pod, "ns", "a"))
+        .unwrap();
+    rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 1000)
+        .unwrap();
+    let c = rt.store.get::<ResourceClaim>("ns", "mine").unwrap();
+    assert!(
+        c.metadata.finalizers.is_empty(),
+        "{:?}",
+        c.metadata.finalizers
+    );
+    assert!(c.status.allocation.is_none());
+    assert!(c.status.reserved_for.is_empty());
+}
+
+#[test]
 fn a_pre_scheduled_pod_gets_allocated_claims_reserved() {
     let mut store = Store::new();
     let mut claim = ResourceClaim::default();
