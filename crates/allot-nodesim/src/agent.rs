@@ -120,8 +120,6 @@ pub struct NodeAgent {
     generations: Generations,
     health: HealthCache,
     device_pods: BTreeMap<DeviceId, BTreeSet<ObjectKey>>,
-    /// ResourceSlice names per (driver, pool), for the pools this agent looked at.
-    slices: RefCell<BTreeMap<(String, String), BTreeSet<String>>>,
     device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
     log: MetadataLog,
     /// The topics this agent is offered events of, when a runtime routes events (see
@@ -187,7 +185,6 @@ impl NodeAgent {
             generations: Generations::default(),
             health: HealthCache::default(),
             device_pods: BTreeMap::new(),
-            slices: RefCell::new(BTreeMap::new()),
             device_plugin_numa,
             log: MetadataLog::default(),
             subscriptions: Subscriptions::detached(),
@@ -281,23 +278,8 @@ impl NodeAgent {
         pool: &str,
         device: &str,
     ) -> Option<(&'s ResourceSlice, &'s Device)> {
-        let key = (driver.to_string(), pool.to_string());
-        if !self.slices.borrow().contains_key(&key) {
-            let names: BTreeSet<String> = store
-                .list::<ResourceSlice>()
-                .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
-                .map(|s| s.metadata.name.clone())
-                .collect();
-            self.slices.borrow_mut().insert(key.clone(), names);
-            self.subscriptions
-                .add(Topic::Pool(key.0.clone(), key.1.clone()));
-        }
-        let slices = self.slices.borrow();
-        let names = slices.get(&key)?;
-        names
-            .iter()
-            .filter_map(|n| store.get::<ResourceSlice>("", n))
-            .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
+        store
+            .pool_slices(driver, pool)
             .filter_map(|s| {
                 s.spec
                     .devices
@@ -1208,13 +1190,6 @@ impl Controller for NodeAgent {
             }
             Stored::ResourceSlice(slice) => {
                 let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
-                if let Some(names) = self.slices.borrow_mut().get_mut(&pool) {
-                    if event.event_type == EventType::Deleted {
-                        names.remove(&slice.metadata.name);
-                    } else {
-                        names.insert(slice.metadata.name.clone());
-                    }
-                }
                 let mut keys = BTreeSet::new();
                 for d in &slice.spec.devices {
                     let id = (pool.0.clone(), pool.1.clone(), d.name.clone());
@@ -1246,7 +1221,7 @@ impl Controller for NodeAgent {
     /// The agent's `keys_for` only reacts to events of its node ([`Topic::Node`]: its pods,
     /// the Node, its slices, claims reserved for its pods or their PodGroups, those PodGroups),
     /// claims in namespaces where a pod waits, claims it prepared, and slices of pools whose
-    /// devices it looked up or hands out.
+    /// devices its pods hold.
     fn subscribe(&mut self, subscriptions: Subscriptions) -> bool {
         subscriptions.add(Topic::Node(self.config.node_name.clone()));
         for key in self.pods.keys() {
@@ -1263,15 +1238,9 @@ impl Controller for NodeAgent {
             )));
         }
         let pools: BTreeSet<(String, String)> = self
-            .slices
-            .borrow()
+            .device_pods
             .keys()
-            .cloned()
-            .chain(
-                self.device_pods
-                    .keys()
-                    .map(|(d, p, _)| (d.clone(), p.clone())),
-            )
+            .map(|(d, p, _)| (d.clone(), p.clone()))
             .collect();
         for (driver, pool) in pools {
             subscriptions.add(Topic::Pool(driver, pool));

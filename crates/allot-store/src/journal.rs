@@ -81,10 +81,10 @@ impl Store {
         for (key, previous) in changed.into_iter().zip(journal.previous).rev() {
             match previous {
                 Some(object) => {
-                    self.objects.insert(key, object);
+                    self.put(key, object);
                 }
                 None => {
-                    self.objects.remove(&key);
+                    self.take(&key);
                 }
             }
         }
@@ -134,10 +134,10 @@ impl Store {
         object.meta_mut().resource_version = rv.to_string();
         match event_type {
             EventType::Added | EventType::Modified => {
-                self.objects.insert(key.clone(), object.clone());
+                self.put(key.clone(), object.clone());
             }
             EventType::Deleted => {
-                self.objects.remove(&key);
+                self.take(&key);
             }
         }
         self.events.push(Event {

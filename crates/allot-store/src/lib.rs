@@ -15,7 +15,8 @@ mod journal;
 
 pub use journal::Uncommitted;
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::allot::v1alpha1::NodeTopology;
 use allot_api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
@@ -140,6 +141,50 @@ impl ObjectKey {
     }
 }
 
+/// A key borrowed from its parts, so that lookups need not allocate an [`ObjectKey`]. Orders
+/// exactly as `ObjectKey` does (kind, namespace, name).
+trait KeyParts {
+    fn parts(&self) -> (Kind, &str, &str);
+}
+
+impl KeyParts for ObjectKey {
+    fn parts(&self) -> (Kind, &str, &str) {
+        (self.kind, &self.namespace, &self.name)
+    }
+}
+
+impl KeyParts for (Kind, &str, &str) {
+    fn parts(&self) -> (Kind, &str, &str) {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn KeyParts + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.namespace.is_empty() {
@@ -151,7 +196,7 @@ impl std::fmt::Display for ObjectKey {
 }
 
 /// An object type the store can hold.
-pub trait Resource: Clone + Sized + 'static {
+pub trait Resource: Clone + PartialEq + Sized + 'static {
     /// Its kind.
     const KIND: Kind;
     /// Its metadata.
@@ -348,6 +393,8 @@ pub struct Store {
     events: Vec<Event>,
     /// Pre-images for rollback, while a mirror of shared storage has uncommitted changes.
     journal: Option<journal::Journal>,
+    /// ResourceSlice names by (driver, pool name): a pool's slices without scanning them all.
+    pool_slices: BTreeMap<(String, String), BTreeSet<String>>,
 }
 
 impl Store {
@@ -375,14 +422,73 @@ impl Store {
     /// One object by namespace and name.
     pub fn get<R: Resource>(&self, namespace: &str, name: &str) -> Option<&R> {
         let namespace = if R::KIND.namespaced() { namespace } else { "" };
+        let key = (R::KIND, namespace, name);
         self.objects
-            .get(&ObjectKey::new(R::KIND, namespace, name))
+            .get(&key as &dyn KeyParts)
             .and_then(R::from_stored)
     }
 
     /// One object of any kind.
     pub fn get_stored(&self, key: &ObjectKey) -> Option<&Stored> {
         self.objects.get(key)
+    }
+
+    /// The ResourceSlices of one pool, in name order.
+    pub fn pool_slices<'a>(
+        &'a self,
+        driver: &str,
+        pool: &str,
+    ) -> impl Iterator<Item = &'a ResourceSlice> + 'a {
+        self.pool_slices
+            .get(&(driver.to_string(), pool.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|name| self.get::<ResourceSlice>("", name))
+    }
+
+    /// Stores an object under its key, keeping the indexes; returns the one it replaced.
+    fn put(&mut self, key: ObjectKey, object: Stored) -> Option<Stored> {
+        if let Stored::ResourceSlice(slice) = &object {
+            self.pool_slices
+                .entry((slice.spec.driver.clone(), slice.spec.pool.name.clone()))
+                .or_default()
+                .insert(slice.metadata.name.clone());
+        }
+        let previous = self.objects.insert(key, object);
+        if let Some(Stored::ResourceSlice(old)) = &previous {
+            self.unindex_slice_if_moved(old);
+        }
+        previous
+    }
+
+    /// Removes an object, keeping the indexes.
+    fn take(&mut self, key: &ObjectKey) -> Option<Stored> {
+        let object = self.objects.remove(key)?;
+        if let Stored::ResourceSlice(old) = &object {
+            self.unindex_slice(old);
+        }
+        Some(object)
+    }
+
+    /// Forgets a replaced slice's pool entry when the slice now lives in another pool.
+    fn unindex_slice_if_moved(&mut self, old: &ResourceSlice) {
+        let still_there = matches!(
+            self.get::<ResourceSlice>("", &old.metadata.name),
+            Some(now) if now.spec.driver == old.spec.driver && now.spec.pool.name == old.spec.pool.name
+        );
+        if !still_there {
+            self.unindex_slice(old);
+        }
+    }
+
+    fn unindex_slice(&mut self, old: &ResourceSlice) {
+        let pool = (old.spec.driver.clone(), old.spec.pool.name.clone());
+        if let Some(names) = self.pool_slices.get_mut(&pool) {
+            names.remove(&old.metadata.name);
+            if names.is_empty() {
+                self.pool_slices.remove(&pool);
+            }
+        }
     }
 
     /// Every object of a kind, in (namespace, name) order.
@@ -395,8 +501,15 @@ impl Store {
         &'a self,
         namespace: &'a str,
     ) -> impl Iterator<Item = &'a R> + 'a {
-        self.list::<R>()
-            .filter(move |o| o.meta().namespace == namespace)
+        let namespace = if R::KIND.namespaced() { namespace } else { "" };
+        let start = (R::KIND, namespace, "");
+        self.objects
+            .range::<dyn KeyParts, _>((
+                std::ops::Bound::Included(&start as &dyn KeyParts),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(move |(k, _)| k.kind == R::KIND && k.namespace == namespace)
+            .filter_map(|(_, v)| R::from_stored(v))
     }
 
     /// Every object of a kind, as stored values.
@@ -453,7 +566,7 @@ impl Store {
             meta.generation = Some(1);
         }
         let stored = object.clone().into_stored();
-        self.objects.insert(key.clone(), stored.clone());
+        self.put(key.clone(), stored.clone());
         self.journal_record(|| None);
         self.events.push(Event {
             resource_version: rv,
@@ -468,7 +581,18 @@ impl Store {
     /// one (optimistic concurrency); an empty resourceVersion overwrites unconditionally.
     /// Returns the stored copy; an update that changes nothing keeps the resourceVersion and
     /// records no event.
-    pub fn update<R: Resource>(&mut self, mut object: R) -> Result<R, StoreError> {
+    pub fn update<R: Resource>(&mut self, object: R) -> Result<R, StoreError> {
+        self.write(object, true)
+            .map(|copy| copy.expect("write returns the copy it was asked for"))
+    }
+
+    /// [`Store::update`], returning the stored copy only when `want_copy` (a copy of a big
+    /// object is a cost most writers do not need).
+    fn write<R: Resource>(
+        &mut self,
+        mut object: R,
+        want_copy: bool,
+    ) -> Result<Option<R>, StoreError> {
         object.set_type_meta();
         let key = Self::key_of(&object);
         let Some(current) = self.objects.get(&key) else {
@@ -490,14 +614,14 @@ impl Store {
             meta.creation_timestamp = old.creation_timestamp.clone();
             meta.resource_version = stored_rv;
         }
-        let candidate = object.clone().into_stored();
-        if &candidate == current {
-            return Ok(object);
+        if R::from_stored(current) == Some(&object) {
+            return Ok(Some(object));
         }
         let rv = self.next_rv();
         object.meta_mut().resource_version = rv.to_string();
-        let stored = object.clone().into_stored();
-        let previous = self.objects.insert(key.clone(), stored.clone());
+        let copy = want_copy.then(|| object.clone());
+        let stored = object.into_stored();
+        let previous = self.put(key.clone(), stored.clone());
         self.journal_record(|| previous);
         self.events.push(Event {
             resource_version: rv,
@@ -505,7 +629,7 @@ impl Store {
             key,
             object: stored,
         });
-        Ok(object)
+        Ok(copy)
     }
 
     /// Reads, changes and writes back an object in one step. The closure's return value is
@@ -523,13 +647,13 @@ impl Store {
         };
         let mut object = current.clone();
         let out = change(&mut object);
-        self.update(object)?;
+        self.write(object, false)?;
         Ok(out)
     }
 
     /// Deletes an object; returns it.
     pub fn delete(&mut self, key: &ObjectKey) -> Result<Stored, StoreError> {
-        let Some(object) = self.objects.remove(key) else {
+        let Some(object) = self.take(key) else {
             return Err(StoreError::NotFound { key: key.clone() });
         };
         let rv = self.next_rv();

@@ -93,3 +93,97 @@ fn to_json_puts_type_meta_first() {
     let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
     assert_eq!(&keys[..2], ["apiVersion", "kind"]);
 }
+
+fn slice(name: &str, driver: &str, pool: &str) -> ResourceSlice {
+    let mut s = ResourceSlice::default();
+    s.metadata.name = name.into();
+    s.spec.driver = driver.into();
+    s.spec.pool.name = pool.into();
+    s
+}
+
+fn pool_names(store: &Store, driver: &str, pool: &str) -> Vec<String> {
+    store
+        .pool_slices(driver, pool)
+        .map(|s| s.metadata.name.clone())
+        .collect()
+}
+
+#[test]
+fn slices_are_indexed_by_pool_through_every_write_and_rollback() {
+    let mut store = Store::new();
+    store.create(slice("b", "d", "p"), "t").unwrap();
+    store.create(slice("a", "d", "p"), "t").unwrap();
+    store.create(slice("c", "d", "q"), "t").unwrap();
+    store.create(slice("e", "other", "p"), "t").unwrap();
+    assert_eq!(pool_names(&store, "d", "p"), ["a", "b"]);
+    assert_eq!(pool_names(&store, "d", "q"), ["c"]);
+    // A slice moved to another pool leaves the old one.
+    store
+        .modify::<ResourceSlice, _>("", "b", |s| s.spec.pool.name = "q".into())
+        .unwrap();
+    assert_eq!(pool_names(&store, "d", "p"), ["a"]);
+    assert_eq!(pool_names(&store, "d", "q"), ["b", "c"]);
+    // An update within the pool keeps it there.
+    store
+        .modify::<ResourceSlice, _>("", "a", |s| s.spec.pool.generation = 2)
+        .unwrap();
+    assert_eq!(pool_names(&store, "d", "p"), ["a"]);
+    store
+        .delete(&ObjectKey::new(Kind::ResourceSlice, "", "a"))
+        .unwrap();
+    assert!(pool_names(&store, "d", "p").is_empty());
+    // Rolled-back writes are rolled back in the index too.
+    store.begin_journal();
+    store.create(slice("f", "d", "p"), "t").unwrap();
+    store
+        .delete(&ObjectKey::new(Kind::ResourceSlice, "", "c"))
+        .unwrap();
+    assert_eq!(pool_names(&store, "d", "p"), ["f"]);
+    assert!(store.rollback());
+    assert!(pool_names(&store, "d", "p").is_empty());
+    assert_eq!(pool_names(&store, "d", "q"), ["b", "c"]);
+    assert_eq!(pool_names(&store, "other", "p"), ["e"]);
+}
+
+#[test]
+fn list_in_walks_one_namespace_and_get_finds_by_parts() {
+    let mut store = Store::new();
+    for (ns, name) in [("a", "x"), ("b", "y"), ("b", "z"), ("c", "w")] {
+        store.create(claim(ns, name), "t").unwrap();
+    }
+    store.create(slice("s", "d", "p"), "t").unwrap();
+    let names: Vec<&str> = store
+        .list_in::<ResourceClaim>("b")
+        .map(|c| c.metadata.name.as_str())
+        .collect();
+    assert_eq!(names, ["y", "z"]);
+    assert_eq!(store.list_in::<ResourceClaim>("none").count(), 0);
+    // Cluster-scoped kinds ignore the namespace.
+    assert_eq!(store.list_in::<ResourceSlice>("b").count(), 1);
+    assert!(store.get::<ResourceClaim>("b", "z").is_some());
+    assert!(store.get::<ResourceClaim>("a", "z").is_none());
+    assert!(store.get::<ResourceSlice>("ignored", "s").is_some());
+}
+
+#[test]
+fn modify_writes_once_and_skips_no_op_changes() {
+    let mut store = Store::new();
+    store.create(claim("ns", "a"), "t").unwrap();
+    store
+        .modify::<ResourceClaim, _>("ns", "a", |c| c.metadata.labels.clear())
+        .unwrap();
+    assert_eq!(store.events_since(0).len(), 1);
+    store
+        .modify::<ResourceClaim, _>("ns", "a", |c| {
+            c.metadata.labels.insert("k".into(), "v".into());
+        })
+        .unwrap();
+    let events = store.events_since(1);
+    assert_eq!(events.len(), 1);
+    let Stored::ResourceClaim(written) = &events[0].object else {
+        panic!("a claim event");
+    };
+    assert_eq!(written.metadata.resource_version, "2");
+    assert_eq!(store.get::<ResourceClaim>("ns", "a"), Some(written));
+}
