@@ -47,6 +47,8 @@ pub(crate) struct Dev<'a> {
     pub taints: Vec<DeviceTaint>,
     /// Counter consumption as (pool counter index, amount).
     pub counters: Vec<(usize, Quantity)>,
+    /// The same in nano units, when every amount is a whole number of them.
+    pub counters_nano: Option<Vec<(usize, i128)>>,
     /// Allocated exclusively to an existing claim.
     pub allocated: bool,
     /// Capacity consumed by existing shared allocations.
@@ -77,6 +79,21 @@ pub(crate) struct PoolCounters {
     pub available: Vec<Quantity>,
     /// Some counter is already overdrawn, so no counter-consuming device fits.
     pub overdrawn: bool,
+    /// `available` in nano units, when the whole pool (counters and every device's
+    /// consumption) is exact in them: the search then charges plain integers.
+    pub available_nano: Option<Vec<i128>>,
+}
+
+/// A quantity in units of 10^-9 (the finest precision Kubernetes quantities keep), when exact.
+fn nano(quantity: &Quantity) -> Option<i128> {
+    let (mantissa, scale) = quantity.to_parts();
+    let exponent = scale.checked_add(9)?;
+    if exponent >= 0 {
+        mantissa.checked_mul(10i128.checked_pow(u32::try_from(exponent).ok()?)?)
+    } else {
+        let divisor = 10i128.checked_pow(u32::try_from(-exponent).ok()?)?;
+        (mantissa % divisor == 0).then(|| mantissa / divisor)
+    }
 }
 
 /// A request or subrequest that needs devices.
@@ -337,6 +354,7 @@ impl<'a> Problem<'a> {
                 }
             }
             pc.overdrawn = pc.available.iter().any(|q| q.sign() < 0);
+            pc.available_nano = pc.available.iter().map(nano).collect();
             counters.push(pc);
             compat_baseline.push(baseline);
         }
@@ -389,6 +407,10 @@ impl<'a> Problem<'a> {
                         multi: features.consumable_capacity
                             && device.allow_multiple_allocations == Some(true),
                         taints: device.taints.clone(),
+                        counters_nano: device_counters
+                            .iter()
+                            .map(|(i, amount)| nano(amount).map(|n| (*i, n)))
+                            .collect(),
                         counters: device_counters,
                         allocated: used.is_some_and(|u| u.dedicated),
                         capacity_used: used.and_then(|u| u.consumed.clone()),
@@ -397,6 +419,11 @@ impl<'a> Problem<'a> {
                         compat_skip,
                     });
                 }
+            }
+        }
+        for dev in &devs {
+            if dev.counters_nano.is_none() {
+                counters[dev.pool].available_nano = None;
             }
         }
         let n_devs = devs.len();
@@ -1321,6 +1348,8 @@ pub(crate) struct Search {
     allocating_capacity: Vec<Option<Consumed>>,
     /// Per pool: counters consumed by new allocations.
     consumed_counters: Vec<Vec<Quantity>>,
+    /// The same in nano units, for pools with `available_nano`.
+    consumed_nano: Vec<Vec<i128>>,
     picked: Vec<Vec<Picked>>,
     /// Per claim and request: the chosen subrequest.
     selected_sub: Vec<Vec<usize>>,
@@ -1342,6 +1371,11 @@ impl Search {
         Search {
             allocating: vec![Vec::new(); problem.devs.len()],
             allocating_capacity: vec![None; problem.devs.len()],
+            consumed_nano: problem
+                .counters
+                .iter()
+                .map(|pc| vec![0; pc.available.len()])
+                .collect(),
             consumed_counters: problem
                 .counters
                 .iter()
@@ -1384,6 +1418,13 @@ impl Search {
             for (i, amount) in consumed.iter().enumerate() {
                 if !amount.is_zero() {
                     let _ = write!(key, "{pool}.{i}={amount};");
+                }
+            }
+        }
+        for (pool, consumed) in self.consumed_nano.iter().enumerate() {
+            for (i, amount) in consumed.iter().enumerate() {
+                if *amount != 0 {
+                    let _ = write!(key, "{pool}.{i}={amount}n;");
                 }
             }
         }
@@ -1831,6 +1872,19 @@ impl Search {
         if pc.overdrawn {
             return false;
         }
+        if let (Some(available), Some(amounts)) = (&pc.available_nano, &dev.counters_nano) {
+            let consumed = &mut self.consumed_nano[dev.pool];
+            for (i, amount) in amounts {
+                consumed[*i] += amount;
+            }
+            let ok = amounts.iter().all(|(i, _)| consumed[*i] <= available[*i]);
+            if !ok {
+                for (i, amount) in amounts {
+                    consumed[*i] -= amount;
+                }
+            }
+            return ok;
+        }
         let consumed = &mut self.consumed_counters[dev.pool];
         for (i, amount) in &dev.counters {
             consumed[*i] += amount;
@@ -1849,6 +1903,16 @@ impl Search {
 
     fn release_counters(&mut self, problem: &Problem<'_>, d: usize) {
         let dev = &problem.devs[d];
+        if let (Some(_), Some(amounts)) = (
+            &problem.counters[dev.pool].available_nano,
+            &dev.counters_nano,
+        ) {
+            let consumed = &mut self.consumed_nano[dev.pool];
+            for (i, amount) in amounts {
+                consumed[*i] -= amount;
+            }
+            return;
+        }
         let consumed = &mut self.consumed_counters[dev.pool];
         for (i, amount) in &dev.counters {
             consumed[*i] -= amount;
@@ -2240,5 +2304,27 @@ pub(crate) fn fits(problem: &mut Problem<'_>) -> Result<bool, Error> {
         Ok(found) => Ok(found),
         Err(Stop::MaxSize) => Ok(false),
         Err(Stop::Error(err)) => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod nano_tests {
+    use super::*;
+
+    fn q(text: &str) -> Quantity {
+        Quantity::parse(text).expect("quantity")
+    }
+
+    #[test]
+    fn nano_units_are_exact_or_absent() {
+        assert_eq!(nano(&q("1")), Some(1_000_000_000));
+        assert_eq!(nano(&q("40Gi")), Some(40 * (1i128 << 30) * 1_000_000_000));
+        assert_eq!(nano(&q("500m")), Some(500_000_000));
+        assert_eq!(nano(&q("1n")), Some(1));
+        assert_eq!(nano(&q("0")), Some(0));
+        // Quantities keep nothing finer than nano (upstream rounds up on parsing).
+        assert_eq!(nano(&q("0.0000000001")), Some(1));
+        // Beyond i128 in nano units: no integer form, the search keeps Quantity arithmetic.
+        assert_eq!(nano(&q("1e30")), None);
     }
 }
