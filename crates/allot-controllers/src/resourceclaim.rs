@@ -674,12 +674,17 @@ impl Controller for ResourceClaimController {
         }
     }
 
+    fn event_log_position(&self) -> Option<u64> {
+        Some(self.owners.seen_rv)
+    }
+
     fn reconcile(
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
+        self.owners.sync(store);
         match key.kind {
             Kind::Pod => self.sync_pod(store, key, ctx),
             Kind::PodGroup => self.sync_pod_group(store, key, ctx),

@@ -149,7 +149,19 @@ pub trait Controller {
         let _ = subscriptions;
         false
     }
+
+    /// For a controller that reads the store's event log itself (`Store::events_since`, for
+    /// a cache): the resourceVersion it has read up to. A runtime that compacts the log (see
+    /// [`Runtime::compact_events`]) keeps every later event. The default, `None`, means the
+    /// controller does not read the log.
+    fn event_log_position(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// Events a compacting runtime lets pile up before it drops the ones every reader has seen
+/// (dropping moves the rest, so it is done in batches).
+const COMPACT_BATCH: u64 = 4096;
 
 /// Back-off after a failed reconcile, in milliseconds of simulated time.
 pub const ERROR_BACKOFF_MILLIS: u64 = 1000;
@@ -174,6 +186,9 @@ pub struct Runtime {
     router: routing::Router,
     subscriptions: Arc<Mutex<routing::Table>>,
     stats: Stats,
+    /// Whether to drop store events every reader has seen.
+    compact: bool,
+    compacted_through: u64,
 }
 
 /// Where a runtime's time went, for benchmarks.
@@ -207,6 +222,8 @@ impl Runtime {
             ..Stats::default()
         };
         Runtime {
+            compact: false,
+            compacted_through: 0,
             stats,
             store,
             routed: broadcast.len() < controllers.len(),
@@ -236,6 +253,26 @@ impl Runtime {
     /// How many reconciles ran.
     pub fn reconciles(&self) -> u64 {
         self.reconciles
+    }
+
+    /// Lets the runtime drop store events that it and every controller reading the log (see
+    /// [`Controller::event_log_position`]) have seen. Only for a store nobody else reads the
+    /// log of (a simulation; not a server that serves watches from it).
+    pub fn compact_events(&mut self, on: bool) {
+        self.compact = on;
+    }
+
+    fn compact_log(&mut self) {
+        let readers = self
+            .controllers
+            .iter()
+            .filter_map(|c| c.event_log_position())
+            .min();
+        let through = readers.map_or(self.seen_rv, |r| r.min(self.seen_rv));
+        if through >= self.compacted_through + COMPACT_BATCH {
+            self.store.compact_events(through);
+            self.compacted_through = through;
+        }
     }
 
     /// Where the time went so far.
@@ -319,6 +356,9 @@ impl Runtime {
         let mut budget = max_reconciles;
         loop {
             self.dispatch_events();
+            if self.compact {
+                self.compact_log();
+            }
             let Some(first) = self.queue.first().cloned() else {
                 return Ok(());
             };

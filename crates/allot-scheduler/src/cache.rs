@@ -148,6 +148,11 @@ impl Cache {
         self.seen_rv = last_rv;
     }
 
+    /// The resourceVersion of the last store event applied.
+    pub fn seen_rv(&self) -> u64 {
+        self.seen_rv
+    }
+
     /// How many nodes there are.
     pub fn node_count(&self) -> usize {
         self.node_index.len()

@@ -1670,6 +1670,10 @@ impl Controller for Scheduler {
         }
     }
 
+    fn event_log_position(&self) -> Option<u64> {
+        Some(self.cache.seen_rv())
+    }
+
     fn reconcile(
         &mut self,
         store: &mut Store,

@@ -219,8 +219,9 @@ pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome,
 }
 
 /// A controller that takes every store event, whatever the one inside would subscribe to:
-/// with `routed == false` a run offers every event to every controller, which must make the
-/// same decisions as routing does (the tests compare both).
+/// with `routed == false` a run offers every event to every controller and keeps the whole
+/// event log, which must make the same decisions as routing and compaction do (the tests
+/// compare both).
 struct Broadcast(Box<dyn Controller>);
 
 impl Controller for Broadcast {
@@ -258,6 +259,8 @@ fn run_routed(
     let names = list.iter().map(|c| c.name().to_string()).collect();
     let bound = reconcile_bound(&store);
     let mut runtime = Runtime::new(store, list, SimTime::ZERO);
+    // Nothing outside the runtime's controllers reads the log of a simulation's store.
+    runtime.compact_events(routed);
     let mut event_errors = Vec::new();
     for event in &input.events {
         run_until(&mut runtime, event.at, false, bound, progress)?;
@@ -484,6 +487,7 @@ pub fn what_if(
     let controllers = controllers(input, &store)?;
     let bound = reconcile_bound(&store);
     let mut runtime = Runtime::new(store, controllers.list, SimTime::ZERO);
+    runtime.compact_events(true);
     for event in &input.events {
         run_until(&mut runtime, event.at, false, bound, progress)?;
         let now = runtime.now();

@@ -187,3 +187,23 @@ fn modify_writes_once_and_skips_no_op_changes() {
     assert_eq!(written.metadata.resource_version, "2");
     assert_eq!(store.get::<ResourceClaim>("ns", "a"), Some(written));
 }
+
+#[test]
+fn compaction_forgets_seen_events_but_not_during_a_journal() {
+    let mut store = Store::new();
+    for name in ["a", "b", "c", "d"] {
+        store.create(claim("ns", name), "t").unwrap();
+    }
+    store.compact_events(2);
+    assert_eq!(store.events_since(0).len(), 2);
+    assert_eq!(store.events_since(0)[0].resource_version, 3);
+    assert_eq!(store.events_since(3).len(), 1);
+    store.begin_journal();
+    store.compact_events(4);
+    assert_eq!(store.events_since(0).len(), 2);
+    store.end_journal();
+    store.compact_events(4);
+    assert!(store.events_since(0).is_empty());
+    // The objects stay.
+    assert_eq!(store.list::<ResourceClaim>().count(), 4);
+}

@@ -23,7 +23,7 @@ fn fingerprint(outcome: &Outcome) -> String {
     out
 }
 
-fn same_with_and_without_routing(name: &str, input: &Input) {
+fn same_with_and_without_routing_and_compaction(name: &str, input: &Input) {
     let routed = run_routed(input, &mut |_| {}, true).expect("routed run");
     let broadcast = run_routed(input, &mut |_| {}, false).expect("broadcast run");
     assert!(
@@ -51,21 +51,32 @@ fn repo(path: &str) -> PathBuf {
 #[test]
 fn routing_events_to_node_agents_changes_nothing_on_the_bundled_example() {
     let input = crate::example::input().expect("example loads");
-    same_with_and_without_routing("bundled example", &input);
+    same_with_and_without_routing_and_compaction("bundled example", &input);
 }
 
 #[test]
 fn routing_events_to_node_agents_changes_nothing_on_a_generated_cluster() {
     let input = crate::generate::load_generated(crate::generate::GenOptions {
-        nodes: 12,
-        devices_per_node: 3,
-        pods: 60,
+        nodes: 50,
+        devices_per_node: 8,
+        pods: 1500,
     })
     .expect("generated");
     let routed = run_routed(&input, &mut |_| {}, true).expect("routed run");
     let broadcast = run_routed(&input, &mut |_| {}, false).expect("broadcast run");
     assert_eq!(fingerprint(&routed), fingerprint(&broadcast));
-    // Each event reaches the node agents it concerns, not all twelve.
+    // The routed run dropped the events every reader had seen; the other kept them all.
+    assert_eq!(
+        broadcast.store.events_since(0).len() as u64,
+        broadcast.stats.events
+    );
+    assert!(
+        (routed.store.events_since(0).len() as u64) < routed.stats.events / 2,
+        "{} of {} events kept",
+        routed.store.events_since(0).len(),
+        routed.stats.events
+    );
+    // Each event reaches the node agents it concerns, not all fifty.
     assert!(
         routed.stats.keys_for_calls * 2 < broadcast.stats.keys_for_calls,
         "{} vs {}",
@@ -92,7 +103,7 @@ fn routing_events_to_node_agents_changes_nothing_on_the_spec_examples_and_scenar
         let Ok(input) = crate::load_paths(std::slice::from_ref(&path)) else {
             continue;
         };
-        same_with_and_without_routing(&path.display().to_string(), &input);
+        same_with_and_without_routing_and_compaction(&path.display().to_string(), &input);
         checked += 1;
     }
     assert!(checked > 20, "only {checked} inputs ran");
