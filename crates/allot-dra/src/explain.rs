@@ -175,17 +175,6 @@ fn fits_alone(problem: &Problem<'_>, claim_index: usize) -> bool {
     }
 }
 
-fn selectors_pass(
-    problem: &mut Problem<'_>,
-    d: usize,
-    selectors: &[allot_api::resource::v1::DeviceSelector],
-) -> bool {
-    selectors.iter().all(|selector| match &selector.cel {
-        Some(expression) => problem.expression_matches(d, &expression.expression),
-        None => false,
-    })
-}
-
 fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, Vec<usize>) {
     let features = problem.features;
     let mut filters = FilterCounts {
@@ -208,13 +197,11 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
             filters.node += 1;
             continue;
         }
-        let class_selectors = problem.reqs[r].class.spec.selectors.as_slice();
-        if !selectors_pass(problem, d, class_selectors) {
+        if !problem.selectors_accept(r, d, true) {
             filters.class_selector += 1;
             continue;
         }
-        let request_selectors = problem.reqs[r].selectors;
-        if !selectors_pass(problem, d, request_selectors) {
+        if !problem.selectors_accept(r, d, false) {
             filters.request_selector += 1;
             continue;
         }

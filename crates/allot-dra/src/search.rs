@@ -1145,28 +1145,49 @@ impl<'a> Problem<'a> {
         Verdict::Yes
     }
 
-    /// Whether one selector expression accepts device `d` (errors count as "no"); uses and
-    /// fills the cross-call verdict cache.
-    pub(crate) fn expression_matches(&mut self, d: usize, expression: &str) -> bool {
-        let (id, compiled) = self.cache.get_with_id(expression);
-        let hash = *self.dev_hashes[d]
-            .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
-        if let Some(verdict) = self.cache.verdict(id, hash) {
-            return verdict;
+    /// Whether the class's (`of_class`) or the request's own CEL selectors all accept device
+    /// `d` (errors and selectors without CEL count as "no"), through the expressions compiled
+    /// for the request and the cross-call verdict cache.
+    pub(crate) fn selectors_accept(&mut self, r: usize, d: usize, of_class: bool) -> bool {
+        let selectors = if of_class {
+            self.reqs[r].class.spec.selectors.as_slice()
+        } else {
+            self.reqs[r].selectors
+        };
+        if selectors.iter().any(|selector| selector.cel.is_none()) {
+            return false;
         }
-        let Ok(compiled) = compiled.as_ref() else {
-            return false;
-        };
-        let Ok(device) = self.cel_device(d) else {
-            return false;
-        };
-        match cel::evaluate(compiled, device) {
-            Ok(verdict) => {
-                self.cache.remember(id, hash, verdict);
-                verdict
+        for i in 0..self.reqs[r].compiled.len() {
+            let (id, compiled) = {
+                let selector = &self.reqs[r].compiled[i];
+                if selector.of_class != of_class {
+                    continue;
+                }
+                (selector.id, std::rc::Rc::clone(&selector.compiled))
+            };
+            let hash = *self.dev_hashes[d]
+                .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
+            match self.cache.verdict(id, hash) {
+                Some(true) => continue,
+                Some(false) => return false,
+                None => {}
             }
-            Err(_) => false,
+            let Ok(compiled) = compiled.as_ref() else {
+                return false;
+            };
+            let Ok(device) = self.cel_device(d) else {
+                return false;
+            };
+            match cel::evaluate(compiled, device) {
+                Ok(true) => self.cache.remember(id, hash, true),
+                Ok(false) => {
+                    self.cache.remember(id, hash, false);
+                    return false;
+                }
+                Err(_) => return false,
+            }
         }
+        true
     }
 
     /// Who owns the selectors of request `r`, as errors name it: its class or its claim.
