@@ -153,7 +153,8 @@ pub trait Controller {
     /// For a controller that reads the store's event log itself (`Store::events_since`, for
     /// a cache): the resourceVersion it has read up to. A runtime that compacts the log (see
     /// [`Runtime::compact_events`]) keeps every later event. The default, `None`, means the
-    /// controller does not read the log.
+    /// controller does not read the log; the runtime asks once, when it takes the controller,
+    /// and asks again later only the controllers that answered `Some`.
     fn event_log_position(&self) -> Option<u64> {
         None
     }
@@ -189,6 +190,10 @@ pub struct Runtime {
     /// Whether to drop store events every reader has seen.
     compact: bool,
     compacted_through: u64,
+    /// The resourceVersion the runtime will next try to compact at.
+    next_compaction: u64,
+    /// Controllers that read the event log themselves.
+    log_readers: Vec<usize>,
 }
 
 /// Where a runtime's time went, for benchmarks.
@@ -221,9 +226,17 @@ impl Runtime {
             controllers: controllers.iter().map(|c| (c.name(), 0, 0)).collect(),
             ..Stats::default()
         };
+        let log_readers = controllers
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.event_log_position().is_some())
+            .map(|(i, _)| i)
+            .collect();
         Runtime {
             compact: false,
             compacted_through: 0,
+            next_compaction: COMPACT_BATCH,
+            log_readers,
             stats,
             store,
             routed: broadcast.len() < controllers.len(),
@@ -263,15 +276,21 @@ impl Runtime {
     }
 
     fn compact_log(&mut self) {
+        if self.seen_rv < self.next_compaction {
+            return;
+        }
+        // Asking the readers costs a call each: not again for a while.
+        self.next_compaction = self.seen_rv + COMPACT_BATCH / 8;
         let readers = self
-            .controllers
+            .log_readers
             .iter()
-            .filter_map(|c| c.event_log_position())
+            .filter_map(|&i| self.controllers[i].event_log_position())
             .min();
         let through = readers.map_or(self.seen_rv, |r| r.min(self.seen_rv));
         if through >= self.compacted_through + COMPACT_BATCH {
             self.store.compact_events(through);
             self.compacted_through = through;
+            self.next_compaction = self.next_compaction.max(through + COMPACT_BATCH);
         }
     }
 

@@ -424,11 +424,14 @@ fn compaction_keeps_what_log_readers_have_not_read() {
     rt.run_due(100).unwrap();
     // The reader saw every event although the runtime had dispatched them all before.
     assert_eq!(read.borrow().len(), 10_000);
-    // Its reconcile moved its position: the next round drops what everyone has seen.
-    let mut node = allot_api::core::v1::Node::default();
-    node.metadata.name = "late".into();
-    rt.store.create(node, "t").unwrap();
+    // Its reconcile moved its position: a later round drops what everyone has seen.
+    for i in 0..600 {
+        let mut node = allot_api::core::v1::Node::default();
+        node.metadata.name = format!("late-{i:03}");
+        rt.store.create(node, "t").unwrap();
+    }
     rt.run_due(100).unwrap();
-    assert_eq!(rt.store.events_since(0).len(), 1);
-    assert_eq!(rt.store.events_since(0)[0].key.name, "late");
+    let kept = rt.store.events_since(0);
+    assert_eq!(kept.len(), 600);
+    assert_eq!(kept[0].key.name, "late-000");
 }
