@@ -191,7 +191,7 @@ impl Server {
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
 /// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events and the namespace controller.
+/// the recorder of pod Events.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
         // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
@@ -446,10 +446,10 @@ struct Target {
     namespace: String,
     name: Option<String>,
     status: bool,
-    /// Field manager, `force`, field validation and the warnings collected on the way.
-    options: crate::apply::WriteOptions,
     /// Who asks (for admission checks that authorize parts of an object).
     requester: Option<crate::auth::Requester>,
+    /// Field manager, `force`, field validation and the warnings collected on the way.
+    options: crate::apply::WriteOptions,
 }
 
 /// The single entry point: routing by hand keeps every error a `Status`.
@@ -1484,19 +1484,37 @@ fn patch(
         return apply_patch(shared, target, name, bytes);
     }
     let schema = crate::patch::KindSchema(target.info.kind);
-    replace_with(shared, target, name, |current| {
-        let mut patched = crate::patch::patch_object(patch_type, current, bytes, &schema)
-            .map_err(|e| patch_error(&e))?;
-        // A resourceVersion the patch sets is a precondition; without one the patch applies to
-        // whatever is stored.
-        if patched.pointer("/metadata/resourceVersion").is_none()
-            && let Some(rv) = current.pointer("/metadata/resourceVersion")
-            && let Some(metadata) = patched.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            metadata.insert("resourceVersion".into(), rv.clone());
+    // As upstream's patch handler: a patch without a resourceVersion precondition that loses a
+    // race with another writer (a controller, another server on the same etcd) is applied
+    // again to the object now stored, a few times, before the conflict is reported.
+    let mut attempt = 0;
+    loop {
+        let precondition = std::cell::Cell::new(false);
+        let result = replace_with(shared, target, name, |current| {
+            let mut patched = crate::patch::patch_object(patch_type, current, bytes, &schema)
+                .map_err(|e| patch_error(&e))?;
+            // A resourceVersion the patch sets is a precondition; without one the patch
+            // applies to whatever is stored.
+            if patched.pointer("/metadata/resourceVersion").is_some() {
+                precondition.set(true);
+            } else if let Some(rv) = current.pointer("/metadata/resourceVersion")
+                && let Some(metadata) = patched.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                metadata.insert("resourceVersion".into(), rv.clone());
+            }
+            Ok((patched, None))
+        });
+        attempt += 1;
+        match result {
+            Err(err) if err.code == StatusCode::CONFLICT && !precondition.get() && attempt < 8 => {
+                // On etcd the other write reaches this server's mirror through the watch:
+                // give it a moment before reading the object again.
+                std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
+                continue;
+            }
+            other => return other,
         }
-        Ok((patched, None))
-    })
+    }
 }
 
 fn patch_error(err: &crate::patch::PatchError) -> ApiError {
