@@ -191,7 +191,7 @@ impl Server {
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
 /// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events.
+/// the recorder of pod Events and the namespace controller.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
         // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
