@@ -6,6 +6,12 @@
 //! [`Runtime`] to the next due item, so a 600-second binding timeout costs no real time and every
 //! run of the same input makes the same decisions in the same order. The cost: controllers must
 //! not keep state that the store does not show, except caches they can rebuild.
+//!
+//! At scale two things matter. Events are offered only to the controllers that can care: a
+//! controller may [`Controller::subscribe`] to [`Topic`]s (a node agent to its node), and the
+//! runtime names each event's topics once instead of asking thousands of agents. And a
+//! simulation's event log can be compacted ([`Runtime::compact_events`]) once the runtime and
+//! every controller reading the log itself ([`Controller::event_log_position`]) have seen it.
 
 #![deny(missing_docs)]
 
