@@ -1691,3 +1691,32 @@ impl Controller for Scheduler {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod feasible_nodes_tests {
+    use super::*;
+
+    fn find(percentage: u32, all: usize) -> usize {
+        Scheduler::new(SchedulerConfig {
+            percentage_of_nodes_to_score: percentage,
+            ..SchedulerConfig::default()
+        })
+        .nodes_to_find(all)
+    }
+
+    /// Upstream `numFeasibleNodesToFind`: all nodes below 100; adaptive 50% minus 1% per 125
+    /// nodes, at least 5%, at least 100 nodes; a configured percentage as given.
+    #[test]
+    fn nodes_to_find_matches_upstream() {
+        assert_eq!(find(0, 99), 99);
+        assert_eq!(find(0, 100), 100);
+        assert_eq!(find(0, 199), 100);
+        assert_eq!(find(0, 1000), 420);
+        assert_eq!(find(0, 5000), 500);
+        assert_eq!(find(0, 6000), 300);
+        assert_eq!(find(0, 20_000), 1000);
+        assert_eq!(find(30, 1000), 300);
+        assert_eq!(find(30, 200), 100);
+        assert_eq!(find(100, 5000), 5000);
+    }
+}
