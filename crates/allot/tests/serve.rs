@@ -4,26 +4,16 @@
 
 #[path = "support/https.rs"]
 mod https;
+// Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
+#[allow(dead_code)]
+#[path = "support/kubectl.rs"]
+mod kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-fn kubectl_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ALLOT_KUBECTL") {
-        let path = PathBuf::from(path);
-        if path.exists() {
-            return Some(path);
-        }
-    }
-    let found = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    found.then(|| PathBuf::from("kubectl"))
-}
 
 /// The storage this suite runs on: the embedded log here; tests/serve_etcd.rs includes this
 /// file and runs every test again on etcd. Returns extra `allot serve` arguments and what must
@@ -44,15 +34,7 @@ fn kubectl_or_skip() -> Option<PathBuf> {
     if !crate::backend_available() {
         return None;
     }
-    let found = kubectl_path();
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
-        );
-        eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
-    }
-    found
+    crate::kubectl::find_or_skip()
 }
 
 /// A running `allot serve`; killed with SIGKILL when dropped.

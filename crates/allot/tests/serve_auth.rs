@@ -7,32 +7,14 @@
 #[path = "support/https.rs"]
 mod https;
 
+#[path = "support/kubectl.rs"]
+mod kubectl;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
-
-fn kubectl_or_skip() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
-        && path.exists()
-    {
-        return Some(path);
-    }
-    let found = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(PathBuf::from("kubectl"));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
-    );
-    eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
-    None
-}
 
 /// The users of every test: token, name, groups.
 const TOKENS: &str = "admin-token,admin,0,\"system:masters\"\n\
@@ -204,7 +186,7 @@ fn namespace(name: &str, admin_access: bool) -> String {
 
 #[test]
 fn tls_kubeconfig_and_bearer_tokens() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -297,7 +279,7 @@ fn tls_kubeconfig_and_bearer_tokens() {
 
 #[test]
 fn rbac_denies_then_grants_and_prevents_escalation() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -418,7 +400,7 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
 
 #[test]
 fn admin_access_only_in_labelled_namespaces() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -483,7 +465,7 @@ fn allocation() -> Value {
 
 #[test]
 fn claim_status_is_authorized_per_field_and_driver() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -633,7 +615,7 @@ fn claim_status_is_authorized_per_field_and_driver() {
 
 #[test]
 fn kubectl_generators_access_reviews_and_impersonation() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -779,7 +761,7 @@ fn kubectl_generators_access_reviews_and_impersonation() {
 
 #[test]
 fn rbac_objects_take_client_and_server_side_apply() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");

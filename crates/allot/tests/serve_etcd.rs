@@ -12,6 +12,8 @@
 mod etcd;
 #[path = "support/https.rs"]
 mod https;
+#[path = "support/kubectl.rs"]
+mod kubectl;
 #[path = "serve.rs"]
 mod suite;
 // The write-path tests (patches, server-side apply, dry run, validation, namespace deletion).
@@ -46,27 +48,6 @@ fn backend(data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
 
 fn backend_available() -> bool {
     etcd::binary_or_skip().is_some()
-}
-
-fn kubectl() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ALLOT_KUBECTL") {
-        let path = PathBuf::from(path);
-        if path.exists() {
-            return Some(path);
-        }
-    }
-    let found = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
-        );
-        eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
-    }
-    found.then(|| PathBuf::from("kubectl"))
 }
 
 /// One `allot serve` on a given etcd; killed (SIGKILL) when dropped.
@@ -224,7 +205,7 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
     let Some(binary) = etcd::binary_or_skip() else {
         return;
     };
-    let Some(kubectl) = kubectl() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -302,7 +283,7 @@ fn both_servers_see_each_others_writes_and_conflicts() {
     let Some(binary) = etcd::binary_or_skip() else {
         return;
     };
-    let Some(kubectl) = kubectl() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -406,7 +387,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     let Some(binary) = etcd::binary_or_skip() else {
         return;
     };
-    let Some(kubectl) = kubectl() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -6,31 +6,13 @@
 //! `ALLOT_KUBECTL` (a path) or PATH; without it the tests fail under CI and skip loudly
 //! otherwise.
 
+#[path = "support/kubectl.rs"]
+mod kubectl;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn kubectl_or_skip() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
-        && path.exists()
-    {
-        return Some(path);
-    }
-    let on_path = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if on_path {
-        return Some(PathBuf::from("kubectl"));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
-    );
-    eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
-    None
-}
 
 /// A running `allot serve`, killed when dropped.
 struct Serve {
@@ -172,7 +154,7 @@ numaNodes:
 
 #[test]
 fn spec_examples_run_on_simulated_nodes() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -392,7 +374,7 @@ spec:
 
 #[test]
 fn claims_run_evict_and_deallocate_through_kubectl() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -488,7 +470,7 @@ fn claims_run_evict_and_deallocate_through_kubectl() {
 
 #[test]
 fn bad_kubelet_config_and_topologies_are_refused() {
-    let Some(kubectl) = kubectl_or_skip() else {
+    let Some(kubectl) = kubectl::find_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");

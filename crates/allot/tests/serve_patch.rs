@@ -5,6 +5,11 @@
 //! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail under CI and print a
 //! loud skip message otherwise.
 
+// Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
+#[allow(dead_code)]
+#[path = "support/kubectl.rs"]
+mod kubectl;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -30,24 +35,7 @@ fn kubectl_or_skip() -> Option<PathBuf> {
     if !crate::backend_available() {
         return None;
     }
-    if let Some(path) = std::env::var_os("ALLOT_KUBECTL").map(PathBuf::from)
-        && path.exists()
-    {
-        return Some(path);
-    }
-    let on_path = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if on_path {
-        return Some(PathBuf::from("kubectl"));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "kubectl not found: set ALLOT_KUBECTL or put kubectl on PATH (CI must run these tests)"
-    );
-    eprintln!("\n########## SKIPPED: kubectl not found (set ALLOT_KUBECTL) ##########\n");
-    None
+    crate::kubectl::find_or_skip()
 }
 
 /// A running `allot serve`; killed when dropped.
