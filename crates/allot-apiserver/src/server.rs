@@ -452,6 +452,36 @@ struct Target {
     options: crate::apply::WriteOptions,
 }
 
+/// How much of an oversized body is read (and dropped) before the 413 answer: a client still
+/// sending when the connection closes gets a reset that can swallow the answer.
+const DRAIN_BYTES: usize = 64 * 1024 * 1024;
+
+/// The request body, or `Err` when it is larger than [`MAX_BODY_BYTES`] (or broken). An
+/// oversized body is read to its end (up to [`DRAIN_BYTES`]) so that the client sees the 413.
+async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, ()> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    let mut total = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ())?;
+        total = total.saturating_add(chunk.len());
+        if total > MAX_BODY_BYTES {
+            bytes = Vec::new();
+            if total > DRAIN_BYTES {
+                break;
+            }
+            continue;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if total > MAX_BODY_BYTES {
+        Err(())
+    } else {
+        Ok(bytes.into())
+    }
+}
+
 /// The single entry point: routing by hand keeps every error a `Status`.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
@@ -518,9 +548,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             return response;
         }
     }
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+    let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(_) => {
+        Err(()) => {
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "RequestEntityTooLarge",
