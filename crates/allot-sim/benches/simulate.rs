@@ -5,6 +5,10 @@ use std::hint::black_box;
 use allot_sim::generate::{GenOptions, load_generated};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// The allocator the `allot` binary runs with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("simulate");
     group.sample_size(10);

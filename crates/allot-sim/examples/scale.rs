@@ -6,6 +6,10 @@ use std::time::Instant;
 
 use allot_sim::generate::{GenOptions, load_generated};
 
+/// The allocator the `allot` binary runs with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// User plus system CPU seconds of this process so far (Linux; `None` elsewhere). On a busy
 /// machine CPU time says more than wall time.
 fn cpu_seconds() -> Option<f64> {
