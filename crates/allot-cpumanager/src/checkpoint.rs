@@ -58,6 +58,11 @@ use serde_json::{Map, Value};
 
 use crate::state::CpuManagerState;
 
+pub use allot_checkpoint::data_checksum;
+use allot_checkpoint::{
+    checksum_of, go_checksum, go_field, go_json_escape, json_error, json_kind, type_error,
+};
+
 /// The file name the kubelet uses.
 pub const CHECKPOINT_FILE: &str = "cpu_manager_state";
 
@@ -186,45 +191,6 @@ pub struct CpuManagerCheckpoint {
     pub data: String,
     /// The checksum of `data`.
     pub data_checksum: u64,
-}
-
-/// FNV-1a, 32 bit.
-fn fnv1a32(text: &str) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in text.bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
-}
-
-/// The kubelet's `checksum.New(data)` of a string: FNV-1a over `(string)` and the string.
-pub fn data_checksum(data: &str) -> u64 {
-    let mut text = String::with_capacity(data.len() + 8);
-    text.push_str("(string)");
-    text.push_str(data);
-    u64::from(fnv1a32(&text))
-}
-
-/// Go's `encoding/json` escapes `<`, `>`, `&`, U+2028 and U+2029 inside strings; serde_json does
-/// not. These characters only occur inside strings in JSON text, so escaping them afterwards
-/// gives Go's bytes.
-pub(crate) fn go_json_escape(json: String) -> String {
-    if !json.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return json;
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 impl CpuManagerCheckpoint {
@@ -393,62 +359,12 @@ fn spew_v1(
     text
 }
 
-fn checksum_of(text: &str) -> u64 {
-    u64::from(fnv1a32(text))
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Go's message for a JSON syntax error where it is common (truncated input), else serde's.
-fn json_error(e: &serde_json::Error) -> String {
-    if e.classify() == serde_json::error::Category::Eof {
-        "unexpected end of JSON input".to_string()
-    } else {
-        e.to_string()
-    }
-}
-
-/// Looks a field up the way Go's `encoding/json` matches keys to a struct field: exact name or
-/// case-insensitive, the last matching key of the document winning.
-fn go_field<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v)
-        .next_back()
-}
-
-fn type_error(v: &Value, ty: &str, field: &str, go_type: &str) -> String {
-    format!(
-        "json: cannot unmarshal {} into Go struct field {ty}.{field} of type {go_type}",
-        json_kind(v)
-    )
-}
-
 /// A string field: absent or `null` leaves Go's zero value.
 fn go_string(obj: &Map<String, Value>, ty: &str, field: &str) -> Result<String, String> {
     match go_field(obj, field) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(type_error(other, ty, field, "string")),
-    }
-}
-
-/// A `checksum.Checksum` (uint64) field.
-fn go_checksum(obj: &Map<String, Value>, ty: &str, field: &str) -> Result<u64, String> {
-    match go_field(obj, field) {
-        None | Some(Value::Null) => Ok(0),
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| type_error(v, ty, field, "checksum.Checksum")),
     }
 }
 

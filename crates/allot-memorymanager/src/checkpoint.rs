@@ -44,6 +44,11 @@ use serde_json::{Map, Value};
 
 use std::collections::BTreeMap;
 
+pub use allot_checkpoint::data_checksum;
+use allot_checkpoint::{
+    checksum_of, go_checksum, go_field, go_json_escape, json_error, json_kind, type_error,
+};
+
 use crate::Error;
 use crate::state::{Block, ContainerMemoryAssignments, MemoryState, NumaNodeMap, PodEntry};
 
@@ -123,26 +128,6 @@ fn go_int_keys<S: Serializer>(map: &NumaNodeMap, serializer: S) -> Result<S::Ok,
     serializer.collect_map(keyed)
 }
 
-/// Go's `encoding/json` escapes `<`, `>`, `&`, U+2028 and U+2029 inside strings; serde_json does
-/// not. These characters only occur inside strings in JSON text.
-fn go_json_escape(json: String) -> String {
-    if !json.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return json;
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 impl Checkpoint {
     /// The v3 checkpoint of `state` under `policy_name`, with both checksums.
     pub fn new(policy_name: &str, state: &MemoryState) -> Self {
@@ -210,23 +195,6 @@ pub fn checksum_v1(policy_name: &str, state: &MemoryState) -> u64 {
 /// The kubelet's v2 checksum (legacy type name, with pod entries) of a state.
 pub fn checksum_v2(policy_name: &str, state: &MemoryState) -> u64 {
     checksum_of(&spew(LEGACY, &Fields::of(policy_name, state), true))
-}
-
-/// The kubelet's `checksum.New(data)` of a string: FNV-1a over `(string)` and the string.
-pub fn data_checksum(data: &str) -> u64 {
-    let mut text = String::with_capacity(data.len() + 8);
-    text.push_str("(string)");
-    text.push_str(data);
-    checksum_of(&text)
-}
-
-fn checksum_of(text: &str) -> u64 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for &b in text.as_bytes() {
-        hash ^= u32::from(b);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    u64::from(hash)
 }
 
 /// The fields of a v1/v2 checkpoint or of the v3 payload, decoded as Go's `encoding/json` does
@@ -378,51 +346,6 @@ fn push_ints(s: &mut String, values: &[usize]) {
             s.push(' ');
         }
         let _ = write!(s, "{v}");
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Go's message for a truncated input, else serde's.
-fn json_error(e: &serde_json::Error) -> String {
-    if e.classify() == serde_json::error::Category::Eof {
-        "unexpected end of JSON input".to_string()
-    } else {
-        e.to_string()
-    }
-}
-
-/// A struct field as Go's `encoding/json` matches keys: exact or case-insensitive, the last
-/// matching key of the document winning.
-fn go_field<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v)
-        .next_back()
-}
-
-fn type_error(v: &Value, ty: &str, field: &str, go_type: &str) -> String {
-    format!(
-        "json: cannot unmarshal {} into Go struct field {ty}.{field} of type {go_type}",
-        json_kind(v)
-    )
-}
-
-fn go_checksum(obj: &Map<String, Value>, ty: &str, field: &str) -> Result<u64, String> {
-    match go_field(obj, field) {
-        None | Some(Value::Null) => Ok(0),
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| type_error(v, ty, field, "checksum.Checksum")),
     }
 }
 
