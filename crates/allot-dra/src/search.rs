@@ -1067,56 +1067,48 @@ impl<'a> Problem<'a> {
         verdict
     }
 
+    /// Compiled selector `i` of request `r` on device `d`, through the cross-call verdict cache:
+    /// `Ok(verdict)`, or the compiler's or the evaluator's error (`Err(true)` for compile errors).
+    fn selector_verdict(&mut self, r: usize, d: usize, i: usize) -> Result<bool, (bool, String)> {
+        let selector = &self.reqs[r].compiled[i];
+        let (id, compiled) = (selector.id, std::rc::Rc::clone(&selector.compiled));
+        let hash = *self.dev_hashes[d]
+            .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
+        if let Some(verdict) = self.cache.verdict(id, hash) {
+            return Ok(verdict);
+        }
+        let compiled = compiled
+            .as_ref()
+            .as_ref()
+            .map_err(|message| (true, message.clone()))?;
+        let device = self.cel_device(d).map_err(|message| (false, message))?;
+        let verdict = cel::evaluate(compiled, device).map_err(|message| (false, message))?;
+        self.cache.remember(id, hash, verdict);
+        Ok(verdict)
+    }
+
     fn evaluate_selectors(&mut self, r: usize, d: usize) -> Verdict {
-        // The owner's name is only spelled out for an error, not on every evaluation.
         for i in 0..self.reqs[r].compiled.len() {
-            let (of_class, index, id, compiled) = {
-                let selector = &self.reqs[r].compiled[i];
-                (
-                    selector.of_class,
-                    selector.index,
-                    selector.id,
-                    std::rc::Rc::clone(&selector.compiled),
-                )
-            };
-            let hash = *self.dev_hashes[d]
-                .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
-            match self.cache.verdict(id, hash) {
-                Some(true) => continue,
-                Some(false) => return Verdict::No,
-                None => {}
-            }
-            let compiled = match compiled.as_ref() {
-                Ok(compiled) => compiled,
-                Err(message) => {
-                    return Verdict::Fail(Box::new(Error::CelCompile {
-                        owner: self.selector_owner(r, of_class),
-                        index,
-                        message: message.clone(),
-                    }));
-                }
-            };
-            let device = match self.cel_device(d) {
-                Ok(device) => device,
-                Err(message) => {
-                    return Verdict::Fail(Box::new(Error::CelRuntime {
-                        owner: self.selector_owner(r, of_class),
-                        index,
-                        message,
-                    }));
-                }
-            };
-            match cel::evaluate(compiled, device) {
-                Ok(true) => self.cache.remember(id, hash, true),
-                Ok(false) => {
-                    self.cache.remember(id, hash, false);
-                    return Verdict::No;
-                }
-                Err(message) => {
-                    return Verdict::Fail(Box::new(Error::CelRuntime {
-                        owner: self.selector_owner(r, of_class),
-                        index,
-                        message,
+            match self.selector_verdict(r, d, i) {
+                Ok(true) => {}
+                Ok(false) => return Verdict::No,
+                // The owner's name is only spelled out for an error, not on every evaluation.
+                Err((compile, message)) => {
+                    let selector = &self.reqs[r].compiled[i];
+                    let (of_class, index) = (selector.of_class, selector.index);
+                    let owner = self.selector_owner(r, of_class);
+                    return Verdict::Fail(Box::new(if compile {
+                        Error::CelCompile {
+                            owner,
+                            index,
+                            message,
+                        }
+                    } else {
+                        Error::CelRuntime {
+                            owner,
+                            index,
+                            message,
+                        }
                     }));
                 }
             }
@@ -1157,37 +1149,10 @@ impl<'a> Problem<'a> {
         if selectors.iter().any(|selector| selector.cel.is_none()) {
             return false;
         }
-        for i in 0..self.reqs[r].compiled.len() {
-            let (id, compiled) = {
-                let selector = &self.reqs[r].compiled[i];
-                if selector.of_class != of_class {
-                    continue;
-                }
-                (selector.id, std::rc::Rc::clone(&selector.compiled))
-            };
-            let hash = *self.dev_hashes[d]
-                .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
-            match self.cache.verdict(id, hash) {
-                Some(true) => continue,
-                Some(false) => return false,
-                None => {}
-            }
-            let Ok(compiled) = compiled.as_ref() else {
-                return false;
-            };
-            let Ok(device) = self.cel_device(d) else {
-                return false;
-            };
-            match cel::evaluate(compiled, device) {
-                Ok(true) => self.cache.remember(id, hash, true),
-                Ok(false) => {
-                    self.cache.remember(id, hash, false);
-                    return false;
-                }
-                Err(_) => return false,
-            }
-        }
-        true
+        (0..self.reqs[r].compiled.len()).all(|i| {
+            self.reqs[r].compiled[i].of_class != of_class
+                || self.selector_verdict(r, d, i) == Ok(true)
+        })
     }
 
     /// Who owns the selectors of request `r`, as errors name it: its class or its claim.
