@@ -817,17 +817,24 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
         ),
         "{err}"
     );
-    // The finalizer goes: the claim, then the namespace.
-    serve.ok(&[
-        "patch",
-        "resourceclaim",
-        "kept",
-        "-n",
-        "team",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
-    ]);
+    // The finalizer goes: the claim, then the namespace. On etcd the patch can still lose a
+    // race against the namespace controller's write with a 409 (known: see issue 6's note), so
+    // it is retried as a client would.
+    eventually("the finalizer patch to go through", || {
+        serve
+            .kubectl(&[
+                "patch",
+                "resourceclaim",
+                "kept",
+                "-n",
+                "team",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+            ])
+            .status
+            .success()
+    });
     eventually("the namespace to go", || {
         serve.kubectl(&["get", "namespace", "team"]).status.code() == Some(1)
     });
