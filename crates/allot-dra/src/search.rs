@@ -43,8 +43,8 @@ pub(crate) struct Dev<'a> {
     pub pool_name: &'a str,
     /// Allows multiple allocations (only with `DRAConsumableCapacity`).
     pub multi: bool,
-    /// Taints from the slice and from DeviceTaintRules.
-    pub taints: Vec<DeviceTaint>,
+    /// Taints from DeviceTaintRules (the device's own are read from `device`).
+    pub rule_taints: Vec<DeviceTaint>,
     /// Counter consumption as (pool counter index, amount).
     pub counters: Vec<(usize, Quantity)>,
     /// The same in nano units, when every amount is a whole number of them.
@@ -186,7 +186,8 @@ pub(crate) struct Problem<'a> {
     pub constraints: Vec<Vec<Constraint>>,
     pub verdicts: Vec<Vec<Verdict>>,
     pub cap_verdicts: Vec<Vec<CapVerdict>>,
-    cel_devices: Vec<Option<Result<allot_cel::CelDevice, String>>>,
+    /// CEL views of devices, converted on first use (warm verdict caches rarely need one).
+    cel_devices: HashMap<usize, Result<allot_cel::CelDevice, String>, crate::cel::FxBuild>,
     /// Content hashes of devices, for the cross-call verdict cache.
     dev_hashes: Vec<Option<u128>>,
     /// Whether every selector and capacity check was evaluated up front without errors, which
@@ -201,9 +202,10 @@ pub(crate) struct Problem<'a> {
     /// (request, device) pairs the search turned down for compatibility groups; for the
     /// explanation.
     pub compat_rejected: std::collections::BTreeSet<(usize, usize)>,
-    /// Per (request, attribute name, list semantics): every device's attribute, looked up once
-    /// per call for the pigeonhole bound (requests without derived attributes only).
-    columns: HashMap<(usize, String, bool), std::rc::Rc<Column<'a>>, crate::cel::FxBuild>,
+    /// Per (request, index of a constraint of its claim): every device's attribute, looked up
+    /// once per call for the pigeonhole bound, and then also read by the constraint checks
+    /// (requests without derived attributes only).
+    columns: HashMap<(usize, usize), std::rc::Rc<Column<'a>>, crate::cel::FxBuild>,
     /// Per request: the devices that pass every check that does not depend on the search
     /// state (selectors, capacity pre-check, taints, partitionable gate, existing
     /// allocations), for the pigeonhole bound; `Some(None)` when one of them raises an error,
@@ -406,7 +408,7 @@ impl<'a> Problem<'a> {
                         pool_name: pool.name,
                         multi: features.consumable_capacity
                             && device.allow_multiple_allocations == Some(true),
-                        taints: device.taints.clone(),
+                        rule_taints: Vec::new(),
                         counters_nano: device_counters
                             .iter()
                             .map(|(i, amount)| nano(amount).map(|n| (*i, n)))
@@ -439,7 +441,7 @@ impl<'a> Problem<'a> {
             constraints: Vec::new(),
             verdicts: Vec::new(),
             cap_verdicts: Vec::new(),
-            cel_devices: (0..n_devs).map(|_| None).collect(),
+            cel_devices: HashMap::default(),
             dev_hashes: vec![None; n_devs],
             clean: false,
             prune: true,
@@ -463,7 +465,7 @@ impl<'a> Problem<'a> {
             for rule in self.input.taint_rules {
                 let Some(selector) = &rule.spec.device_selector else {
                     // A rule without a selector taints every device.
-                    self.devs[d].taints.push(rule.spec.taint.clone());
+                    self.devs[d].rule_taints.push(rule.spec.taint.clone());
                     continue;
                 };
                 let dev = &self.devs[d];
@@ -500,7 +502,7 @@ impl<'a> Problem<'a> {
                     matches = self.selectors_match_quiet(d, &selector.selectors);
                 }
                 if matches {
-                    self.devs[d].taints.push(rule.spec.taint.clone());
+                    self.devs[d].rule_taints.push(rule.spec.taint.clone());
                 }
             }
         }
@@ -527,18 +529,16 @@ impl<'a> Problem<'a> {
     }
 
     fn cel_device(&mut self, d: usize) -> Result<&allot_cel::CelDevice, String> {
-        if self.cel_devices[d].is_none() {
-            let dev = &self.devs[d];
-            self.cel_devices[d] = Some(cel::cel_device(
+        let dev = &self.devs[d];
+        match self.cel_devices.entry(d).or_insert_with(|| {
+            cel::cel_device(
                 dev.driver,
                 dev.device,
                 dev.device.allow_multiple_allocations == Some(true),
-            ));
-        }
-        match self.cel_devices[d].as_ref() {
-            Some(Ok(device)) => Ok(device),
-            Some(Err(message)) => Err(message.clone()),
-            None => Err("device conversion missing".to_string()),
+            )
+        }) {
+            Ok(device) => Ok(device),
+            Err(message) => Err(message.clone()),
         }
     }
 
@@ -758,7 +758,7 @@ impl<'a> Problem<'a> {
         let converted = self.cel_device(d).map(|_| ());
         let req = &self.reqs[r];
         for attribute in &req.derived {
-            let value = match (&converted, self.cel_devices[d].as_ref()) {
+            let value = match (&converted, self.cel_devices.get(&d)) {
                 (Err(message), _) => Err(message.clone()),
                 (Ok(()), Some(Ok(device))) => attribute
                     .expression
@@ -847,11 +847,14 @@ impl<'a> Problem<'a> {
         known
     }
 
-    /// The column of attribute `name` for request `r` (which has no derived attributes).
-    fn column(&mut self, r: usize, name: &str, list: bool) -> std::rc::Rc<Column<'a>> {
-        if let Some(column) = self.columns.get(&(r, name.to_string(), list)) {
+    /// The column of the attribute of constraint `ci` of the claim of request `r` (which has
+    /// no derived attributes).
+    fn column(&mut self, r: usize, ci: usize) -> std::rc::Rc<Column<'a>> {
+        if let Some(column) = self.columns.get(&(r, ci)) {
             return std::rc::Rc::clone(column);
         }
+        let constraint = &self.constraints[self.reqs[r].claim][ci];
+        let (name, list) = (constraint.attribute.as_str(), constraint.list_semantics());
         let mut column = Column {
             attrs: Vec::with_capacity(self.devs.len()),
             keys: Vec::with_capacity(self.devs.len()),
@@ -870,8 +873,7 @@ impl<'a> Problem<'a> {
             column.keys.push(keys);
         }
         let column = std::rc::Rc::new(column);
-        self.columns
-            .insert((r, name.to_string(), list), std::rc::Rc::clone(&column));
+        self.columns.insert((r, ci), std::rc::Rc::clone(&column));
         column
     }
 
@@ -1235,14 +1237,19 @@ impl<'a> Problem<'a> {
             return false;
         }
         let tolerations = self.reqs[r].tolerations;
-        self.devs[d].taints.iter().any(|taint| {
-            matches!(
-                taint.effect,
-                DeviceTaintEffect::NoSchedule | DeviceTaintEffect::NoExecute
-            ) && !tolerations
-                .iter()
-                .any(|toleration| tolerates(toleration, taint))
-        })
+        let dev = &self.devs[d];
+        dev.device
+            .taints
+            .iter()
+            .chain(&dev.rule_taints)
+            .any(|taint| {
+                matches!(
+                    taint.effect,
+                    DeviceTaintEffect::NoSchedule | DeviceTaintEffect::NoExecute
+                ) && !tolerations
+                    .iter()
+                    .any(|toleration| tolerates(toleration, taint))
+            })
     }
 }
 
@@ -1704,12 +1711,21 @@ impl Search {
         };
         let mut added = 0;
         let mut rejected = false;
-        for constraint in problem.constraints[claim].iter_mut() {
+        for (ci, constraint) in problem.constraints[claim].iter_mut().enumerate() {
             if !constraint.applies(parent, sub) {
                 added += 1;
                 continue;
             }
-            let attribute = attribute_for(req, values, dev, &constraint.attribute);
+            // The bound's column, when it was built already, saves the lookup.
+            let column = if problem.columns.is_empty() {
+                None
+            } else {
+                problem.columns.get(&(r, ci))
+            };
+            let attribute = match column {
+                Some(column) => column.attrs[d],
+                None => attribute_for(req, values, dev, &constraint.attribute),
+            };
             if !constraint.admits(attribute) {
                 rejected = true;
                 break;
@@ -1928,8 +1944,7 @@ impl Search {
             if !constraint.applies(parent, sub) {
                 continue;
             }
-            let (name, list) = (constraint.attribute.clone(), constraint.list_semantics());
-            applicable.push((ci, plain.then(|| problem.column(r, &name, list))));
+            applicable.push((ci, plain.then(|| problem.column(r, ci))));
         }
         // Match constraints: how many candidates carry each value (by interned id, or by value
         // for requests with derived attributes).
