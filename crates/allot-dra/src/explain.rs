@@ -220,7 +220,7 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
             let exhausted = !features.partitionable_devices
                 || pc.overdrawn
                 || dev
-                    .counters
+                    .counters()
                     .iter()
                     .any(|(i, amount)| amount > &pc.available[*i]);
             if exhausted {

@@ -57,7 +57,8 @@ pub(crate) fn gather_pools<'a>(
     features: &Features,
 ) -> Result<Vec<Pool<'a>>, Error> {
     // Per pool: the slices of the newest generation seen so far.
-    let mut pools: HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>> = HashMap::new();
+    let mut pools: HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>, crate::cel::FxBuild> =
+        HashMap::default();
     for slice in slices {
         let spec = &slice.spec;
         if !features.partitionable_devices
@@ -175,7 +176,7 @@ pub(crate) fn gather_pools<'a>(
 }
 
 fn add_slice<'a>(
-    pools: &mut HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>>,
+    pools: &mut HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>, crate::cel::FxBuild>,
     slice: &'a ResourceSlice,
 ) {
     let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
@@ -219,24 +220,8 @@ fn build_pool<'a>(
     } else {
         (slices.clone(), Vec::new())
     };
-    // A set of names finds the first duplicate in slice order.
-    let mut names: HashSet<&str, crate::cel::FxBuild> = HashSet::with_capacity_and_hasher(
-        device_slices
-            .iter()
-            .map(|slice| slice.spec.devices.len())
-            .sum(),
-        Default::default(),
-    );
-    for slice in &device_slices {
-        for device in &slice.spec.devices {
-            if !names.insert(device.name.as_str()) {
-                return invalid_pool(
-                    driver,
-                    name,
-                    format!("duplicate device name {}", device.name),
-                );
-            }
-        }
+    if let Some(duplicate) = first_duplicate_name(&device_slices) {
+        return invalid_pool(driver, name, format!("duplicate device name {duplicate}"));
     }
     if !features.partitionable_devices {
         return Pool {
@@ -291,6 +276,35 @@ fn build_pool<'a>(
     }
 }
 
+/// The first device name (in slice order) that an earlier device of the pool already has.
+///
+/// Pools almost never have one, so the common case is proved cheaply: the names' 64-bit hashes,
+/// sorted, have no two equal (then no two names are equal). Only when two hashes are equal
+/// does a set of the names themselves find the duplicate.
+fn first_duplicate_name<'a>(slices: &[&'a ResourceSlice]) -> Option<&'a str> {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let build = crate::cel::FxBuild::default();
+    let mut hashes: Vec<u64> = slices
+        .iter()
+        .flat_map(|slice| &slice.spec.devices)
+        .map(|device| {
+            let mut hasher = build.build_hasher();
+            device.name.hash(&mut hasher);
+            hasher.finish()
+        })
+        .collect();
+    hashes.sort_unstable();
+    if !hashes.windows(2).any(|pair| pair[0] == pair[1]) {
+        return None;
+    }
+    let mut names: HashSet<&str, crate::cel::FxBuild> = HashSet::default();
+    slices
+        .iter()
+        .flat_map(|slice| &slice.spec.devices)
+        .map(|device| device.name.as_str())
+        .find(|name| !names.insert(name))
+}
+
 fn validate_counter_consumption(
     counter_sets: &BTreeMap<&str, &CounterSet>,
     slices: &[&ResourceSlice],
@@ -313,4 +327,35 @@ fn validate_counter_consumption(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_api::resource::v1::Device;
+
+    fn slice(names: &[&str]) -> ResourceSlice {
+        let mut slice = ResourceSlice::default();
+        slice.spec.devices = names
+            .iter()
+            .map(|name| Device {
+                name: name.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        slice
+    }
+
+    #[test]
+    fn first_duplicate_name_is_found_across_slices_in_order() {
+        let (a, b) = (
+            slice(&["gpu-0", "gpu-1", "gpu-2"]),
+            slice(&["gpu-3", "gpu-1"]),
+        );
+        assert_eq!(first_duplicate_name(&[&a]), None);
+        assert_eq!(first_duplicate_name(&[&a, &b]), Some("gpu-1"));
+        let c = slice(&["x", "y", "y", "x"]);
+        assert_eq!(first_duplicate_name(&[&c]), Some("y"));
+        assert_eq!(first_duplicate_name(&[]), None);
+    }
 }

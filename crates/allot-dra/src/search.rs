@@ -45,27 +45,52 @@ pub(crate) struct Dev<'a> {
     pub multi: bool,
     /// Taints from DeviceTaintRules (the device's own are read from `device`).
     pub rule_taints: Vec<DeviceTaint>,
-    /// Counter consumption as (pool counter index, amount).
-    pub counters: Vec<(usize, Quantity)>,
-    /// The same in nano units, when every amount is a whole number of them.
-    pub counters_nano: Option<Vec<(usize, i128)>>,
+    /// What the device draws from counter sets; `None` for the many devices that draw
+    /// nothing (kept apart so that such devices cost nothing to build and drop).
+    pub uses: Option<Box<CounterUse>>,
     /// Allocated exclusively to an existing claim.
     pub allocated: bool,
     /// Capacity consumed by existing shared allocations.
     pub capacity_used: Option<Consumed>,
     /// Existing claims hold shares of this device.
     pub shared: bool,
-    /// Compatibility groups per counter set consumed from (sorted), in consumption order.
-    pub groups: Vec<(String, Vec<String>)>,
     /// With `DRADeviceCompatibilityGroups` off: the device declares groups, or joins a
     /// counter set on which an allocated device declared some, so it cannot be checked and
     /// is skipped (upstream's version-skew protection).
     pub compat_skip: bool,
 }
 
+/// The counter consumption of a device that draws from counter sets.
+pub(crate) struct CounterUse {
+    /// Counter consumption as (pool counter index, amount).
+    pub counters: Vec<(usize, Quantity)>,
+    /// The same in nano units, when every amount is a whole number of them.
+    pub counters_nano: Option<Vec<(usize, i128)>>,
+    /// Compatibility groups per counter set consumed from (sorted), in consumption order.
+    pub groups: Vec<(String, Vec<String>)>,
+}
+
 impl Dev<'_> {
     pub fn id(&self) -> String {
         format!("{}/{}/{}", self.driver, self.pool_name, self.device.name)
+    }
+
+    /// Counter consumption as (pool counter index, amount).
+    pub fn counters(&self) -> &[(usize, Quantity)] {
+        self.uses.as_ref().map_or(&[], |uses| &uses.counters)
+    }
+
+    /// The same in nano units, when every amount is a whole number of them.
+    pub fn counters_nano(&self) -> Option<&[(usize, i128)]> {
+        match &self.uses {
+            None => Some(&[]),
+            Some(uses) => uses.counters_nano.as_deref(),
+        }
+    }
+
+    /// Compatibility groups per counter set consumed from (sorted), in consumption order.
+    pub fn groups(&self) -> &[(String, Vec<String>)] {
+        self.uses.as_ref().map_or(&[], |uses| &uses.groups)
     }
 }
 
@@ -381,24 +406,35 @@ impl<'a> Problem<'a> {
                             device.name.as_str(),
                         ))
                     };
-                    let mut device_counters = Vec::new();
-                    for consumption in &device.consumes_counters {
-                        for (name, counter) in &consumption.counters {
-                            if let Some(&i) = counters[pool_index]
-                                .index
-                                .get(consumption.counter_set.as_str())
-                                .and_then(|set| set.get(name.as_str()))
-                            {
-                                device_counters.push((i, counter.value.clone()));
+                    let uses = (!device.consumes_counters.is_empty()).then(|| {
+                        let mut device_counters = Vec::new();
+                        for consumption in &device.consumes_counters {
+                            for (name, counter) in &consumption.counters {
+                                if let Some(&i) = counters[pool_index]
+                                    .index
+                                    .get(consumption.counter_set.as_str())
+                                    .and_then(|set| set.get(name.as_str()))
+                                {
+                                    device_counters.push((i, counter.value.clone()));
+                                }
                             }
                         }
-                    }
-                    let groups = compat::device_groups(device);
-                    let compat_skip = groups.iter().any(|(set, declared)| {
-                        !declared.is_empty()
-                            || compat_baseline[pool_index]
-                                .get(set)
-                                .is_some_and(compat::Groups::declared)
+                        Box::new(CounterUse {
+                            counters_nano: device_counters
+                                .iter()
+                                .map(|(i, amount)| nano(amount).map(|n| (*i, n)))
+                                .collect(),
+                            counters: device_counters,
+                            groups: compat::device_groups(device),
+                        })
+                    });
+                    let compat_skip = uses.as_ref().is_some_and(|uses| {
+                        uses.groups.iter().any(|(set, declared)| {
+                            !declared.is_empty()
+                                || compat_baseline[pool_index]
+                                    .get(set)
+                                    .is_some_and(compat::Groups::declared)
+                        })
                     });
                     devs.push(Dev {
                         pool: pool_index,
@@ -409,22 +445,17 @@ impl<'a> Problem<'a> {
                         multi: features.consumable_capacity
                             && device.allow_multiple_allocations == Some(true),
                         rule_taints: Vec::new(),
-                        counters_nano: device_counters
-                            .iter()
-                            .map(|(i, amount)| nano(amount).map(|n| (*i, n)))
-                            .collect(),
-                        counters: device_counters,
+                        uses,
                         allocated: used.is_some_and(|u| u.dedicated),
                         capacity_used: used.and_then(|u| u.consumed.clone()),
                         shared: used.is_some_and(|u| u.shared),
-                        groups,
                         compat_skip,
                     });
                 }
             }
         }
         for dev in &devs {
-            if dev.counters_nano.is_none() {
+            if dev.counters_nano().is_none() {
                 counters[dev.pool].available_nano = None;
             }
         }
@@ -1226,7 +1257,7 @@ impl<'a> Problem<'a> {
         let baseline = &self.compat_baseline[dev.pool];
         !dev.device.consumes_counters.is_empty()
             && !dev
-                .groups
+                .groups()
                 .iter()
                 .all(|(set, groups)| compat::admits(baseline.get(set), groups))
     }
@@ -1846,13 +1877,13 @@ impl Search {
                 .cloned()
         };
         if !dev
-            .groups
+            .groups()
             .iter()
             .all(|(set, groups)| compat::admits(current(running, set).as_ref(), groups))
         {
             return false;
         }
-        for (set, groups) in &dev.groups {
+        for (set, groups) in dev.groups() {
             let joined = compat::fold(current(running, set).as_ref(), groups);
             running.entry(set.clone()).or_default().push(joined);
         }
@@ -1861,7 +1892,7 @@ impl Search {
 
     fn leave_groups(&mut self, problem: &Problem<'_>, d: usize) {
         let dev = &problem.devs[d];
-        for (set, _) in dev.groups.iter().rev() {
+        for (set, _) in dev.groups().iter().rev() {
             if let Some(stack) = self.groups[dev.pool].get_mut(set) {
                 stack.pop();
             }
@@ -1874,7 +1905,7 @@ impl Search {
         if pc.overdrawn {
             return false;
         }
-        if let (Some(available), Some(amounts)) = (&pc.available_nano, &dev.counters_nano) {
+        if let (Some(available), Some(amounts)) = (&pc.available_nano, dev.counters_nano()) {
             let consumed = &mut self.consumed_nano[dev.pool];
             for (i, amount) in amounts {
                 consumed[*i] += amount;
@@ -1888,15 +1919,15 @@ impl Search {
             return ok;
         }
         let consumed = &mut self.consumed_counters[dev.pool];
-        for (i, amount) in &dev.counters {
+        for (i, amount) in dev.counters() {
             consumed[*i] += amount;
         }
         let ok = dev
-            .counters
+            .counters()
             .iter()
             .all(|(i, _)| consumed[*i] <= pc.available[*i]);
         if !ok {
-            for (i, amount) in &dev.counters {
+            for (i, amount) in dev.counters() {
                 consumed[*i] -= amount;
             }
         }
@@ -1907,7 +1938,7 @@ impl Search {
         let dev = &problem.devs[d];
         if let (Some(_), Some(amounts)) = (
             &problem.counters[dev.pool].available_nano,
-            &dev.counters_nano,
+            dev.counters_nano(),
         ) {
             let consumed = &mut self.consumed_nano[dev.pool];
             for (i, amount) in amounts {
@@ -1916,7 +1947,7 @@ impl Search {
             return;
         }
         let consumed = &mut self.consumed_counters[dev.pool];
-        for (i, amount) in &dev.counters {
+        for (i, amount) in dev.counters() {
             consumed[*i] -= amount;
         }
     }
