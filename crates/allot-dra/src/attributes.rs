@@ -81,8 +81,10 @@ pub(crate) fn lookup<'a>(
     if let Some(attribute) = attributes.get(name) {
         return Some(attribute);
     }
-    let (domain, id) = name.split_once('/')?;
-    if domain != driver {
+    // The domain is what precedes the first '/': `name` is `driver/id` exactly when it starts
+    // with the driver and a '/' and the driver itself has no '/'.
+    let id = name.strip_prefix(driver)?.strip_prefix('/')?;
+    if driver.contains('/') {
         return None;
     }
     attributes.get(id)
@@ -339,5 +341,12 @@ mod tests {
         attributes.insert("numa".to_string(), string("0"));
         assert!(lookup(&attributes, "gpu.example.com", "gpu.example.com/numa").is_some());
         assert!(lookup(&attributes, "gpu.example.com", "other.example.com/numa").is_none());
+        assert!(lookup(&attributes, "gpu.example.com", "gpu.example.comx/numa").is_none());
+        assert!(lookup(&attributes, "gpu.example.com", "gpu.example.com").is_none());
+        // A driver with a '/' is never a domain: the domain ends at the first '/'.
+        attributes.insert("c/numa".to_string(), string("1"));
+        assert!(lookup(&attributes, "a/b", "a/b/c/numa").is_none());
+        attributes.insert("x".to_string(), string("2"));
+        assert!(lookup(&attributes, "a/b", "a/b/x").is_none());
     }
 }

@@ -145,6 +145,23 @@ impl Fx {
     }
 }
 
+/// The last 1 to 7 bytes of a hashed slice as one word, without a variable-length copy (which
+/// compiles to a `memcpy` call): 4 to 7 bytes as two overlapping 4-byte loads, fewer one by
+/// one. For a given length every byte lands in the word, so equal words mean equal bytes.
+#[inline]
+fn tail_word(rest: &[u8]) -> u64 {
+    let n = rest.len();
+    if n >= 4 {
+        let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let hi = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+        u64::from(lo) | (u64::from(hi) << 32)
+    } else {
+        rest.iter()
+            .enumerate()
+            .fold(0, |word, (i, &byte)| word | (u64::from(byte) << (8 * i)))
+    }
+}
+
 /// Implements `Hasher` for a state with a `word(u64)` mixing step: bytes are fed as
 /// little-endian words, the tail padded and tagged with its length.
 macro_rules! word_hasher {
@@ -160,9 +177,7 @@ macro_rules! word_hasher {
                 }
                 let rest = chunks.remainder();
                 if !rest.is_empty() {
-                    let mut word = [0u8; 8];
-                    word[..rest.len()].copy_from_slice(rest);
-                    self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
+                    self.word(tail_word(rest) ^ ((rest.len() as u64) << 56));
                 }
             }
 
@@ -247,6 +262,26 @@ pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
         c.value.hash(&mut h);
     }
     (u128::from(h.0) << 64) | u128::from(h.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_words_keep_every_byte() {
+        assert_eq!(tail_word(b"a"), 0x61);
+        assert_eq!(tail_word(b"abc"), 0x0063_6261);
+        assert_eq!(tail_word(b"abcd"), 0x6463_6261_6463_6261);
+        assert_eq!(tail_word(b"abcdefg"), 0x6766_6564_6463_6261);
+        // Strings of one length that differ in any byte give different words.
+        let base = *b"gpu-123";
+        for i in 0..base.len() {
+            let mut other = base;
+            other[i] ^= 1;
+            assert_ne!(tail_word(&base), tail_word(&other), "byte {i}");
+        }
+    }
 }
 
 /// Evaluates a compiled expression against a device.
