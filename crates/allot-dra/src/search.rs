@@ -211,6 +211,9 @@ pub(crate) struct Problem<'a> {
     pub constraints: Vec<Vec<Constraint>>,
     pub verdicts: Vec<Vec<Verdict>>,
     pub cap_verdicts: Vec<Vec<CapVerdict>>,
+    /// The consumption of capacity checks whose amounts are never read (see
+    /// [`Problem::capacity_check`]).
+    unread_consumption: std::rc::Rc<Consumed>,
     /// CEL views of devices, converted on first use (warm verdict caches rarely need one).
     cel_devices: HashMap<usize, Result<allot_cel::CelDevice, String>, crate::cel::FxBuild>,
     /// Content hashes of devices, for the cross-call verdict cache.
@@ -472,6 +475,7 @@ impl<'a> Problem<'a> {
             constraints: Vec::new(),
             verdicts: Vec::new(),
             cap_verdicts: Vec::new(),
+            unread_consumption: std::rc::Rc::new(Consumed::new()),
             cel_devices: HashMap::default(),
             dev_hashes: vec![None; n_devs],
             clean: false,
@@ -1217,6 +1221,23 @@ impl<'a> Problem<'a> {
         }
         let dev = &self.devs[d];
         let req = &self.reqs[r];
+        if req.capacity.is_none()
+            && !dev.multi
+            && dev.capacity_used.is_none()
+            && dev
+                .device
+                .capacity
+                .values()
+                .all(|capacity| capacity.request_policy.is_none())
+        {
+            // Without requirements and policies a request consumes every capacity in full,
+            // which always fits a device nobody shares; the amounts are only ever read for
+            // devices that allow multiple allocations or already hold shares, so they are not
+            // worked out here.
+            let verdict = CapVerdict::Ok(std::rc::Rc::clone(&self.unread_consumption));
+            self.cap_verdicts[r][d] = verdict.clone();
+            return verdict;
+        }
         let verdict = match capacity::consumption(req.capacity, dev.device, dev.driver) {
             Ok(Some(consumed)) => {
                 if capacity::fits(&consumed, None, dev.device) {
