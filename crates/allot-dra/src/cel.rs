@@ -264,6 +264,14 @@ pub(crate) fn device_hash(driver: &str, device: &Device) -> u128 {
     (u128::from(h.0) << 64) | u128::from(h.1)
 }
 
+/// Evaluates a compiled expression against a device.
+pub(crate) fn evaluate(
+    expression: &CompiledExpression,
+    device: &CelDevice,
+) -> Result<bool, String> {
+    expression.evaluate(device).map_err(|err| err.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,12 +290,4 @@ mod tests {
             assert_ne!(tail_word(&base), tail_word(&other), "byte {i}");
         }
     }
-}
-
-/// Evaluates a compiled expression against a device.
-pub(crate) fn evaluate(
-    expression: &CompiledExpression,
-    device: &CelDevice,
-) -> Result<bool, String> {
-    expression.evaluate(device).map_err(|err| err.to_string())
 }

@@ -282,16 +282,12 @@ fn build_pool<'a>(
 /// sorted, have no two equal (then no two names are equal). Only when two hashes are equal
 /// does a set of the names themselves find the duplicate.
 fn first_duplicate_name<'a>(slices: &[&'a ResourceSlice]) -> Option<&'a str> {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     let build = crate::cel::FxBuild::default();
     let mut hashes: Vec<u64> = slices
         .iter()
         .flat_map(|slice| &slice.spec.devices)
-        .map(|device| {
-            let mut hasher = build.build_hasher();
-            device.name.hash(&mut hasher);
-            hasher.finish()
-        })
+        .map(|device| build.hash_one(device.name.as_str()))
         .collect();
     hashes.sort_unstable();
     if !hashes.windows(2).any(|pair| pair[0] == pair[1]) {
