@@ -628,3 +628,27 @@ fn the_echo_of_its_own_write_wakes_nothing() {
         vec![cleared.key.clone()]
     );
 }
+
+#[test]
+fn a_pod_bound_without_the_scheduler_gets_no_claim_for_extended_resources() {
+    // Upstream only the scheduler's DynamicResources plugin makes the claim for extended
+    // resources backed by DRA (in PreBind); the ResourceClaim controller never does, so a pod
+    // created with spec.nodeName gets none (the kubelet then drops extended resources that
+    // its node does not list from admission, KEP-5004).
+    let mut store = Store::new();
+    let mut p = pod("ns", "direct", &[]);
+    p.spec.node_name = Some("node-1".into());
+    let mut container = allot_api::core::v1::Container {
+        name: "main".into(),
+        ..Default::default()
+    };
+    container.resources.get_or_insert_default().requests.insert(
+        "example.com/gpu".into(),
+        allot_api::Quantity::parse("1").unwrap(),
+    );
+    p.spec.containers.push(container);
+    store.create(p, "t").unwrap();
+    let rt = run(store, false);
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 0);
+    assert_eq!(rt.reconciles(), 0);
+}
