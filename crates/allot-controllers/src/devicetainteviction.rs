@@ -432,17 +432,21 @@ impl DeviceTaintEvictionController {
         eviction
     }
 
+    /// Nothing can evict while no rule and no slice carries a NoExecute taint.
+    fn nothing_evicts(&self, store: &Store) -> bool {
+        self.tainted_pools.borrow().is_empty()
+            && !store
+                .list::<DeviceTaintRule>()
+                .any(|r| r.spec.taint.effect == DeviceTaintEffect::NoExecute)
+    }
+
     fn sync_pod(
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        // Nothing can evict while no rule and no slice carries a NoExecute taint.
-        let no_rules = !store
-            .list::<DeviceTaintRule>()
-            .any(|r| r.spec.taint.effect == DeviceTaintEffect::NoExecute);
-        if no_rules && self.tainted_pools.borrow().is_empty() {
+        if self.nothing_evicts(store) {
             return Ok(Action::Done);
         }
         let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
@@ -868,6 +872,10 @@ impl Controller for DeviceTaintEvictionController {
 
     fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
         match &event.object {
+            // While no rule and no slice carries a NoExecute taint a pod's reconcile does
+            // nothing (`sync_pod`), and the first such rule or slice wakes every pod it
+            // concerns: pod and claim changes wake nothing until then.
+            Stored::Pod(_) | Stored::ResourceClaim(_) if self.nothing_evicts(store) => Vec::new(),
             Stored::Pod(pod) => {
                 let mut keys = Vec::new();
                 if event.event_type != EventType::Deleted

@@ -14,7 +14,8 @@
 //!   scheduler creates for a pod's extended resources, found through the pod's
 //!   `status.extendedResourceClaimStatus`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use allot_api::core::v1::{Pod, PodResourceClaim, PodResourceClaimStatus};
 use allot_api::meta::v1::{ObjectMeta, OwnerReference};
@@ -42,12 +43,21 @@ pub struct ResourceClaimControllerConfig {
 }
 
 /// The ResourceClaim controller.
+///
+/// Like upstream's `enqueuePod`/`podNeedsWork`, an event wakes an item only when its reconcile
+/// would change something ([`ResourceClaimController::pod_needs_work`],
+/// [`ResourceClaimController::claim_needs_work`]), judged on the store as it is when the event
+/// is dispatched: echoes of the controller's own writes, status updates of other loops and pods
+/// whose claims are settled wake nothing. A later change that matters is an event of its own.
 #[derive(Debug, Default)]
 pub struct ResourceClaimController {
     config: ResourceClaimControllerConfig,
-    /// (namespace, owner uid, claim name in the owner) -> generated claim name.
-    generated: BTreeMap<(String, String, String), String>,
-    owners: OwnerIndex,
+    /// Owner uid -> (namespace, claim name in the owner, generated claim name): looked up by a
+    /// borrowed uid, without building a key.
+    generated: HashMap<String, Vec<(String, String, String)>>,
+    /// Synced from the event log by `keys_for` (which only borrows the controller) as well as by
+    /// `reconcile`.
+    owners: RefCell<OwnerIndex>,
 }
 
 /// Claims by (namespace, controller owner uid), kept from the store's event log, so that
@@ -117,10 +127,203 @@ impl ResourceClaimController {
     pub fn new(config: ResourceClaimControllerConfig) -> Self {
         ResourceClaimController {
             config,
-            generated: BTreeMap::new(),
-            owners: OwnerIndex::default(),
+            generated: HashMap::new(),
+            owners: RefCell::new(OwnerIndex::default()),
         }
     }
+
+    /// Remembers the claim generated for an owner's claim.
+    fn remember_generated(&mut self, namespace: &str, uid: &str, claim_name: &str, name: &str) {
+        let entries = self.generated.entry(uid.to_string()).or_default();
+        match entries
+            .iter_mut()
+            .find(|(ns, claim, _)| ns == namespace && claim == claim_name)
+        {
+            Some(entry) => {
+                if entry.2 != name {
+                    entry.2 = name.to_string();
+                }
+            }
+            None => entries.push((namespace.into(), claim_name.into(), name.into())),
+        }
+    }
+
+    /// The existing claim generated for an owner's claim `claim_name`: the one remembered when
+    /// it still exists, else one found through the owner index (which must be synced). `None`
+    /// means a reconcile would generate one from the template.
+    fn existing_generated_claim(
+        &self,
+        store: &Store,
+        owner_meta: &ObjectMeta,
+        annotation: &str,
+        claim_name: &str,
+    ) -> Option<String> {
+        let namespace = owner_meta.namespace.as_str();
+        let remembered = self.generated.get(&owner_meta.uid).and_then(|entries| {
+            entries
+                .iter()
+                .find(|(ns, claim, _)| ns == namespace && claim == claim_name)
+        });
+        if let Some((_, _, name)) = remembered
+            && store.get::<ResourceClaim>(namespace, name).is_some()
+        {
+            return Some(name.clone());
+        }
+        // A claim generated earlier (for example, given in the input) is found by its owner.
+        let owners = self.owners.borrow();
+        owners
+            .owned(namespace, &owner_meta.uid)
+            .filter_map(|name| store.get::<ResourceClaim>(namespace, name))
+            .find(|c| {
+                c.metadata.annotations.get(annotation).map(String::as_str) == Some(claim_name)
+                    && c.metadata
+                        .owner_references
+                        .iter()
+                        .any(|o| o.uid == owner_meta.uid && o.controller == Some(true))
+            })
+            .map(|c| c.metadata.name.clone())
+    }
+
+    /// The claim names `sync_pod` would record for a pod's template claims, or `None` when it
+    /// would create a claim. Writes nothing (it only brings the owner index up to date).
+    fn resolved_pod_claims(&self, store: &Store, pod: &Pod) -> Option<Vec<PodResourceClaimStatus>> {
+        if pod
+            .spec
+            .resource_claims
+            .iter()
+            .any(|c| c.resource_claim_template_name.is_some())
+        {
+            self.owners.borrow_mut().sync(store);
+        }
+        let mut statuses = Vec::new();
+        for claim in &pod.spec.resource_claims {
+            let Some(template) = &claim.resource_claim_template_name else {
+                continue;
+            };
+            let resolved = if let Some(group) = matching_group_claim(store, pod, claim) {
+                if !self.config.workload_resource_claims {
+                    None
+                } else {
+                    group
+                        .status
+                        .resource_claim_statuses
+                        .iter()
+                        .find(|s| s.name == claim.name)
+                        .and_then(|s| s.resource_claim_name.clone())
+                }
+            } else {
+                match self.existing_generated_claim(
+                    store,
+                    &pod.metadata,
+                    POD_CLAIM_NAME_ANNOTATION,
+                    &claim.name,
+                ) {
+                    Some(name) => Some(name),
+                    // A reconcile would create it; without the template it waits.
+                    None if store
+                        .get::<ResourceClaimTemplate>(&pod.metadata.namespace, template)
+                        .is_some() =>
+                    {
+                        return None;
+                    }
+                    None => None,
+                }
+            };
+            if let Some(name) = resolved {
+                statuses.push(PodResourceClaimStatus {
+                    name: claim.name.clone(),
+                    resource_claim_name: Some(name),
+                });
+            }
+        }
+        Some(statuses)
+    }
+
+    /// Whether reconciling the pod would write anything (upstream's `podNeedsWork`, exactly
+    /// for this controller's `sync_pod`): a claim to generate, `resourceClaimStatuses` to
+    /// update, or, for a pod bound without the scheduler, an allocated claim to reserve.
+    pub fn pod_needs_work(&self, store: &Store, pod: &Pod) -> bool {
+        if pod_is_done(pod) {
+            return false;
+        }
+        if pod.spec.resource_claims.is_empty() && pod.status.resource_claim_statuses.is_empty() {
+            return false;
+        }
+        match self.resolved_pod_claims(store, pod) {
+            None => return true,
+            Some(statuses) if statuses != pod.status.resource_claim_statuses => return true,
+            Some(_) => {}
+        }
+        pod.spec.node_name.is_some() && !claims_to_reserve(store, pod).is_empty()
+    }
+
+    /// Whether reconciling the claim would write anything: a `reservedFor` entry to drop, an
+    /// allocation to undo, the delete-protection finalizer to remove, or the claim to delete
+    /// because its owner is gone.
+    pub fn claim_needs_work(store: &Store, claim: &ResourceClaim) -> bool {
+        let namespace = &claim.metadata.namespace;
+        let live = claim
+            .status
+            .reserved_for
+            .iter()
+            .filter(|r| Self::consumer_is_live(store, namespace, r))
+            .count();
+        if live != claim.status.reserved_for.len() {
+            return true;
+        }
+        if live > 0 {
+            return false;
+        }
+        let deleting = claim.metadata.deletion_timestamp.is_some();
+        let protected = claim
+            .metadata
+            .finalizers
+            .iter()
+            .any(|f| f == allot_api::resource::v1::FINALIZER);
+        (deleting && (claim.status.allocation.is_some() || protected))
+            || Self::owner_is_gone(store, claim)
+    }
+}
+
+/// The claims of a bound pod that `reserve_for_bound_pod` would reserve for it, by name:
+/// allocated, not reserved for the pod or its PodGroup, and with room in `reservedFor`.
+fn claims_to_reserve(store: &Store, pod: &Pod) -> Vec<String> {
+    let namespace = &pod.metadata.namespace;
+    let mut out = Vec::new();
+    for (pod_claim, claim_name) in pod_claim_names(store, pod) {
+        let Some(claim_name) = claim_name else {
+            continue;
+        };
+        let Some(claim) = store.get::<ResourceClaim>(namespace, &claim_name) else {
+            continue;
+        };
+        let group_reserved = pod
+            .spec
+            .resource_claims
+            .iter()
+            .find(|c| c.name == pod_claim)
+            .and_then(|c| matching_group_claim(store, pod, c))
+            .is_some_and(|g| {
+                claim
+                    .status
+                    .reserved_for
+                    .iter()
+                    .any(|r| r.uid == g.metadata.uid)
+            });
+        if claim.status.allocation.is_none()
+            || group_reserved
+            || claim
+                .status
+                .reserved_for
+                .iter()
+                .any(|r| r.uid == pod.metadata.uid)
+            || claim.status.reserved_for.len() >= RESERVED_FOR_MAX_SIZE
+        {
+            continue;
+        }
+        out.push(claim_name);
+    }
+    out
 }
 
 /// The claim named in `status.extendedResourceClaimStatus` (DRAExtendedResource): created by
@@ -254,32 +457,10 @@ impl ResourceClaimController {
         template_name: &str,
     ) -> Result<Option<String>, String> {
         let namespace = owner_meta.namespace.clone();
-        let index_key = (
-            namespace.clone(),
-            owner_meta.uid.clone(),
-            claim_name.to_string(),
-        );
-        if let Some(name) = self.generated.get(&index_key)
-            && store.get::<ResourceClaim>(&namespace, name).is_some()
+        self.owners.get_mut().sync(store);
+        if let Some(name) = self.existing_generated_claim(store, owner_meta, annotation, claim_name)
         {
-            return Ok(Some(name.clone()));
-        }
-        // A claim generated earlier (for example, given in the input) is found by its owner.
-        self.owners.sync(store);
-        let existing = self
-            .owners
-            .owned(&namespace, &owner_meta.uid)
-            .filter_map(|name| store.get::<ResourceClaim>(&namespace, name))
-            .find(|c| {
-                c.metadata.annotations.get(annotation).map(String::as_str) == Some(claim_name)
-                    && c.metadata
-                        .owner_references
-                        .iter()
-                        .any(|o| o.uid == owner_meta.uid && o.controller == Some(true))
-            });
-        if let Some(existing) = existing {
-            let name = existing.metadata.name.clone();
-            self.generated.insert(index_key, name.clone());
+            self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);
             return Ok(Some(name));
         }
         let Some(template) = store.get::<ResourceClaimTemplate>(&namespace, template_name) else {
@@ -301,7 +482,7 @@ impl ResourceClaimController {
             .create(claim, &ctx.now.rfc3339())
             .map_err(|e| e.to_string())?;
         let name = created.metadata.name;
-        self.generated.insert(index_key, name.clone());
+        self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);
         Ok(Some(name))
     }
 
@@ -525,10 +706,7 @@ impl ResourceClaimController {
                 _ => POD_GROUP_CLAIM_NAME_ANNOTATION,
             };
             if let Some(claim_name) = claim.metadata.annotations.get(annotation) {
-                self.generated.insert(
-                    (key.namespace.clone(), owner.uid.clone(), claim_name.clone()),
-                    key.name.clone(),
-                );
+                self.remember_generated(&key.namespace, &owner.uid, claim_name, &key.name);
             }
         }
         let live: Vec<ResourceClaimConsumerReference> = claim
@@ -590,30 +768,50 @@ impl Controller for ResourceClaimController {
     fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
         let ns = &event.key.namespace;
         let claim_key = |name: &str| ObjectKey::new(Kind::ResourceClaim, ns.as_str(), name);
+        // Judged on the store as it is now, not on the event's copy: a claim or pod that needs
+        // no work now is woken again by the change that gives it some.
+        let claim_needs_work = |name: &str| {
+            store
+                .get::<ResourceClaim>(ns, name)
+                .is_some_and(|c| Self::claim_needs_work(store, c))
+        };
         match &event.object {
             Stored::Pod(pod) => {
                 let mut keys = Vec::new();
-                if event.event_type != EventType::Deleted {
+                if event.event_type != EventType::Deleted
+                    && let Some(current) = store.get::<Pod>(ns, &event.key.name)
+                    && self.pod_needs_work(store, current)
+                {
                     keys.push(event.key.clone());
                 }
                 // The pod's claims may lose a consumer or an owner.
-                for status in &pod.status.resource_claim_statuses {
-                    if let Some(name) = &status.resource_claim_name {
-                        keys.push(claim_key(name));
+                let named = pod
+                    .status
+                    .resource_claim_statuses
+                    .iter()
+                    .filter_map(|s| s.resource_claim_name.clone())
+                    .chain(
+                        pod.spec
+                            .resource_claims
+                            .iter()
+                            .filter_map(|c| c.resource_claim_name.clone()),
+                    )
+                    // The claim the scheduler made for extended resources backed by DRA.
+                    .chain(extended_resource_claim_name(pod));
+                for name in named {
+                    if claim_needs_work(&name) {
+                        keys.push(claim_key(&name));
                     }
-                }
-                for claim in &pod.spec.resource_claims {
-                    if let Some(name) = &claim.resource_claim_name {
-                        keys.push(claim_key(name));
-                    }
-                }
-                // The claim the scheduler made for extended resources backed by DRA.
-                if let Some(name) = extended_resource_claim_name(pod) {
-                    keys.push(claim_key(&name));
                 }
                 keys
             }
-            Stored::ResourceClaim(_) => vec![event.key.clone()],
+            Stored::ResourceClaim(_) => {
+                if event.event_type != EventType::Deleted && claim_needs_work(&event.key.name) {
+                    vec![event.key.clone()]
+                } else {
+                    Vec::new()
+                }
+            }
             Stored::PodGroup(group) => {
                 let mut keys = vec![event.key.clone()];
                 if event.event_type == EventType::Deleted {
@@ -675,7 +873,7 @@ impl Controller for ResourceClaimController {
     }
 
     fn event_log_position(&self) -> Option<u64> {
-        Some(self.owners.seen_rv)
+        Some(self.owners.borrow().seen_rv)
     }
 
     fn reconcile(
@@ -684,7 +882,7 @@ impl Controller for ResourceClaimController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        self.owners.sync(store);
+        self.owners.get_mut().sync(store);
         match key.kind {
             Kind::Pod => self.sync_pod(store, key, ctx),
             Kind::PodGroup => self.sync_pod_group(store, key, ctx),

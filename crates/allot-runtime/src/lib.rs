@@ -314,16 +314,24 @@ impl Runtime {
 
     fn push(&mut self, index: usize, key: ObjectKey, at: SimTime) {
         let at = at.max(self.now);
-        match self.due.get(&(index, key.clone())) {
-            Some(&existing) if existing <= at => {}
-            Some(&existing) => {
-                self.queue.remove(&(existing, index, key.clone()));
-                self.queue.insert((at, index, key.clone()));
-                self.due.insert((index, key), at);
+        // One lookup that takes the key by value: a queued item already due no later costs no
+        // copy of the key.
+        match self.due.entry((index, key)) {
+            std::collections::btree_map::Entry::Occupied(mut entry) => {
+                let existing = *entry.get();
+                if existing <= at {
+                    return;
+                }
+                entry.insert(at);
+                let key = entry.key().1.clone();
+                let old = (existing, index, key);
+                let item = self.queue.take(&old).unwrap_or(old);
+                self.queue.insert((at, item.1, item.2));
             }
-            None => {
-                self.queue.insert((at, index, key.clone()));
-                self.due.insert((index, key), at);
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                let key = entry.key().1.clone();
+                entry.insert(at);
+                self.queue.insert((at, index, key));
             }
         }
     }
@@ -384,7 +392,7 @@ impl Runtime {
             if self.compact {
                 self.compact_log();
             }
-            let Some(first) = self.queue.first().cloned() else {
+            let Some(first) = self.queue.first() else {
                 return Ok(());
             };
             if first.0 > self.now {
@@ -397,9 +405,12 @@ impl Runtime {
                 });
             }
             budget -= 1;
-            self.queue.remove(&first);
-            let (_, index, key) = first;
-            self.due.remove(&(index, key.clone()));
+            let Some((_, index, key)) = self.queue.pop_first() else {
+                return Ok(());
+            };
+            let probe = (index, key);
+            self.due.remove(&probe);
+            let key = probe.1;
             let ctx = Context { now: self.now };
             self.reconciles += 1;
             let started = std::time::Instant::now();

@@ -23,6 +23,15 @@ fn cpu_seconds() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
+/// The peak resident set size of this process so far, in MiB (Linux `VmHWM`; `None`
+/// elsewhere).
+fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
 fn main() {
     let args: Vec<usize> = std::env::args()
         .skip(1)
@@ -45,6 +54,7 @@ fn main() {
         }
     };
     let loaded = started.elapsed();
+    let rss_loaded = peak_rss_mib();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let outcome = match allot_sim::run(&input, &mut |_| {}) {
@@ -90,6 +100,12 @@ fn main() {
         stats.events,
         stats.keys_for_calls,
         stats.dispatch_nanos as f64 / 1e9
+    );
+    let mib = |m: Option<u64>| m.map_or("?".to_string(), |m| format!("{m} MiB"));
+    println!(
+        "  peak RSS: {} after loading, {} at the end",
+        mib(rss_loaded),
+        mib(peak_rss_mib())
     );
     for (group, reconciles, nanos, count) in groups {
         let label = if count > 1 {

@@ -514,3 +514,25 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn pods_wake_it_only_once_something_is_tainted() {
+    let mut store = Store::new();
+    store
+        .create(slice(Vec::new()), "2026-01-01T00:00:00Z")
+        .unwrap();
+    add_user(&mut store, "ns", "trainer", "gpu-0", vec![]);
+    let mut rt = runtime(store, EvictionMode::Delete);
+    run_for(&mut rt, 1);
+    // Nothing is tainted: the pod and claim events woke nothing.
+    assert_eq!(rt.reconciles(), 0);
+    // A taint on the slice wakes the pod that uses it, which is evicted.
+    rt.store
+        .modify::<ResourceSlice, _>("", "node-a-gpus", |s| {
+            s.spec.devices[0].taints = vec![taint(DeviceTaintEffect::NoExecute, None)];
+        })
+        .unwrap();
+    run_for(&mut rt, 1);
+    assert!(rt.reconciles() > 0);
+    assert!(rt.store.get::<Pod>("ns", "trainer").is_none());
+}

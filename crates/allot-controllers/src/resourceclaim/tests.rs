@@ -425,3 +425,230 @@ fn a_claim_generated_before_is_found_by_its_owner_and_not_made_again() {
         .collect();
     assert_eq!(names, vec!["b-mine"]);
 }
+
+/// The controller as it was before events were filtered: every pod event wakes the pod and
+/// the claims it names, every claim event the claim.
+struct WakeAll(ResourceClaimController);
+
+impl Controller for WakeAll {
+    fn name(&self) -> &'static str {
+        "wake-all"
+    }
+
+    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+        let ns = event.key.namespace.as_str();
+        match &event.object {
+            Stored::Pod(pod) => {
+                let mut keys = vec![event.key.clone()];
+                keys.extend(
+                    pod_claim_names(store, pod)
+                        .into_iter()
+                        .filter_map(|(_, name)| name)
+                        .chain(extended_resource_claim_name(pod))
+                        .map(|name| ObjectKey::new(Kind::ResourceClaim, ns, name)),
+                );
+                keys
+            }
+            Stored::ResourceClaim(_) => vec![event.key.clone()],
+            _ => self.0.keys_for(event, store),
+        }
+    }
+
+    fn reconcile(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        ctx: &Context,
+    ) -> Result<Action, String> {
+        self.0.reconcile(store, key, ctx)
+    }
+}
+
+/// Runs `setup`'s store and then `steps` (each followed by a run until idle) with the
+/// filtering controller and with [`WakeAll`]; both must end with the same objects. Returns the
+/// reconciles of both.
+fn same_as_waking_everything(
+    setup: impl Fn(&mut Store),
+    steps: &[&dyn Fn(&mut Store)],
+    workload: bool,
+) -> (u64, u64) {
+    let config = ResourceClaimControllerConfig {
+        workload_resource_claims: workload,
+    };
+    let mut outcomes = Vec::new();
+    for wake_all in [false, true] {
+        let mut store = Store::new();
+        setup(&mut store);
+        let controller: Box<dyn Controller> = if wake_all {
+            Box::new(WakeAll(ResourceClaimController::new(config)))
+        } else {
+            Box::new(ResourceClaimController::new(config))
+        };
+        let mut rt = Runtime::new(store, vec![controller], SimTime::ZERO);
+        rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 10_000)
+            .unwrap();
+        for step in steps {
+            step(&mut rt.store);
+            rt.run_until_idle(SimTime::ZERO.plus_seconds(60), 10_000)
+                .unwrap();
+        }
+        assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+        let objects: Vec<(ObjectKey, Stored)> = rt
+            .store
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        outcomes.push((objects, rt.reconciles()));
+    }
+    assert_eq!(outcomes[0].0, outcomes[1].0);
+    (outcomes[0].1, outcomes[1].1)
+}
+
+#[test]
+fn waking_only_for_work_ends_where_waking_for_everything_does() {
+    // A template pod that gets allocated, reserved, bound and finishes.
+    let allocate = |store: &mut Store| {
+        let p = store.get::<Pod>("ns", "p").unwrap().clone();
+        let name = p.status.resource_claim_statuses[0]
+            .resource_claim_name
+            .clone()
+            .unwrap();
+        store
+            .modify::<ResourceClaim, _>("ns", &name, |c| {
+                c.status.allocation = Some(AllocationResult::default());
+                c.status.reserved_for.push(pod_reference(&p));
+            })
+            .unwrap();
+        store
+            .modify::<Pod, _>("ns", "p", |p| p.spec.node_name = Some("n".into()))
+            .unwrap();
+        store
+            .modify::<Pod, _>("ns", "p", |p| p.status.phase = Some("Running".into()))
+            .unwrap();
+    };
+    let finish = |store: &mut Store| {
+        store
+            .modify::<Pod, _>("ns", "p", |p| p.status.phase = Some("Succeeded".into()))
+            .unwrap();
+    };
+    let (filtered, all) = same_as_waking_everything(
+        |store| {
+            store.create(template("ns", "t1"), "t").unwrap();
+            store
+                .create(pod("ns", "p", &[("gpu", None, Some("t1"))]), "t")
+                .unwrap();
+        },
+        &[&allocate, &finish],
+        false,
+    );
+    // One reconcile makes the claim and records it, one deletes it at the end; the echoes of
+    // those writes and the other loops' updates wake nothing.
+    assert_eq!(filtered, 2, "against {all} when waking for everything");
+    assert!(all > 2 * filtered);
+
+    // Shared and pre-scheduled claims, consumers going away.
+    let delete_a = |store: &mut Store| {
+        store.delete(&ObjectKey::new(Kind::Pod, "ns", "a")).unwrap();
+    };
+    let add_bound = |store: &mut Store| {
+        let mut p = pod("ns", "bound", &[("c", Some("shared"), None)]);
+        p.spec.node_name = Some("node-1".into());
+        store.create(p, "t").unwrap();
+    };
+    let delete_all = |store: &mut Store| {
+        for name in ["b", "bound"] {
+            store
+                .delete(&ObjectKey::new(Kind::Pod, "ns", name))
+                .unwrap();
+        }
+    };
+    same_as_waking_everything(
+        |store| {
+            let mut claim = ResourceClaim::default();
+            claim.metadata.namespace = "ns".into();
+            claim.metadata.name = "shared".into();
+            store.create(claim, "t").unwrap();
+            let a = store
+                .create(pod("ns", "a", &[("c", Some("shared"), None)]), "t")
+                .unwrap();
+            let b = store
+                .create(pod("ns", "b", &[("c", Some("shared"), None)]), "t")
+                .unwrap();
+            store
+                .modify::<ResourceClaim, _>("ns", "shared", |c| {
+                    c.status.allocation = Some(AllocationResult::default());
+                    c.status.reserved_for = vec![pod_reference(&a), pod_reference(&b)];
+                })
+                .unwrap();
+        },
+        &[&delete_a, &add_bound, &delete_all],
+        false,
+    );
+
+    // PodGroup claims, with and without the feature, and the group going away.
+    let delete_group = |store: &mut Store| {
+        store
+            .delete(&ObjectKey::new(Kind::PodGroup, "ns", "training-group"))
+            .unwrap();
+    };
+    for workload in [false, true] {
+        same_as_waking_everything(group_setup, &[&delete_group], workload);
+    }
+}
+
+#[test]
+fn the_echo_of_its_own_write_wakes_nothing() {
+    let mut store = Store::new();
+    store.create(template("ns", "t1"), "t").unwrap();
+    store
+        .create(pod("ns", "p", &[("gpu", None, Some("t1"))]), "t")
+        .unwrap();
+    let mut controller = ResourceClaimController::new(ResourceClaimControllerConfig::default());
+    let added = store.events_since(0).last().unwrap().clone();
+    assert_eq!(
+        controller.keys_for(&added, &store),
+        vec![ObjectKey::new(Kind::Pod, "ns", "p")]
+    );
+    let before = store.resource_version();
+    let ctx = Context { now: SimTime::ZERO };
+    controller.reconcile(&mut store, &added.key, &ctx).unwrap();
+    // The claim was created and the pod's status records it: neither event is work.
+    let events = store.events_since(before).to_vec();
+    assert_eq!(events.len(), 2);
+    for event in &events {
+        assert!(controller.keys_for(event, &store).is_empty(), "{event:?}");
+    }
+    // The claim losing its template-made claim status would be work again.
+    store
+        .modify::<Pod, _>("ns", "p", |p| p.status.resource_claim_statuses.clear())
+        .unwrap();
+    let cleared = store.events_since(0).last().unwrap().clone();
+    assert_eq!(
+        controller.keys_for(&cleared, &store),
+        vec![cleared.key.clone()]
+    );
+}
+
+#[test]
+fn a_pod_bound_without_the_scheduler_gets_no_claim_for_extended_resources() {
+    // Upstream only the scheduler's DynamicResources plugin makes the claim for extended
+    // resources backed by DRA (in PreBind); the ResourceClaim controller never does, so a pod
+    // created with spec.nodeName gets none (the kubelet then drops extended resources that
+    // its node does not list from admission, KEP-5004).
+    let mut store = Store::new();
+    let mut p = pod("ns", "direct", &[]);
+    p.spec.node_name = Some("node-1".into());
+    let mut container = allot_api::core::v1::Container {
+        name: "main".into(),
+        ..Default::default()
+    };
+    container.resources.get_or_insert_default().requests.insert(
+        "example.com/gpu".into(),
+        allot_api::Quantity::parse("1").unwrap(),
+    );
+    p.spec.containers.push(container);
+    store.create(p, "t").unwrap();
+    let rt = run(store, false);
+    assert_eq!(rt.store.list::<ResourceClaim>().count(), 0);
+    assert_eq!(rt.reconciles(), 0);
+}
