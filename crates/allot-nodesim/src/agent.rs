@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use allot_api::core::v1::{Pod, PodCondition};
@@ -13,9 +13,11 @@ use allot_api::resource::v1::{
 use allot_kubelet::{Checkpoints, CpuPolicy, Node, PodAdmission, compute_pod_qos};
 use allot_kubelet_config::ValidateOptions;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
+use allot_scheduler::resources::Resources;
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::claims::{self, PodClaim};
+use crate::fit;
 use crate::health::{self, DeviceId, HealthCache};
 use crate::metadata::{self, Generations, MetadataDevice};
 use crate::podresources::{self, RESOURCES_ANNOTATION};
@@ -47,11 +49,11 @@ impl MetadataLog {
         f(&mut guard)
     }
 
-    fn write(&self, path: PathBuf, bytes: Vec<u8>) {
+    fn write(&self, path: &Path, bytes: &[u8]) {
         self.with(|s| {
-            if s.current.get(&path) != Some(&bytes) {
-                s.versions.push((path.clone(), bytes.clone()));
-                s.current.insert(path, bytes);
+            if s.current.get(path).map(Vec::as_slice) != Some(bytes) {
+                s.versions.push((path.to_path_buf(), bytes.to_vec()));
+                s.current.insert(path.to_path_buf(), bytes.to_vec());
             }
         });
     }
@@ -92,6 +94,8 @@ struct AdmittedPod {
     devices: Vec<DeviceId>,
     /// Its metadata files.
     files: BTreeSet<PathBuf>,
+    /// What it requests of the node (with its DRA node-allocatable resources).
+    requests: Resources,
 }
 
 /// A claim prepared on this node.
@@ -111,6 +115,8 @@ pub struct NodeAgent {
     config: NodeAgentConfig,
     kubelet: Node,
     pods: BTreeMap<ObjectKey, AdmittedPod>,
+    /// What the admitted pods request together (upstream `NodeInfo.Requested`).
+    requested: Resources,
     rejected: BTreeSet<String>,
     waiting: RefCell<BTreeSet<ObjectKey>>,
     /// Pods bound to this node, with their PodGroup, kept from the events `keys_for` sees, so
@@ -178,6 +184,7 @@ impl NodeAgent {
             config,
             kubelet,
             pods: BTreeMap::new(),
+            requested: Resources::default(),
             rejected: BTreeSet::new(),
             waiting: RefCell::new(BTreeSet::new()),
             bound: RefCell::new(BTreeMap::new()),
@@ -320,6 +327,7 @@ impl NodeAgent {
             return Ok(());
         };
         self.subscriptions.remove(&Topic::Object(key.clone()));
+        self.requested.sub(&pod.requests);
         let node = &mut self.kubelet;
         let uid = pod.uid.as_str();
         if let CpuPolicy::Static(policy) = &mut node.cpu {
@@ -584,11 +592,14 @@ impl NodeAgent {
                     let content = metadata::content(claim, pod_claim, driver, &devices);
                     let relative =
                         metadata::relative_path(&claim.metadata.name, pod_claim, top, driver);
-                    let (generation, _) = self.generations.next(uid, &relative, &content);
-                    let bytes =
-                        metadata::render(&content, generation, &self.config.metadata_versions);
+                    let bytes = self.generations.bytes(
+                        uid,
+                        &relative,
+                        content,
+                        &self.config.metadata_versions,
+                    );
                     let path = prefix.join(&relative);
-                    self.log.write(path.clone(), bytes);
+                    self.log.write(&path, bytes);
                     paths.insert(path);
                 }
             }
@@ -726,15 +737,50 @@ impl NodeAgent {
         }
         self.set_waiting(key, false);
         let now = ctx.now.rfc3339();
+        // The pod's node-allocatable claim statuses: the scheduler's, or (for a pod it did not
+        // place) those the agent records for it below.
+        let node_allocatable = if self.config.features.node_allocatable_resources {
+            let find =
+                |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
+            claims::node_allocatable_statuses(pod, &claims, &find)
+        } else {
+            Vec::new()
+        };
+        let footprint = if self.config.features.node_allocatable_resources {
+            let recorded = pod
+                .status
+                .node_allocatable_resource_claim_statuses
+                .as_ref()
+                .and_then(serde_json::Value::as_array);
+            fit::pod_footprint(pod, Some(recorded.unwrap_or(&node_allocatable)))
+        } else {
+            fit::pod_footprint(pod, None)
+        };
+        // The resource managers' admit handler runs before the predicate admit handler.
         let admission = self.kubelet.admit(pod);
-        if !admission.admitted {
+        let rejection = if !admission.admitted {
+            Some((
+                admission.reason.clone().unwrap_or_default(),
+                admission.message.clone().unwrap_or_default(),
+            ))
+        } else {
+            let node = store.get::<allot_api::core::v1::Node>("", &self.config.node_name);
+            let shortage =
+                node.and_then(|n| fit::check(n, &footprint, &self.requested, self.pods.len()));
+            if shortage.is_some() {
+                let names: Vec<String> = admission
+                    .containers
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+                self.kubelet.remove_pod(&pod.metadata.uid, &names);
+            }
+            shortage
+        };
+        if let Some((reason, message)) = rejection {
             self.rejected.insert(pod.metadata.uid.clone());
             let qos = compute_pod_qos(pod, true).name();
-            let reason = admission.reason.clone().unwrap_or_default();
-            let message = format!(
-                "Pod was rejected: {}",
-                admission.message.clone().unwrap_or_default()
-            );
+            let message = format!("Pod was rejected: {message}");
             store
                 .modify::<Pod, _>(&key.namespace, &key.name, |p| {
                     p.status.phase = Some("Failed".into());
@@ -783,17 +829,11 @@ impl NodeAgent {
                     .collect(),
                 devices,
                 files,
+                requests: footprint.clone(),
             },
         );
+        self.requested.add(&footprint);
         let annotation = self.annotation(store, pod, &admission, &claims);
-        let node_allocatable = if self.config.features.node_allocatable_resources {
-            let find = |d: &str, p: &str, n: &str| {
-                self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
-            };
-            claims::node_allocatable_statuses(pod, &claims, &find)
-        } else {
-            Vec::new()
-        };
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
         write_running(store, key, pod, &now, annotation, node_allocatable, &health)?;
         Ok(requeue(next, ctx.now))
@@ -819,9 +859,8 @@ impl NodeAgent {
                 })
                 .unwrap_or_default()
         };
-        let device_of = |d: &str, p: &str, n: &str| {
-            self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
-        };
+        let device_of =
+            |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
         podresources::annotation(
             pod,
             admission,
