@@ -1,6 +1,6 @@
 //! The node agent: a kubelet over the shared store.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -96,7 +96,13 @@ struct AdmittedPod {
     files: BTreeSet<PathBuf>,
     /// What it requests of the node (with its DRA node-allocatable resources).
     requests: Resources,
+    /// What its metadata files were last written from ([`NodeAgent::metadata_inputs`]).
+    metadata_inputs: MetadataInputs,
 }
+
+/// What a pod's metadata files are made of: the slice events seen, and the resourceVersion of
+/// each of its claims as stored.
+type MetadataInputs = (u64, Vec<String>);
 
 /// A claim prepared on this node.
 #[derive(Debug, Clone)]
@@ -128,6 +134,8 @@ pub struct NodeAgent {
     device_pods: BTreeMap<DeviceId, BTreeSet<ObjectKey>>,
     device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
     log: MetadataLog,
+    /// ResourceSlice events seen (a slice of a pool the pods' devices come from changed).
+    slice_events: Cell<u64>,
     /// The topics this agent is offered events of, when a runtime routes events (see
     /// [`NodeAgent::subscribe`]).
     subscriptions: Subscriptions,
@@ -194,6 +202,7 @@ impl NodeAgent {
             device_pods: BTreeMap::new(),
             device_plugin_numa,
             log: MetadataLog::default(),
+            slice_events: Cell::new(0),
             subscriptions: Subscriptions::detached(),
         })
     }
@@ -607,6 +616,21 @@ impl NodeAgent {
         paths
     }
 
+    /// What the pod's metadata files are made of now (see [`MetadataInputs`]).
+    fn metadata_inputs(&self, store: &Store, claims: &[PodClaim]) -> MetadataInputs {
+        let versions = claims
+            .iter()
+            .map(|pc| {
+                store
+                    .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                    .filter(|c| c.metadata.uid == pc.claim.metadata.uid)
+                    .map(|c| c.metadata.resource_version.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (self.slice_events.get(), versions)
+    }
+
     /// Updates the health cache from the slices and returns, per container, its
     /// `allocatedResourcesStatus`, plus when a health answer next changes by itself.
     fn health_statuses(
@@ -812,6 +836,7 @@ impl NodeAgent {
             }
         }
         let files = self.write_metadata(store, pod, &claims);
+        let metadata_inputs = self.metadata_inputs(store, &claims);
         // An admitted pod's events matter even if it no longer names this node.
         self.subscriptions.add(Topic::Object(key.clone()));
         self.pods.insert(
@@ -830,6 +855,7 @@ impl NodeAgent {
                 devices,
                 files,
                 requests: footprint.clone(),
+                metadata_inputs,
             },
         );
         self.requested.add(&footprint);
@@ -881,9 +907,19 @@ impl NodeAgent {
     ) -> Result<Action, String> {
         // Claims of a running pod stay; if one went away the kubelet keeps what it prepared.
         let claims = claims::ready_claims(store, pod).unwrap_or_default();
-        let files = self.write_metadata(store, pod, &claims);
-        if let Some(admitted) = self.pods.get_mut(key) {
-            admitted.files.extend(files);
+        // The files follow the claims and the slices of their devices: when neither changed
+        // since they were written, they would come out the same.
+        let inputs = self.metadata_inputs(store, &claims);
+        if self
+            .pods
+            .get(key)
+            .is_none_or(|a| a.metadata_inputs != inputs)
+        {
+            let files = self.write_metadata(store, pod, &claims);
+            if let Some(admitted) = self.pods.get_mut(key) {
+                admitted.files.extend(files);
+                admitted.metadata_inputs = inputs;
+            }
         }
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
         if !health.is_empty() {
@@ -1228,6 +1264,8 @@ impl Controller for NodeAgent {
                 keys.into_iter().collect()
             }
             Stored::ResourceSlice(slice) => {
+                self.slice_events
+                    .set(self.slice_events.get().wrapping_add(1));
                 let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
                 let mut keys = BTreeSet::new();
                 for d in &slice.spec.devices {
