@@ -1,8 +1,8 @@
 //! The node agent: a kubelet over the shared store.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use allot_api::core::v1::{Pod, PodCondition};
@@ -13,9 +13,11 @@ use allot_api::resource::v1::{
 use allot_kubelet::{Checkpoints, CpuPolicy, Node, PodAdmission, compute_pod_qos};
 use allot_kubelet_config::ValidateOptions;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
+use allot_scheduler::resources::Resources;
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::claims::{self, PodClaim};
+use crate::fit;
 use crate::health::{self, DeviceId, HealthCache};
 use crate::metadata::{self, Generations, MetadataDevice};
 use crate::podresources::{self, RESOURCES_ANNOTATION};
@@ -47,11 +49,11 @@ impl MetadataLog {
         f(&mut guard)
     }
 
-    fn write(&self, path: PathBuf, bytes: Vec<u8>) {
+    fn write(&self, path: &Path, bytes: &[u8]) {
         self.with(|s| {
-            if s.current.get(&path) != Some(&bytes) {
-                s.versions.push((path.clone(), bytes.clone()));
-                s.current.insert(path, bytes);
+            if s.current.get(path).map(Vec::as_slice) != Some(bytes) {
+                s.versions.push((path.to_path_buf(), bytes.to_vec()));
+                s.current.insert(path.to_path_buf(), bytes.to_vec());
             }
         });
     }
@@ -92,7 +94,15 @@ struct AdmittedPod {
     devices: Vec<DeviceId>,
     /// Its metadata files.
     files: BTreeSet<PathBuf>,
+    /// What it requests of the node (with its DRA node-allocatable resources).
+    requests: Resources,
+    /// What its metadata files were last written from ([`NodeAgent::metadata_inputs`]).
+    metadata_inputs: MetadataInputs,
 }
+
+/// What a pod's metadata files are made of: the slice events seen, and the resourceVersion of
+/// each of its claims as stored.
+type MetadataInputs = (u64, Vec<String>);
 
 /// A claim prepared on this node.
 #[derive(Debug, Clone)]
@@ -111,6 +121,8 @@ pub struct NodeAgent {
     config: NodeAgentConfig,
     kubelet: Node,
     pods: BTreeMap<ObjectKey, AdmittedPod>,
+    /// What the admitted pods request together (upstream `NodeInfo.Requested`).
+    requested: Resources,
     rejected: BTreeSet<String>,
     waiting: RefCell<BTreeSet<ObjectKey>>,
     /// Pods bound to this node, with their PodGroup, kept from the events `keys_for` sees, so
@@ -122,6 +134,8 @@ pub struct NodeAgent {
     device_pods: BTreeMap<DeviceId, BTreeSet<ObjectKey>>,
     device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
     log: MetadataLog,
+    /// ResourceSlice events seen (a slice of a pool the pods' devices come from changed).
+    slice_events: Cell<u64>,
     /// The topics this agent is offered events of, when a runtime routes events (see
     /// [`NodeAgent::subscribe`]).
     subscriptions: Subscriptions,
@@ -178,6 +192,7 @@ impl NodeAgent {
             config,
             kubelet,
             pods: BTreeMap::new(),
+            requested: Resources::default(),
             rejected: BTreeSet::new(),
             waiting: RefCell::new(BTreeSet::new()),
             bound: RefCell::new(BTreeMap::new()),
@@ -187,6 +202,7 @@ impl NodeAgent {
             device_pods: BTreeMap::new(),
             device_plugin_numa,
             log: MetadataLog::default(),
+            slice_events: Cell::new(0),
             subscriptions: Subscriptions::detached(),
         })
     }
@@ -320,6 +336,7 @@ impl NodeAgent {
             return Ok(());
         };
         self.subscriptions.remove(&Topic::Object(key.clone()));
+        self.requested.sub(&pod.requests);
         let node = &mut self.kubelet;
         let uid = pod.uid.as_str();
         if let CpuPolicy::Static(policy) = &mut node.cpu {
@@ -584,16 +601,34 @@ impl NodeAgent {
                     let content = metadata::content(claim, pod_claim, driver, &devices);
                     let relative =
                         metadata::relative_path(&claim.metadata.name, pod_claim, top, driver);
-                    let (generation, _) = self.generations.next(uid, &relative, &content);
-                    let bytes =
-                        metadata::render(&content, generation, &self.config.metadata_versions);
+                    let bytes = self.generations.bytes(
+                        uid,
+                        &relative,
+                        content,
+                        &self.config.metadata_versions,
+                    );
                     let path = prefix.join(&relative);
-                    self.log.write(path.clone(), bytes);
+                    self.log.write(&path, bytes);
                     paths.insert(path);
                 }
             }
         }
         paths
+    }
+
+    /// What the pod's metadata files are made of now (see [`MetadataInputs`]).
+    fn metadata_inputs(&self, store: &Store, claims: &[PodClaim]) -> MetadataInputs {
+        let versions = claims
+            .iter()
+            .map(|pc| {
+                store
+                    .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                    .filter(|c| c.metadata.uid == pc.claim.metadata.uid)
+                    .map(|c| c.metadata.resource_version.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (self.slice_events.get(), versions)
     }
 
     /// Updates the health cache from the slices and returns, per container, its
@@ -726,15 +761,50 @@ impl NodeAgent {
         }
         self.set_waiting(key, false);
         let now = ctx.now.rfc3339();
+        // The pod's node-allocatable claim statuses: the scheduler's, or (for a pod it did not
+        // place) those the agent records for it below.
+        let node_allocatable = if self.config.features.node_allocatable_resources {
+            let find =
+                |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
+            claims::node_allocatable_statuses(pod, &claims, &find)
+        } else {
+            Vec::new()
+        };
+        let footprint = if self.config.features.node_allocatable_resources {
+            let recorded = pod
+                .status
+                .node_allocatable_resource_claim_statuses
+                .as_ref()
+                .and_then(serde_json::Value::as_array);
+            fit::pod_footprint(pod, Some(recorded.unwrap_or(&node_allocatable)))
+        } else {
+            fit::pod_footprint(pod, None)
+        };
+        // The resource managers' admit handler runs before the predicate admit handler.
         let admission = self.kubelet.admit(pod);
-        if !admission.admitted {
+        let rejection = if !admission.admitted {
+            Some((
+                admission.reason.clone().unwrap_or_default(),
+                admission.message.clone().unwrap_or_default(),
+            ))
+        } else {
+            let node = store.get::<allot_api::core::v1::Node>("", &self.config.node_name);
+            let shortage =
+                node.and_then(|n| fit::check(n, &footprint, &self.requested, self.pods.len()));
+            if shortage.is_some() {
+                let names: Vec<String> = admission
+                    .containers
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+                self.kubelet.remove_pod(&pod.metadata.uid, &names);
+            }
+            shortage
+        };
+        if let Some((reason, message)) = rejection {
             self.rejected.insert(pod.metadata.uid.clone());
             let qos = compute_pod_qos(pod, true).name();
-            let reason = admission.reason.clone().unwrap_or_default();
-            let message = format!(
-                "Pod was rejected: {}",
-                admission.message.clone().unwrap_or_default()
-            );
+            let message = format!("Pod was rejected: {message}");
             store
                 .modify::<Pod, _>(&key.namespace, &key.name, |p| {
                     p.status.phase = Some("Failed".into());
@@ -766,6 +836,7 @@ impl NodeAgent {
             }
         }
         let files = self.write_metadata(store, pod, &claims);
+        let metadata_inputs = self.metadata_inputs(store, &claims);
         // An admitted pod's events matter even if it no longer names this node.
         self.subscriptions.add(Topic::Object(key.clone()));
         self.pods.insert(
@@ -783,17 +854,12 @@ impl NodeAgent {
                     .collect(),
                 devices,
                 files,
+                requests: footprint.clone(),
+                metadata_inputs,
             },
         );
+        self.requested.add(&footprint);
         let annotation = self.annotation(store, pod, &admission, &claims);
-        let node_allocatable = if self.config.features.node_allocatable_resources {
-            let find = |d: &str, p: &str, n: &str| {
-                self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
-            };
-            claims::node_allocatable_statuses(pod, &claims, &find)
-        } else {
-            Vec::new()
-        };
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
         write_running(store, key, pod, &now, annotation, node_allocatable, &health)?;
         Ok(requeue(next, ctx.now))
@@ -819,9 +885,8 @@ impl NodeAgent {
                 })
                 .unwrap_or_default()
         };
-        let device_of = |d: &str, p: &str, n: &str| {
-            self.find_device(store, d, p, n).map(|(_, dev)| dev.clone())
-        };
+        let device_of =
+            |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
         podresources::annotation(
             pod,
             admission,
@@ -842,9 +907,19 @@ impl NodeAgent {
     ) -> Result<Action, String> {
         // Claims of a running pod stay; if one went away the kubelet keeps what it prepared.
         let claims = claims::ready_claims(store, pod).unwrap_or_default();
-        let files = self.write_metadata(store, pod, &claims);
-        if let Some(admitted) = self.pods.get_mut(key) {
-            admitted.files.extend(files);
+        // The files follow the claims and the slices of their devices: when neither changed
+        // since they were written, they would come out the same.
+        let inputs = self.metadata_inputs(store, &claims);
+        if self
+            .pods
+            .get(key)
+            .is_none_or(|a| a.metadata_inputs != inputs)
+        {
+            let files = self.write_metadata(store, pod, &claims);
+            if let Some(admitted) = self.pods.get_mut(key) {
+                admitted.files.extend(files);
+                admitted.metadata_inputs = inputs;
+            }
         }
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
         if !health.is_empty() {
@@ -1189,6 +1264,8 @@ impl Controller for NodeAgent {
                 keys.into_iter().collect()
             }
             Stored::ResourceSlice(slice) => {
+                self.slice_events
+                    .set(self.slice_events.get().wrapping_add(1));
                 let pool = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
                 let mut keys = BTreeSet::new();
                 for d in &slice.spec.devices {

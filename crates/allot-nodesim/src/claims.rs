@@ -202,10 +202,10 @@ fn multiply(a: &Quantity, b: &Quantity) -> Option<Quantity> {
 /// `status.nodeAllocatableResourceClaimStatuses` of a pod: for each claim whose devices
 /// declare `nodeAllocatableResources`, the referencing containers, the mapped quantities
 /// (consumed capacity or device count times the multiplier) and the overheads.
-pub(crate) fn node_allocatable_statuses(
+pub(crate) fn node_allocatable_statuses<'d>(
     pod: &Pod,
     claims: &[PodClaim],
-    device_of: &dyn Fn(&str, &str, &str) -> Option<Device>,
+    device_of: &dyn Fn(&str, &str, &str) -> Option<&'d Device>,
 ) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     for pc in claims {

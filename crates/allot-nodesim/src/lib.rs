@@ -16,6 +16,7 @@
 
 mod agent;
 mod claims;
+mod fit;
 mod health;
 mod metadata;
 mod podresources;

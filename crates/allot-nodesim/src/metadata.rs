@@ -114,58 +114,62 @@ pub(crate) fn content(
 /// The file's bytes: one object per version, each on its own lines, with `kind`,
 /// `apiVersion` and the generation filled in.
 pub(crate) fn render(content: &serde_json::Value, generation: i64, versions: &[String]) -> Vec<u8> {
+    // One object serves every version: only `apiVersion` differs between them (the map keeps
+    // its keys in insertion order, so replacing the value keeps the field's place).
+    let mut object = serde_json::Map::new();
+    object.insert("kind".into(), "DeviceMetadata".into());
+    object.insert("apiVersion".into(), serde_json::Value::Null);
+    if let serde_json::Value::Object(fields) = content {
+        for (k, v) in fields {
+            let mut v = v.clone();
+            if k == "metadata"
+                && let serde_json::Value::Object(meta) = &mut v
+            {
+                meta.insert("generation".into(), generation.into());
+            }
+            object.insert(k.clone(), v);
+        }
+    }
+    let mut object = serde_json::Value::Object(object);
     let mut out = Vec::new();
     for version in versions {
-        let mut object = serde_json::Map::new();
-        object.insert("kind".into(), "DeviceMetadata".into());
-        object.insert("apiVersion".into(), version.clone().into());
-        if let serde_json::Value::Object(fields) = content {
-            for (k, v) in fields {
-                let mut v = v.clone();
-                if k == "metadata"
-                    && let serde_json::Value::Object(meta) = &mut v
-                {
-                    meta.insert("generation".into(), generation.into());
-                }
-                object.insert(k.clone(), v);
-            }
+        object["apiVersion"] = version.as_str().into();
+        if serde_json::to_writer_pretty(&mut out, &object).is_err() {
+            continue;
         }
-        let text =
-            serde_json::to_string_pretty(&serde_json::Value::Object(object)).unwrap_or_default();
-        out.extend_from_slice(text.as_bytes());
         out.push(b'\n');
     }
     out
 }
 
-/// Generations of the files of prepared claims: the last content written per file.
+/// Generations of the files of prepared claims: per file, the last content written, its
+/// generation and its bytes (so that an unchanged file is not rendered again).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Generations {
-    files: BTreeMap<(String, PathBuf), (i64, serde_json::Value)>,
+    files: BTreeMap<(String, PathBuf), (i64, serde_json::Value, Vec<u8>)>,
 }
 
 impl Generations {
-    /// The generation for `content` of the file `path` of the claim with uid `claim_uid`:
-    /// 1 at first, one more whenever the content changed. Returns it and whether it changed.
-    pub fn next(
+    /// The bytes of the file `path` of the claim with uid `claim_uid` holding `content`, in
+    /// `versions`: generation 1 at first, one more whenever the content changed.
+    pub fn bytes(
         &mut self,
         claim_uid: &str,
         path: &Path,
-        content: &serde_json::Value,
-    ) -> (i64, bool) {
+        content: serde_json::Value,
+        versions: &[String],
+    ) -> &[u8] {
         let key = (claim_uid.to_string(), path.to_path_buf());
-        match self.files.get_mut(&key) {
-            Some((generation, old)) if old == content => (*generation, false),
-            Some((generation, old)) => {
-                *generation += 1;
-                *old = content.clone();
-                (*generation, true)
-            }
-            None => {
-                self.files.insert(key, (1, content.clone()));
-                (1, true)
-            }
+        let entry = self
+            .files
+            .entry(key)
+            .or_insert((0, serde_json::Value::Null, Vec::new()));
+        if entry.0 == 0 || entry.1 != content {
+            entry.0 += 1;
+            entry.2 = render(&content, entry.0, versions);
+            entry.1 = content;
         }
+        &entry.2
     }
 
     /// Forgets the files of an unprepared claim.

@@ -45,13 +45,13 @@ fn topology(nodes: impl IntoIterator<Item = i64>) -> serde_json::Value {
 }
 
 /// Builds the annotation value.
-pub(crate) fn annotation(
+pub(crate) fn annotation<'d>(
     pod: &Pod,
     admission: &PodAdmission,
     memory: &dyn Fn(&str) -> Blocks,
     device_plugin_numa: &BTreeMap<(String, String), Option<u32>>,
     claims: &[PodClaim],
-    device_of: &dyn Fn(&str, &str, &str) -> Option<Device>,
+    device_of: &dyn Fn(&str, &str, &str) -> Option<&'d Device>,
 ) -> String {
     let mut containers = Vec::new();
     // As upstream's List: app containers and restartable init containers (sidecars), not
@@ -143,9 +143,8 @@ pub(crate) fn annotation(
                     d.insert("driverName".into(), r.driver.clone().into());
                     d.insert("poolName".into(), r.pool.clone().into());
                     d.insert("deviceName".into(), r.device.clone().into());
-                    if let Some(numa) = device_of(&r.driver, &r.pool, &r.device)
-                        .as_ref()
-                        .and_then(device_numa)
+                    if let Some(numa) =
+                        device_of(&r.driver, &r.pool, &r.device).and_then(device_numa)
                     {
                         d.insert("topology".into(), topology([numa]));
                     }
@@ -189,10 +188,7 @@ pub(crate) fn annotation(
                 d.insert("driverName".into(), r.driver.clone().into());
                 d.insert("poolName".into(), r.pool.clone().into());
                 d.insert("deviceName".into(), r.device.clone().into());
-                if let Some(numa) = device_of(&r.driver, &r.pool, &r.device)
-                    .as_ref()
-                    .and_then(device_numa)
-                {
+                if let Some(numa) = device_of(&r.driver, &r.pool, &r.device).and_then(device_numa) {
                     d.insert("topology".into(), topology([numa]));
                 }
                 resources.push(serde_json::Value::Object(d));

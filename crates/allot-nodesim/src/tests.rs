@@ -587,6 +587,91 @@ fn node_allocatable_resources_are_reported_per_claim() {
     );
 }
 
+/// A node with 9.5Gi allocatable memory, a pod whose claim's device adds 8Gi of memory
+/// overhead to its 1Gi, then a second pod asking for 1Gi.
+fn memory_overhead_node(gate: bool) -> Sim {
+    let mut store = Store::new();
+    let extra = json!({
+        "name": "gpu-1",
+        "nodeAllocatableResources": {"memory": {"overhead": {"perPod": "8Gi"}}},
+    });
+    store.create(slice(false, extra), "t").expect("slice");
+    let node: Node = decode(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE},
+        "status": {"allocatable": {"cpu": "16", "memory": "9728Mi", "pods": "110"}},
+    }));
+    store.create(node, "t").expect("node");
+    let mut cfg = config(kubelet(json!({})));
+    cfg.features.node_allocatable_resources = gate;
+    let mut sim = Sim::new(cfg, store);
+    let p = sim.create(pod("p", "2", &[("gpu", "c", false)]));
+    let mut c = claim("c", Some(&p), false);
+    c.status
+        .allocation
+        .as_mut()
+        .expect("allocated")
+        .devices
+        .results[0]
+        .device = "gpu-1".into();
+    sim.create(c);
+    sim.run();
+    assert_eq!(phase(&sim.pod("p")), Some("Running"));
+    sim.create(pod("q", "2", &[]));
+    sim.run();
+    sim
+}
+
+#[test]
+fn admission_counts_the_node_allocatable_resources_of_admitted_pods() {
+    let sim = memory_overhead_node(true);
+    let q = sim.pod("q");
+    assert_eq!(phase(&q), Some("Failed"));
+    assert_eq!(q.status.reason.as_deref(), Some("OutOfmemory"));
+    assert_eq!(
+        q.status.message.as_deref(),
+        Some(
+            "Pod was rejected: Node didn't have enough resource: memory, requested: 1073741824, \
+             used: 9663676416, capacity: 10200547328"
+        )
+    );
+    // The rejected pod holds no CPUs: a pod asking for what is left still fits.
+    let mut sim = sim;
+    let mut r = pod("r", "13", &[]);
+    r.spec.containers[0]
+        .resources
+        .as_mut()
+        .expect("resources")
+        .requests
+        .remove("memory");
+    r.spec.containers[0]
+        .resources
+        .as_mut()
+        .expect("resources")
+        .limits
+        .remove("memory");
+    sim.create(r);
+    sim.run();
+    assert_eq!(phase(&sim.pod("r")), Some("Running"));
+    // Once the first pod is gone, its footprint is too.
+    let key = ObjectKey::new(Kind::Pod, "default", "p");
+    sim.runtime.store.delete(&key).expect("deleted");
+    sim.run();
+    sim.runtime
+        .store
+        .delete(&ObjectKey::new(Kind::Pod, "default", "q"))
+        .expect("deleted");
+    sim.create(pod("q", "1", &[]));
+    sim.run();
+    assert_eq!(phase(&sim.pod("q")), Some("Running"));
+}
+
+#[test]
+fn without_the_gate_admission_counts_only_the_pods_own_requests() {
+    let sim = memory_overhead_node(false);
+    assert_eq!(phase(&sim.pod("q")), Some("Running"));
+}
+
 #[test]
 fn pods_of_other_nodes_are_left_alone() {
     let mut sim = Sim::new(config(kubelet(json!({}))), Store::new());

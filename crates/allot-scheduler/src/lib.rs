@@ -823,11 +823,23 @@ impl Scheduler {
         let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut taint_reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut explanation: Option<(String, Explanation)> = None;
-        let mut pruned_dra: Option<usize> = None;
+        // The first node by name the free-device bound pruned: (rank in name order, slot).
+        let mut pruned_dra: Option<(usize, usize)> = None;
         let mut processed = 0usize;
         let mut chosen: Option<(usize, Vec<AllocationResult>)> = None;
         let mut first_batch = true;
         let check_dra_bound = !to_allocate.is_empty() || extras.extended.is_some();
+        // NodeAffinity has nothing to reject without a node selector or required affinity.
+        let check_affinity = !pod.spec.node_selector.is_empty()
+            || pod
+                .spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .is_some_and(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .is_some()
+                });
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
             // (slot, rank in name order)
@@ -854,17 +866,28 @@ impl Scheduler {
                     *taint_reasons.entry(reason).or_insert(0) += 1;
                     continue;
                 }
-                if filters::node_affinity(&pod, node).is_some() {
+                if check_affinity && filters::node_affinity(&pod, node).is_some() {
                     *reasons.entry(filters::REASON_AFFINITY).or_insert(0) += 1;
                     continue;
                 }
-                let fit = filters::resources_fit(
-                    &request,
-                    &state.allocatable,
-                    &state.requested,
-                    state.pods,
-                    &|name| extras.delegated(&state.allocatable, name),
-                );
+                let fits = request.scalar.is_empty()
+                    && filters::fits_plain(
+                        &request,
+                        &state.allocatable,
+                        &state.requested,
+                        state.pods,
+                    );
+                let fit = if fits {
+                    Vec::new()
+                } else {
+                    filters::resources_fit(
+                        &request,
+                        &state.allocatable,
+                        &state.requested,
+                        state.pods,
+                        &|name| extras.delegated(&state.allocatable, name),
+                    )
+                };
                 if !fit.is_empty() {
                     for reason in fit {
                         *taint_reasons.entry(reason).or_insert(0) += 1;
@@ -888,12 +911,9 @@ impl Scheduler {
                     && free < needed_devices + extras.extended_devices(&state.allocatable, &request)
                 {
                     *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                    let name = state.name.as_str();
-                    if pruned_dra
-                        .and_then(|p| self.cache.node(p))
-                        .is_none_or(|p| name < p.name.as_str())
-                    {
-                        pruned_dra = Some(index);
+                    // Ranks follow node names (`order` is in name order).
+                    if pruned_dra.is_none_or(|(r, _)| rank < r) {
+                        pruned_dra = Some((rank, index));
                     }
                     continue;
                 }
@@ -1047,7 +1067,7 @@ impl Scheduler {
         }
         let Some((node_index, results)) = chosen else {
             if explanation.is_none()
-                && let Some(index) = pruned_dra
+                && let Some((_, index)) = pruned_dra
                 && let Err(Rejection::Devices(e)) = self.try_allocate(index, &to_allocate, &extras)
             {
                 explanation = Some((String::new(), e));

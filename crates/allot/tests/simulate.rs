@@ -92,6 +92,7 @@ fn bundled_example_places_its_pods() {
         "trainer-0",
         "trainer-1",
         "batch-0",
+        "transcoder",
     ] {
         let pod = find(&items, "Pod", pod);
         assert_eq!(pod["status"]["phase"], "Running", "{pod}");
@@ -114,6 +115,31 @@ fn bundled_example_places_its_pods() {
         .as_str()
         .expect("annotation");
     assert!(resources.contains("cpuIds"), "{resources}");
+    // The extended resource example.com/l4 is served by DRA through the l4.example.com class,
+    // and the L4's host memory overhead is recorded for the kubelet and the scheduler.
+    let transcoder = find(&items, "Pod", "transcoder");
+    let status = &transcoder["status"];
+    let special = status["extendedResourceClaimStatus"]["resourceClaimName"]
+        .as_str()
+        .expect("extendedResourceClaimStatus");
+    assert_eq!(
+        status["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"],
+        "example.com/l4",
+        "{status}"
+    );
+    let claim = find(&items, "ResourceClaim", special);
+    let device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
+        .as_str()
+        .expect("allocated");
+    assert!(device == "gpu-2" || device == "gpu-3", "{claim}");
+    assert_eq!(
+        status["nodeAllocatableResourceClaimStatuses"],
+        serde_json::json!([{
+            "resourceClaimName": special,
+            "overhead": [{"name": "memory", "perPod": "2Gi"}],
+        }]),
+        "{status}"
+    );
 }
 
 #[test]
