@@ -252,7 +252,11 @@ fn etcd_binary() -> Result<PathBuf, String> {
     let path = std::env::var_os("ALLOT_ETCD").map_or_else(|| PathBuf::from("etcd"), PathBuf::from);
     match Command::new(&path).arg("--version").output() {
         Ok(out) if out.status.success() => Ok(path),
-        Ok(out) => Err(format!("{} --version exited with {}", path.display(), out.status)),
+        Ok(out) => Err(format!(
+            "{} --version exited with {}",
+            path.display(),
+            out.status
+        )),
         Err(err) => Err(format!(
             "no etcd ({}: {err}; install etcd-server, set ALLOT_ETCD or pass --etcd-servers)",
             path.display()
@@ -443,7 +447,9 @@ fn start_serve(data_dir: &Path, etcd: Option<(&str, &str)>) -> anyhow::Result<Se
 fn collection_path(kind: &str) -> Option<&'static str> {
     Some(match kind {
         "DeviceClass" => "/apis/resource.k8s.io/v1/deviceclasses",
-        "ResourceClaimTemplate" => "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+        "ResourceClaimTemplate" => {
+            "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates"
+        }
         "NodeTopology" => "/apis/allot.dev/v1alpha1/nodetopologies",
         "Node" => "/api/v1/nodes",
         "ResourceSlice" => "/apis/resource.k8s.io/v1/resourceslices",
@@ -464,8 +470,7 @@ fn creates(documents: &[Value]) -> anyhow::Result<Vec<Create>> {
         .iter()
         .map(|d| {
             let kind = d["kind"].as_str().unwrap_or_default();
-            let path =
-                collection_path(kind).ok_or_else(|| anyhow!("no path for kind {kind:?}"))?;
+            let path = collection_path(kind).ok_or_else(|| anyhow!("no path for kind {kind:?}"))?;
             Ok(Create {
                 path,
                 body: serde_json::to_vec(d)?,
@@ -696,7 +701,11 @@ impl Tracker {
             return;
         }
         let object = event.object;
-        if object.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
+        if object
+            .status
+            .as_ref()
+            .is_none_or(|s| s.allocation.is_none())
+        {
             return;
         }
         let claim = object.metadata.name;
@@ -1040,8 +1049,7 @@ fn drive(
             update(&bars)
         })?;
         figures.fixture_seconds = fixture_started.elapsed().as_secs_f64();
-        figures.fixture_objects_per_second =
-            rate(figures.fixture_objects, figures.fixture_seconds);
+        figures.fixture_objects_per_second = rate(figures.fixture_objects, figures.fixture_seconds);
 
         // The pods.
         let pods_started = Instant::now();

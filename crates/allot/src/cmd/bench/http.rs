@@ -265,14 +265,17 @@ impl Connection {
         path: &str,
         body: &[u8],
     ) -> anyhow::Result<(u16, Vec<u8>)> {
-        let result = self.send(method, path, body).map_err(anyhow::Error::from).and_then(|()| {
-            let head = self.read_head()?;
-            let body = self.read_body(&head)?;
-            if head.close {
-                self.open = false;
-            }
-            Ok((head.code, body))
-        });
+        let result = self
+            .send(method, path, body)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                let head = self.read_head()?;
+                let body = self.read_body(&head)?;
+                if head.close {
+                    self.open = false;
+                }
+                Ok((head.code, body))
+            });
         if result.is_err() {
             self.open = false;
         }
@@ -339,7 +342,10 @@ mod tests {
         assert_eq!(base64_decode("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
         assert_eq!(base64_decode("aGVsbG8").as_deref(), Some(&b"hello"[..]));
         assert_eq!(base64_decode("YQ==").as_deref(), Some(&b"a"[..]));
-        assert_eq!(base64_decode("+/+/").as_deref(), Some(&[0xfb, 0xff, 0xbf][..]));
+        assert_eq!(
+            base64_decode("+/+/").as_deref(),
+            Some(&[0xfb, 0xff, 0xbf][..])
+        );
         assert_eq!(base64_decode("a$b"), None);
     }
 
