@@ -259,3 +259,41 @@ fn sigterm_stops_the_servers_and_removes_their_directories() {
     assert_eq!(exit.code(), Some(130), "{exit:?}");
     assert_cleaned_up(tmp.path());
 }
+
+#[test]
+fn the_time_limit_stops_a_run_and_reports_how_far_it_got() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let output = bench(
+        tmp.path(),
+        &[
+            "--pods",
+            "5000",
+            "--nodes",
+            "1000",
+            "--store",
+            "embedded",
+            "--time-limit-seconds",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let document: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let report = &document["stores"][0];
+    let status = report["status"].as_str().expect("status");
+    assert!(
+        status.starts_with("stopped: time limit of 1 s reached at "),
+        "{status}"
+    );
+    let figures = &report["figures"];
+    let created = figures["fixture_objects"]
+        .as_u64()
+        .expect("fixture_objects")
+        + figures["pods_created"].as_u64().expect("pods_created");
+    assert!(
+        created < 3 + 2 * 1000 + 5000,
+        "not everything was created within a second: {figures:#}"
+    );
+    assert!(figures["scheduling_seconds"].is_null(), "{figures:#}");
+    assert_cleaned_up(tmp.path());
+}

@@ -88,6 +88,9 @@ pub struct ServeArgs {
     /// Give up on a store when no pod got scheduled or started running for this long.
     #[arg(long, default_value_t = 120)]
     pub stall_seconds: u64,
+    /// Stop a store's run after this long (from its first create) and report how far it got.
+    #[arg(long, value_name = "SECONDS")]
+    pub time_limit_seconds: Option<u64>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -528,12 +531,14 @@ fn create_one(
 }
 
 /// Creates `items` with `clients` threads; calls `tick` about every 100 ms meanwhile. Returns
-/// when every item was acknowledged, or with the first error.
+/// when every item was acknowledged (or, past `deadline`, when the requests under way were),
+/// or with the first error.
 fn create_all(
     endpoint: &Endpoint,
     items: Vec<Create>,
     clients: usize,
     done: &Arc<AtomicUsize>,
+    deadline: Option<Instant>,
     mut tick: impl FnMut(),
 ) -> anyhow::Result<()> {
     let items = Arc::new(items);
@@ -547,7 +552,9 @@ fn create_all(
             std::thread::spawn(move || -> anyhow::Result<()> {
                 let mut connection = None;
                 loop {
-                    if failed.load(Ordering::Relaxed) {
+                    if failed.load(Ordering::Relaxed)
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                    {
                         return Ok(());
                     }
                     let index = next.fetch_add(1, Ordering::Relaxed);
@@ -829,7 +836,7 @@ pub struct Figures {
 pub struct StoreReport {
     /// `embedded` or `etcd`.
     pub store: &'static str,
-    /// `ok`, `skipped: <why>`, `stalled: <what>` or `failed: <error>`.
+    /// `ok`, `skipped: <why>`, `stalled: <what>`, `stopped: <time limit>` or `failed: <error>`.
     pub status: String,
     /// The figures (none when skipped or failed before the load).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -855,6 +862,7 @@ struct Load {
     pods: usize,
     clients: usize,
     stall: Duration,
+    time_limit: Option<Duration>,
 }
 
 /// Progress bars on a terminal.
@@ -967,7 +975,7 @@ fn run_store(
     }
     let status = match result {
         Ok(None) => "ok".to_string(),
-        Ok(Some(stall)) => format!("stalled: {stall}"),
+        Ok(Some(why)) => why,
         Err(err) => {
             if let Some(status) = serve.child.exited() {
                 eprintln!(
@@ -988,7 +996,8 @@ fn run_store(
     })
 }
 
-/// The load itself against a running server. `Ok(Some(why))` when progress stalled.
+/// The load itself against a running server. `Ok(Some(status))` when progress stalled or the
+/// time limit was reached.
 fn drive(
     serve: &Serve,
     load: Load,
@@ -1043,20 +1052,34 @@ fn drive(
 
         // The fixture: class, template and topology first (the rest refers to them).
         let fixture_started = Instant::now();
-        figures.fixture_objects = head.len() + nodes.len();
-        create_all(&serve.endpoint, head, 1, &fixture_done, || update(&bars))?;
-        create_all(&serve.endpoint, nodes, load.clients, &fixture_done, || {
+        let deadline = load.time_limit.map(|limit| fixture_started + limit);
+        let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
+        create_all(&serve.endpoint, head, 1, &fixture_done, deadline, || {
             update(&bars)
         })?;
+        create_all(
+            &serve.endpoint,
+            nodes,
+            load.clients,
+            &fixture_done,
+            deadline,
+            || update(&bars),
+        )?;
+        figures.fixture_objects = fixture_done.load(Ordering::Relaxed);
         figures.fixture_seconds = fixture_started.elapsed().as_secs_f64();
         figures.fixture_objects_per_second = rate(figures.fixture_objects, figures.fixture_seconds);
 
         // The pods.
         let pods_started = Instant::now();
-        let pod_count = pods.len();
-        create_all(&serve.endpoint, pods, load.clients, &pods_done, || {
-            update(&bars)
-        })?;
+        create_all(
+            &serve.endpoint,
+            pods,
+            load.clients,
+            &pods_done,
+            deadline,
+            || update(&bars),
+        )?;
+        let pod_count = pods_done.load(Ordering::Relaxed);
         figures.pods_created = pod_count;
         figures.pod_create_seconds = pods_started.elapsed().as_secs_f64();
         figures.pods_created_per_second = rate(pod_count, figures.pod_create_seconds);
@@ -1078,6 +1101,13 @@ fn drive(
             if scheduled >= load.pods && running >= load.pods {
                 break None;
             }
+            if past_deadline() {
+                break Some(format!(
+                    "stopped: time limit of {} s reached at {pod_count}/{} pods created, {scheduled} scheduled, {running} running",
+                    load.time_limit.unwrap_or_default().as_secs(),
+                    load.pods
+                ));
+            }
             if let Some(status) = serve.child.exited() {
                 bail!(
                     "allot serve exited with {status} during the run:\n{}",
@@ -1091,7 +1121,7 @@ fn drive(
                     .watch_error
                     .clone();
                 let mut why = format!(
-                    "no progress for {} s at {scheduled}/{} pods scheduled, {running} running",
+                    "stalled: no progress for {} s at {scheduled}/{} pods scheduled, {running} running",
                     load.stall.as_secs(),
                     load.pods
                 );
@@ -1206,6 +1236,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<u8> {
         pods: args.pods,
         clients: args.clients,
         stall: Duration::from_secs(args.stall_seconds.max(1)),
+        time_limit: args.time_limit_seconds.map(Duration::from_secs),
     };
     install_interrupt_handler();
     let stores: &[&'static str] = match args.store {
@@ -1260,7 +1291,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     out.flush()?;
     let bad = reports
         .iter()
-        .any(|r| r.status.starts_with("failed") || r.status.starts_with("stalled"));
+        .any(|r| r.status != "ok" && !r.status.starts_with("skipped"));
     Ok(u8::from(bad))
 }
 
