@@ -36,6 +36,12 @@ enum Command {
     Gen(cmd::generate::Args),
     /// Serve a Kubernetes-compatible API (kubectl works against it) on a durable store.
     Serve(cmd::serve::Args),
+    /// Benchmarks that drive the binary as a user would (`allot bench serve`: the API server
+    /// under load).
+    Bench {
+        #[command(subcommand)]
+        command: cmd::bench::BenchCommand,
+    },
     /// The kubelet's resource managers on one node.
     Node {
         #[command(subcommand)]
@@ -51,6 +57,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Gen(args) => cmd::generate::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Bench { command } => cmd::bench::run(command),
         Command::Node { command } => cmd::node::run(command),
     };
     match result {

@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> anyhow::Result<u8>`.
 
 pub mod allocate;
+pub mod bench;
 #[path = "gen.rs"]
 pub mod generate;
 pub mod merge_hints;
