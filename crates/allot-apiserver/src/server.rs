@@ -995,6 +995,10 @@ fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), Ap
     Ok(())
 }
 
+/// How long a watch from a resourceVersion the store has not reached waits for it
+/// (kube-apiserver's watch cache: 3 s).
+const FUTURE_RESOURCE_VERSION_WAIT: Duration = Duration::from_secs(3);
+
 /// Upstream's answer when the store has not reached a resourceVersion in time (504, retry in
 /// a second).
 fn too_large_resource_version(wanted: u64, current: u64) -> ApiError {
@@ -1802,6 +1806,17 @@ fn watch(
     tokio::spawn(async move {
         let mut first = true;
         let bookmark = |rv: u64| json!({"kind": kind.name(), "apiVersion": info.group_version(), "metadata": {"resourceVersion": rv.to_string()}});
+        // A resourceVersion the store has not reached yet (another server's write on etcd, on
+        // its way through the watch): wait for it a while, as kube-apiserver's watch cache does.
+        if !initial && let Ok(wanted) = requested.parse::<u64>() {
+            let deadline = tokio::time::Instant::now() + FUTURE_RESOURCE_VERSION_WAIT;
+            while shared.lock().store.resource_version() < wanted {
+                match tokio::time::timeout_at(deadline, changed.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) | Err(_) => break,
+                }
+            }
+        }
         // Where the watch starts, and the synthetic ADDED events for "now".
         let mut lines = Vec::new();
         let (mut from, epoch) = {
@@ -1831,12 +1846,7 @@ fn watch(
                         rv
                     }
                     Ok(rv) if rv > current => {
-                        let status = ApiError::new(
-                            StatusCode::GATEWAY_TIMEOUT,
-                            "Timeout",
-                            format!("Too large resource version: {rv}, current: {current}"),
-                        )
-                        .status();
+                        let status = too_large_resource_version(rv, current).status();
                         lines.push(encode("ERROR", status, &mut first));
                         u64::MAX
                     }

@@ -631,3 +631,80 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
     assert_eq!(code, 200);
     drop(etcd);
 }
+
+/// A watch from a resourceVersion the server has not reached yet (another server's write, on
+/// its way) waits for it instead of failing; one that never comes is 504 "Too large resource
+/// version" after a while, as kube-apiserver's watch cache answers.
+#[test]
+fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    for i in 0..5 {
+        let name = format!("w-{i}");
+        let (code, body) = a.http(
+            "POST",
+            "/api/v1/namespaces",
+            namespace_json(&name).as_bytes(),
+        );
+        assert_eq!(code, 201, "{body}");
+        let created: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let rv: u64 = created["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .expect("a resourceVersion");
+        // Label it on A, then watch on B from the create: the label change comes.
+        let (code, body) = a.http(
+            "PUT",
+            &format!("/api/v1/namespaces/{name}"),
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"i": i.to_string()}, "resourceVersion": rv.to_string()}}).to_string().as_bytes(),
+        );
+        assert_eq!(code, 200, "{body}");
+        let (code, body) = b.http(
+            "GET",
+            &format!("/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
+            b"",
+        );
+        assert_eq!(code, 200, "{body}");
+        assert!(!body.contains("\"ERROR\""), "iteration {i}: {body}");
+        assert!(
+            body.contains("\"MODIFIED\"") && body.contains(&format!("\"name\":\"{name}\"")),
+            "iteration {i}: {body}"
+        );
+    }
+    let current = etcd::revision(&etcd.url);
+    let started = Instant::now();
+    let (code, body) = b.http(
+        "GET",
+        &format!(
+            "/api/v1/namespaces?watch=1&resourceVersion={}&timeoutSeconds=10",
+            current + 1000
+        ),
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("\"ERROR\"")
+            && body.contains("\"code\":504")
+            && body.contains(&format!(
+                "Timeout: Too large resource version: {}",
+                current + 1000
+            ))
+            && body.contains("ResourceVersionTooLarge"),
+        "{body}"
+    );
+    // It waited (kube-apiserver: 3 s) before answering.
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(etcd);
+}
