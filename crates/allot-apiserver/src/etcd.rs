@@ -706,7 +706,7 @@ impl Backend for EtcdBackend {
         self.epoch
     }
 
-    fn read_barrier(&self) -> Option<storage::ReadBarrier> {
+    fn read_barrier(&self, at_least: Option<u64>) -> Option<storage::ReadBarrier> {
         let mut client = self.client.clone();
         let runtime = self.runtime.handle().clone();
         let feed = self.feed.clone();
@@ -714,16 +714,25 @@ impl Backend for EtcdBackend {
         let endpoints = self.endpoints.clone();
         Some(Box::new(move || {
             off_runtime(|| {
-                // etcd's revision now, from the header of the cheapest range request.
-                let options = GetOptions::new().with_count_only();
-                let response = runtime
-                    .block_on(async move {
-                        tokio::time::timeout(REQUEST_TIMEOUT, client.get(key, Some(options))).await
-                    })
-                    .map_err(|_| format!("etcd ({endpoints}) did not answer in time"))
-                    .and_then(|r| r.map_err(|e| format!("etcd ({endpoints}): {e}")))
-                    .map_err(storage::ReadError::Unavailable)?;
-                let wanted = rev(response.header().map_or(0, |h| h.revision()));
+                let wanted = match at_least {
+                    Some(revision) => revision,
+                    None => {
+                        // etcd's revision now, from the header of the cheapest range request.
+                        let options = GetOptions::new().with_count_only();
+                        let response = runtime
+                            .block_on(async move {
+                                tokio::time::timeout(
+                                    REQUEST_TIMEOUT,
+                                    client.get(key, Some(options)),
+                                )
+                                .await
+                            })
+                            .map_err(|_| format!("etcd ({endpoints}) did not answer in time"))
+                            .and_then(|r| r.map_err(|e| format!("etcd ({endpoints}): {e}")))
+                            .map_err(storage::ReadError::Unavailable)?;
+                        rev(response.header().map_or(0, |h| h.revision()))
+                    }
+                };
                 feed.wait_for(wanted, FRESH_READ_TIMEOUT)
                     .map_err(|current| storage::ReadError::TooLarge { wanted, current })
             })

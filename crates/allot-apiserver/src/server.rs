@@ -961,13 +961,31 @@ fn list(
 /// A read without resourceVersion sees every write acknowledged before it, by any server
 /// sharing the storage: kube-apiserver answers it with a quorum read of etcd; here the store
 /// first takes in everything etcd committed up to the revision it has now. A resourceVersion
-/// ("0" included) lets the store answer as it is, as kube-apiserver's watch cache does.
+/// N (match NotOlderThan, the default) is served once the store reached N (504 if it does not
+/// in time); "0" is served by the store as it is, as kube-apiserver's watch cache does.
 fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), ApiError> {
-    if !query_get(query, "resourceVersion").is_empty() {
-        return Ok(());
-    }
-    let Some(barrier) = shared.lock().backend.read_barrier() else {
-        return Ok(());
+    let at_least = match query_get(query, "resourceVersion") {
+        "" => None,
+        "0" => return Ok(()),
+        rv => match (query_get(query, "resourceVersionMatch"), rv.parse::<u64>()) {
+            ("" | "NotOlderThan", Ok(rv)) => Some(rv),
+            _ => return Ok(()),
+        },
+    };
+    let (barrier, current) = {
+        let inner = shared.lock();
+        let current = inner.store.resource_version();
+        if at_least.is_some_and(|rv| rv <= current) {
+            return Ok(());
+        }
+        (inner.backend.read_barrier(at_least), current)
+    };
+    let Some(barrier) = barrier else {
+        // The store is all there is: a resourceVersion beyond it does not exist yet.
+        return match at_least {
+            Some(rv) => Err(too_large_resource_version(rv, current)),
+            None => Ok(()),
+        };
     };
     barrier().map_err(|err| match err {
         storage::ReadError::TooLarge { wanted, current } => {

@@ -86,10 +86,11 @@ pub trait Backend: Send {
     fn epoch(&self) -> u64 {
         0
     }
-    /// What a read that must see every write acknowledged so far (by any server) waits for,
-    /// without the server's lock, before [`Backend::sync`]; `None`: the store is always current
-    /// (the embedded log). kube-apiserver serves such reads (no resourceVersion) from etcd.
-    fn read_barrier(&self) -> Option<ReadBarrier> {
+    /// What a read that must see every write acknowledged so far (by any server), or at least
+    /// resourceVersion `at_least`, waits for without the server's lock, before
+    /// [`Backend::sync`]; `None`: the store is always current (the embedded log).
+    /// kube-apiserver serves reads without resourceVersion from etcd.
+    fn read_barrier(&self, _at_least: Option<u64>) -> Option<ReadBarrier> {
         None
     }
 }

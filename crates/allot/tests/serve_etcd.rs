@@ -521,6 +521,22 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
         );
         assert_eq!(code, 201, "{body}");
         let created: serde_json::Value = serde_json::from_str(&body).expect("json");
+        if i % 4 >= 2 {
+            // A list from the write's resourceVersion (not older than it) has it too.
+            let rv = created["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default();
+            let (code, body) = reader.http(
+                "GET",
+                &format!("/api/v1/namespaces?resourceVersion={rv}"),
+                b"",
+            );
+            assert_eq!(code, 200, "{body}");
+            assert!(
+                names_in(&body).contains(&name),
+                "iteration {i}: list from resourceVersion {rv} on the other server"
+            );
+        }
         let (code, body) = reader.http("GET", &format!("/api/v1/namespaces/{name}"), b"");
         assert_eq!(code, 200, "iteration {i}: get on the other server: {body}");
         let read: serde_json::Value = serde_json::from_str(&body).expect("json");
@@ -532,6 +548,19 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
             "iteration {i}: list on the other server"
         );
     }
+    // A resourceVersion etcd has not reached: upstream's 504 once the wait is over.
+    let future = etcd::revision(&etcd.url) + 1000;
+    let (code, body) = b.http(
+        "GET",
+        &format!("/api/v1/namespaces?resourceVersion={future}"),
+        b"",
+    );
+    assert_eq!(code, 504, "{body}");
+    assert!(
+        body.contains(&format!("Timeout: Too large resource version: {future}"))
+            && body.contains("ResourceVersionTooLarge"),
+        "{body}"
+    );
     drop(etcd);
 }
 
