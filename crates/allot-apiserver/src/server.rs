@@ -242,6 +242,7 @@ fn run_controllers(shared: Arc<Shared>) {
                 continue;
             }
             let inner = &mut *inner;
+            let epoch = inner.backend.epoch();
             match inner.backend.sync(&mut inner.store) {
                 Ok(_) => inner.persisted = inner.store.resource_version(),
                 Err(err) => {
@@ -251,6 +252,10 @@ fn run_controllers(shared: Arc<Shared>) {
                         continue;
                     }
                 }
+            }
+            if inner.backend.epoch() != epoch {
+                // The store was rebuilt: the controllers start over from it.
+                runtime = None;
             }
             if inner.backend.is_leader() {
                 let runtime = runtime.get_or_insert_with(|| {
@@ -923,6 +928,7 @@ fn list(
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
     let filter = Filter::new(target, query)?;
+    consistent_read(shared, query)?;
     let inner = shared.lock();
     let rv = inner.store.resource_version().to_string();
     let items: Vec<Value> = inner
@@ -952,6 +958,80 @@ fn list(
     ))
 }
 
+/// A read without resourceVersion sees every write acknowledged before it, by any server
+/// sharing the storage: kube-apiserver answers it with a quorum read of etcd; here the store
+/// first takes in everything etcd committed up to the revision it has now. A resourceVersion
+/// N (match NotOlderThan, the default) is served once the store reached N (504 if it does not
+/// in time); "0" is served by the store as it is, as kube-apiserver's watch cache does.
+fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), ApiError> {
+    let at_least = match query_get(query, "resourceVersion") {
+        "" => None,
+        "0" => return Ok(()),
+        rv => match (query_get(query, "resourceVersionMatch"), rv.parse::<u64>()) {
+            ("" | "NotOlderThan", Ok(rv)) => Some(rv),
+            _ => return Ok(()),
+        },
+    };
+    let (barrier, current) = {
+        let inner = shared.lock();
+        let current = inner.store.resource_version();
+        if at_least.is_some_and(|rv| rv <= current) {
+            return Ok(());
+        }
+        (inner.backend.read_barrier(at_least), current)
+    };
+    let Some(barrier) = barrier else {
+        // The store is all there is: a resourceVersion beyond it does not exist yet.
+        return match at_least {
+            Some(rv) => Err(too_large_resource_version(rv, current)),
+            None => Ok(()),
+        };
+    };
+    barrier().map_err(|err| match err {
+        storage::ReadError::TooLarge { wanted, current } => {
+            too_large_resource_version(wanted, current)
+        }
+        storage::ReadError::Unavailable(message) => ApiError::internal(message),
+    })?;
+    let rv = {
+        let mut inner = shared.lock();
+        let inner = &mut *inner;
+        if inner.failed.is_none() {
+            inner
+                .backend
+                .sync(&mut inner.store)
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            inner.persisted = inner.store.resource_version();
+        }
+        inner.persisted
+    };
+    shared.changed.send_if_modified(|current| {
+        let modified = *current != rv;
+        *current = rv;
+        modified
+    });
+    Ok(())
+}
+
+/// How long a watch from a resourceVersion the store has not reached waits for it
+/// (kube-apiserver's watch cache: 3 s).
+const FUTURE_RESOURCE_VERSION_WAIT: Duration = Duration::from_secs(3);
+
+/// Upstream's answer when the store has not reached a resourceVersion in time (504, retry in
+/// a second).
+fn too_large_resource_version(wanted: u64, current: u64) -> ApiError {
+    let mut err = ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "Timeout",
+        format!("Timeout: Too large resource version: {wanted}, current: {current}"),
+    );
+    err.details = json!({
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    });
+    err
+}
+
 fn key(target: &Target, name: &str) -> ObjectKey {
     let namespace = if target.info.kind.namespaced() {
         target.namespace.as_str()
@@ -968,6 +1048,7 @@ fn get(
     query: &[(String, String)],
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
+    consistent_read(shared, query)?;
     let inner = shared.lock();
     let object = inner
         .store
@@ -1743,12 +1824,24 @@ fn watch(
     tokio::spawn(async move {
         let mut first = true;
         let bookmark = |rv: u64| json!({"kind": kind.name(), "apiVersion": info.group_version(), "metadata": {"resourceVersion": rv.to_string()}});
+        // A resourceVersion the store has not reached yet (another server's write on etcd, on
+        // its way through the watch): wait for it a while, as kube-apiserver's watch cache does.
+        if !initial && let Ok(wanted) = requested.parse::<u64>() {
+            let deadline = tokio::time::Instant::now() + FUTURE_RESOURCE_VERSION_WAIT;
+            while shared.lock().store.resource_version() < wanted {
+                match tokio::time::timeout_at(deadline, changed.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) | Err(_) => break,
+                }
+            }
+        }
         // Where the watch starts, and the synthetic ADDED events for "now".
         let mut lines = Vec::new();
-        let mut from = {
+        let (mut from, epoch) = {
             let inner = shared.lock();
+            let epoch = inner.backend.epoch();
             let current = inner.store.resource_version();
-            if requested.is_empty() || requested == "0" || initial {
+            let from = if requested.is_empty() || requested == "0" || initial {
                 for object in inner.store.list_kind(kind) {
                     let json = render(info, object);
                     if filter.matches(object, &json) {
@@ -1771,12 +1864,7 @@ fn watch(
                         rv
                     }
                     Ok(rv) if rv > current => {
-                        let status = ApiError::new(
-                            StatusCode::GATEWAY_TIMEOUT,
-                            "Timeout",
-                            format!("Too large resource version: {rv}, current: {current}"),
-                        )
-                        .status();
+                        let status = too_large_resource_version(rv, current).status();
                         lines.push(encode("ERROR", status, &mut first));
                         u64::MAX
                     }
@@ -1801,7 +1889,8 @@ fn watch(
                         u64::MAX
                     }
                 }
-            }
+            };
+            (from, epoch)
         };
         for line in lines {
             if tx.send(Ok(line)).await.is_err() {
@@ -1819,6 +1908,11 @@ fn watch(
         loop {
             let lines: Vec<String> = {
                 let inner = shared.lock();
+                if inner.backend.epoch() != epoch {
+                    // The store was rebuilt from a new list: the client watches again from
+                    // its last resourceVersion (410 Gone if that is older than the list).
+                    return;
+                }
                 let events = inner.store.events_since(from);
                 let persisted = inner.persisted;
                 let mut lines = Vec::new();

@@ -80,6 +80,36 @@ pub trait Backend: Send {
     fn is_leader(&self) -> bool {
         true
     }
+    /// Counts the times the store was rebuilt from a new list of shared storage (etcd compacted
+    /// the revisions its watch still needed). Watches of the store from before a rebuild end,
+    /// as kube-apiserver's watch cache ends its watchers when it re-lists.
+    fn epoch(&self) -> u64 {
+        0
+    }
+    /// What a read that must see every write acknowledged so far (by any server), or at least
+    /// resourceVersion `at_least`, waits for without the server's lock, before
+    /// [`Backend::sync`]; `None`: the store is always current (the embedded log).
+    /// kube-apiserver serves reads without resourceVersion from etcd.
+    fn read_barrier(&self, _at_least: Option<u64>) -> Option<ReadBarrier> {
+        None
+    }
+}
+
+/// Waits until the writes shared storage has committed so far can be applied to the store.
+pub type ReadBarrier = Box<dyn FnOnce() -> Result<(), ReadError> + Send>;
+
+/// Why a [`ReadBarrier`] gave up.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The store did not reach revision `wanted` in time (it is at `current`).
+    TooLarge {
+        /// Shared storage's revision when the read came in.
+        wanted: u64,
+        /// The newest revision the store can apply.
+        current: u64,
+    },
+    /// Shared storage did not answer.
+    Unavailable(String),
 }
 
 /// Puts the committed object in place of what a write returned, when the commit renumbered it.

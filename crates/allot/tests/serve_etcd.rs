@@ -480,3 +480,260 @@ fn a_second_server_on_one_data_directory_is_refused() {
         "{stderr}"
     );
 }
+
+fn namespace_json(name: &str) -> String {
+    format!("{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}")
+}
+
+fn names_in(list: &str) -> BTreeSet<String> {
+    let list: serde_json::Value = serde_json::from_str(list).expect("a list");
+    list["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A write acknowledged by one server is seen by the next read without resourceVersion on
+/// the other (kube-apiserver reads etcd for those), every time; reads with
+/// resourceVersion=0 may be served from what the server has.
+#[test]
+fn a_write_on_one_server_is_read_at_once_on_the_other() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    for i in 0..200 {
+        let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let name = format!("ryw-{i}");
+        let (code, body) = writer.http(
+            "POST",
+            "/api/v1/namespaces",
+            namespace_json(&name).as_bytes(),
+        );
+        assert_eq!(code, 201, "{body}");
+        let created: serde_json::Value = serde_json::from_str(&body).expect("json");
+        if i % 4 >= 2 {
+            // A list from the write's resourceVersion (not older than it) has it too.
+            let rv = created["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default();
+            let (code, body) = reader.http(
+                "GET",
+                &format!("/api/v1/namespaces?resourceVersion={rv}"),
+                b"",
+            );
+            assert_eq!(code, 200, "{body}");
+            assert!(
+                names_in(&body).contains(&name),
+                "iteration {i}: list from resourceVersion {rv} on the other server"
+            );
+        }
+        let (code, body) = reader.http("GET", &format!("/api/v1/namespaces/{name}"), b"");
+        assert_eq!(code, 200, "iteration {i}: get on the other server: {body}");
+        let read: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(read["metadata"], created["metadata"], "iteration {i}");
+        let (code, body) = reader.http("GET", "/api/v1/namespaces?resourceVersion=", b"");
+        assert_eq!(code, 200, "{body}");
+        assert!(
+            names_in(&body).contains(&name),
+            "iteration {i}: list on the other server"
+        );
+    }
+    // A resourceVersion etcd has not reached: upstream's 504 once the wait is over.
+    let future = etcd::revision(&etcd.url) + 1000;
+    let (code, body) = b.http(
+        "GET",
+        &format!("/api/v1/namespaces?resourceVersion={future}"),
+        b"",
+    );
+    assert_eq!(code, 504, "{body}");
+    assert!(
+        body.contains(&format!("Timeout: Too large resource version: {future}"))
+            && body.contains("ResourceVersionTooLarge"),
+        "{body}"
+    );
+    drop(etcd);
+}
+
+/// etcd compacts the history a server's watch still needed (the server was cut off from etcd
+/// meanwhile): the server lists everything again, rebuilds its objects at etcd's revision,
+/// answers watches from before with 410 Gone, keeps /readyz at 200 and serves on.
+#[test]
+fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let proxy = etcd::Proxy::start(&etcd.url);
+    let a = Server::start(&dir.path().join("a"), &proxy.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let (code, body) = b.http(
+        "POST",
+        "/api/v1/namespaces",
+        namespace_json("old").as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = a.http("GET", "/api/v1/namespaces/old", b"");
+    assert_eq!(code, 200, "{body}");
+    let old_rv = serde_json::from_str::<serde_json::Value>(&body).expect("json")["metadata"]
+        ["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // A loses etcd; B changes things; etcd forgets the history A has not seen.
+    proxy.cut();
+    for i in 0..5 {
+        let (code, body) = b.http(
+            "POST",
+            "/api/v1/namespaces",
+            namespace_json(&format!("new-{i}")).as_bytes(),
+        );
+        assert_eq!(code, 201, "{body}");
+    }
+    let (code, body) = b.http("DELETE", "/api/v1/namespaces/old", b"");
+    assert_eq!(code, 200, "{body}");
+    // The namespace controller finishes the deletion (no content).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while b.http("GET", "/api/v1/namespaces/old", b"").0 != 404 {
+        assert!(Instant::now() < deadline, "the namespace did not go");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    etcd::compact(&etcd.url, etcd::revision(&etcd.url));
+    proxy.restore();
+    // A catches up from a new list.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let names = loop {
+        let (code, body) = a.http("GET", "/api/v1/namespaces?resourceVersion=0", b"");
+        assert_eq!(code, 200, "{body}");
+        let names = names_in(&body);
+        if names.contains("new-4") && !names.contains("old") || Instant::now() > deadline {
+            break names;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        (0..5).all(|i| names.contains(&format!("new-{i}"))) && !names.contains("old"),
+        "{names:?}"
+    );
+    let (code, body) = a.http("GET", "/readyz", b"");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    // A watch from before the new list is too old: 410 Gone, the client lists again.
+    let (code, body) = a.http(
+        "GET",
+        &format!("/api/v1/namespaces?watch=1&resourceVersion={old_rv}&timeoutSeconds=1"),
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("\"type\":\"ERROR\"") && body.contains("\"code\":410"),
+        "{body}"
+    );
+    // Writes on A go on, and B sees them; A sees B's.
+    let (code, body) = a.http(
+        "POST",
+        "/api/v1/namespaces",
+        namespace_json("after").as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(b.http("GET", "/api/v1/namespaces/after", b"").0, 200);
+    let (code, body) = b.http(
+        "POST",
+        "/api/v1/namespaces",
+        namespace_json("after-b").as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(a.http("GET", "/api/v1/namespaces/after-b", b"").0, 200);
+    let (code, _) = a.http("GET", "/readyz", b"");
+    assert_eq!(code, 200);
+    drop(etcd);
+}
+
+/// A watch from a resourceVersion the server has not reached yet (another server's write, on
+/// its way) waits for it instead of failing; one that never comes is 504 "Too large resource
+/// version" after a while, as kube-apiserver's watch cache answers.
+#[test]
+fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
+    let Some(binary) = etcd::binary_or_skip() else {
+        return;
+    };
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
+    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    for i in 0..5 {
+        let name = format!("w-{i}");
+        let (code, body) = a.http(
+            "POST",
+            "/api/v1/namespaces",
+            namespace_json(&name).as_bytes(),
+        );
+        assert_eq!(code, 201, "{body}");
+        let created: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let rv: u64 = created["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .expect("a resourceVersion");
+        // Label it on A, then watch on B from the create: the label change comes.
+        let (code, body) = a.http(
+            "PUT",
+            &format!("/api/v1/namespaces/{name}"),
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"i": i.to_string()}, "resourceVersion": rv.to_string()}}).to_string().as_bytes(),
+        );
+        assert_eq!(code, 200, "{body}");
+        let (code, body) = b.http(
+            "GET",
+            &format!("/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
+            b"",
+        );
+        assert_eq!(code, 200, "{body}");
+        assert!(!body.contains("\"ERROR\""), "iteration {i}: {body}");
+        assert!(
+            body.contains("\"MODIFIED\"") && body.contains(&format!("\"name\":\"{name}\"")),
+            "iteration {i}: {body}"
+        );
+    }
+    let current = etcd::revision(&etcd.url);
+    let started = Instant::now();
+    let (code, body) = b.http(
+        "GET",
+        &format!(
+            "/api/v1/namespaces?watch=1&resourceVersion={}&timeoutSeconds=10",
+            current + 1000
+        ),
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("\"ERROR\"")
+            && body.contains("\"code\":504")
+            && body.contains(&format!(
+                "Timeout: Too large resource version: {}",
+                current + 1000
+            ))
+            && body.contains("ResourceVersionTooLarge"),
+        "{body}"
+    );
+    // It waited (kube-apiserver: 3 s) before answering.
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(etcd);
+}

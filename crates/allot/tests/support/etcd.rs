@@ -128,3 +128,109 @@ impl Drop for Etcd {
         self.kill();
     }
 }
+
+/// A JSON request to etcd's gRPC gateway (`/v3/...`); the answer's JSON.
+fn gateway(url: &str, path: &str, body: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).expect("connects to etcd");
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("writes");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, json) = response.split_once("\r\n\r\n").unwrap_or_default();
+    assert!(head.starts_with("HTTP/1.1 200"), "etcd {path}: {response}");
+    serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("etcd {path}: {e}: {json}"))
+}
+
+/// etcd's current revision (the header of a range request).
+pub fn revision(url: &str) -> u64 {
+    // The key "/" in base64.
+    let answer = gateway(url, "/v3/kv/range", r#"{"key":"Lw=="}"#);
+    answer["header"]["revision"]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no revision in {answer}"))
+}
+
+/// Compacts etcd's history up to `revision` (as kube-apiserver's compactor does).
+pub fn compact(url: &str, revision: u64) {
+    gateway(
+        url,
+        "/v3/kv/compaction",
+        &format!(r#"{{"revision":"{revision}","physical":true}}"#),
+    );
+}
+
+/// A TCP forwarder in front of etcd that a test can cut (every connection through it drops,
+/// new ones are refused) and restore: a server behind it loses its watch meanwhile.
+pub struct Proxy {
+    /// The URL to give the server instead of etcd's.
+    pub url: String,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    /// Forwards a free loopback port to etcd's client URL.
+    pub fn start(etcd_url: &str) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+        let url = format!("http://{}", listener.local_addr().expect("has an address"));
+        let upstream = etcd_url.trim_start_matches("http://").to_string();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (gate, kept) = (open.clone(), connections.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if !gate.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let pipes = [
+                    (client.try_clone(), server.try_clone()),
+                    (server.try_clone(), client.try_clone()),
+                ];
+                if let Ok(mut list) = kept.lock() {
+                    list.extend(client.try_clone());
+                    list.extend(server.try_clone());
+                }
+                for (from, to) in pipes {
+                    if let (Ok(mut from), Ok(mut to)) = (from, to) {
+                        std::thread::spawn(move || {
+                            let _ = std::io::copy(&mut from, &mut to);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                        });
+                    }
+                }
+            }
+        });
+        Proxy {
+            url,
+            open,
+            connections,
+        }
+    }
+
+    /// Drops every connection and refuses new ones.
+    pub fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut list) = self.connections.lock() {
+            for stream in list.drain(..) {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// Forwards again.
+    pub fn restore(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
