@@ -241,9 +241,16 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
             Some(etcd) => {
                 crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
             }
+            // One server always leads: the Lease is renewed once a minute (every renewal is
+            // a record of the log, which is replayed at start).
             None => crate::lease::LeaseMirror::new(
                 crate::lease::process_identity(),
-                &crate::lease::ElectionOptions::default(),
+                &crate::lease::ElectionOptions {
+                    lease_duration: Duration::from_secs(120),
+                    renew_deadline: Duration::from_secs(90),
+                    retry_period: Duration::from_secs(60),
+                    ..crate::lease::ElectionOptions::default()
+                },
             ),
         }),
     ]
