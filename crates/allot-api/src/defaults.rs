@@ -23,7 +23,30 @@ pub fn default_object(object: &mut Object) {
         Object::ResourcePoolStatusRequest(request) => {
             default_resource_pool_status_request_spec(&mut request.spec)
         }
+        Object::RoleBinding(binding) => {
+            default_rbac_binding(&mut binding.role_ref, &mut binding.subjects)
+        }
+        Object::ClusterRoleBinding(binding) => {
+            default_rbac_binding(&mut binding.role_ref, &mut binding.subjects)
+        }
         _ => {}
+    }
+}
+
+/// Upstream's rbac/v1 defaults: a binding's `roleRef.apiGroup` and its users' and groups'
+/// `apiGroup` are `rbac.authorization.k8s.io` when empty.
+pub fn default_rbac_binding(
+    role_ref: &mut crate::rbac::v1::RoleRef,
+    subjects: &mut [crate::rbac::v1::Subject],
+) {
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    if role_ref.api_group.is_empty() {
+        role_ref.api_group = GROUP.into();
+    }
+    for subject in subjects {
+        if subject.api_group.is_empty() && matches!(subject.kind.as_str(), "User" | "Group") {
+            subject.api_group = GROUP.into();
+        }
     }
 }
 

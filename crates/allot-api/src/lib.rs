@@ -15,11 +15,13 @@ mod serde_util;
 mod strenum;
 
 pub mod allot;
+pub mod coordination;
 pub mod core;
 pub mod defaults;
 pub mod kubescheduler;
 pub mod load;
 pub mod meta;
+pub mod rbac;
 pub mod resource;
 pub mod scheduling;
 

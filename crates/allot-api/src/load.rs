@@ -17,8 +17,10 @@ use serde::{Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
 use crate::allot::v1alpha1::{AllocationOptions, NodeTopology};
+use crate::coordination::v1::Lease;
 use crate::core::v1::{Event, Namespace, Node, Pod};
 use crate::kubescheduler::v1::{DynamicResourcesArgs, KubeSchedulerConfiguration};
+use crate::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use crate::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -681,6 +683,16 @@ pub enum Object {
     /// `allot.dev/v1alpha1 NodeTopology` as the API server stores it (unless a loader
     /// registers the kind in [`LoadOptions::extra_kinds`] to decode it itself).
     NodeTopology(NodeTopology),
+    /// `rbac.authorization.k8s.io/v1 Role`.
+    Role(Role),
+    /// `rbac.authorization.k8s.io/v1 ClusterRole`.
+    ClusterRole(ClusterRole),
+    /// `rbac.authorization.k8s.io/v1 RoleBinding`.
+    RoleBinding(RoleBinding),
+    /// `rbac.authorization.k8s.io/v1 ClusterRoleBinding`.
+    ClusterRoleBinding(ClusterRoleBinding),
+    /// `coordination.k8s.io/v1 Lease`.
+    Lease(Lease),
     /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
     Extension,
 }
@@ -703,6 +715,11 @@ impl Object {
             Object::KubeSchedulerConfiguration(_) => "KubeSchedulerConfiguration",
             Object::Event(_) => "Event",
             Object::NodeTopology(_) => "NodeTopology",
+            Object::Role(_) => "Role",
+            Object::ClusterRole(_) => "ClusterRole",
+            Object::RoleBinding(_) => "RoleBinding",
+            Object::ClusterRoleBinding(_) => "ClusterRoleBinding",
+            Object::Lease(_) => "Lease",
             Object::Extension => "Extension",
         }
     }
@@ -725,6 +742,11 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
     ("v1", "Event"),
     ("allot.dev/v1alpha1", "AllocationOptions"),
     ("allot.dev/v1alpha1", "NodeTopology"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("coordination.k8s.io/v1", "Lease"),
     (
         "kubescheduler.config.k8s.io/v1",
         "KubeSchedulerConfiguration",
@@ -777,6 +799,13 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
         ("v1", "Event") => Object::Event(decode(raw)?),
         ("allot.dev/v1alpha1", "AllocationOptions") => Object::AllocationOptions(decode(raw)?),
         ("allot.dev/v1alpha1", "NodeTopology") => Object::NodeTopology(decode(raw)?),
+        ("rbac.authorization.k8s.io/v1", "Role") => Object::Role(decode(raw)?),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => Object::ClusterRole(decode(raw)?),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => Object::RoleBinding(decode(raw)?),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            Object::ClusterRoleBinding(decode(raw)?)
+        }
+        ("coordination.k8s.io/v1", "Lease") => Object::Lease(decode(raw)?),
         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration") => {
             let config: KubeSchedulerConfiguration = decode(raw)?;
             decode_dynamic_resources_args(raw, &config)?;

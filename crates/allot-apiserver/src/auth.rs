@@ -258,7 +258,7 @@ impl Security {
             .find(|e| e.user.in_group(SYSTEM_MASTERS))
             .map(|e| e.token.clone());
         let tokens = entries.into_iter().map(|e| (e.token, e.user)).collect();
-        let rbac = RbacStore::open(&data_dir.join("rbac.json"))?;
+        let rbac = RbacStore::new();
         Ok(Security {
             tokens,
             admin_token,
@@ -1533,6 +1533,10 @@ mod tests {
         let file = dir.path().join("t.csv");
         std::fs::write(&file, "root,admin,0,system:masters\nb,bob,1\n").expect("w");
         let security = Security::open(dir.path(), Some(&file)).expect("opens");
+        let mut store = allot_store::Store::new();
+        crate::rbac::bootstrap(&mut store, "2026-01-01T00:00:00Z", &mut |_| Ok(()))
+            .expect("bootstraps");
+        *security.rbac.write().expect("lock") = crate::rbac::RbacStore::of(&store);
         let bob = Arc::new(security.authenticate(Some(b"Bearer b")).expect("bob"));
         let create = |user: &Arc<User>, resource: &str| Attributes {
             user: user.clone(),

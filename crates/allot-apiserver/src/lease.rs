@@ -9,6 +9,15 @@
 //! not agree), which is longer than the renew deadline: the old leader has stopped by then.
 //! Lease writes also move the revision guard of [`crate::etcd`], so every server's mirror sees
 //! them as revisions it skips.
+//!
+//! The election record lives under `/registry/allot.dev/leader-election/` (renewed every retry
+//! period, skipped by the mirror); what the API serves is its view, the Lease object
+//! `kube-system/allot-controller-manager` of the store, written by [`LeaseMirror`], a controller
+//! that runs only on the leader (with one server: always) and renews the object's holder and
+//! `renewTime` every retry period, as client-go's elector writes its Lease. So
+//! `kubectl get lease -n kube-system` shows who runs the controllers; election itself never
+//! reads the object, so a client that edits or deletes it changes nothing but the view (the
+//! leader writes it back at its next renewal).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,9 +30,10 @@ pub const LEASE_NAMESPACE: &str = "kube-system";
 /// The Lease's name.
 pub const LEASE_NAME: &str = "allot-controller-manager";
 
-/// The key prefix of Lease objects (`/registry/coordination.k8s.io/leases/`).
+/// The key prefix of the election records (`/registry/allot.dev/leader-election/`), apart
+/// from the Lease objects the API serves under `/registry/coordination.k8s.io/leases/`.
 pub fn lease_prefix(prefix: &str) -> String {
-    format!("{prefix}/coordination.k8s.io/leases/")
+    format!("{prefix}/allot.dev/leader-election/")
 }
 
 /// The controllers' Lease key.
@@ -308,9 +318,178 @@ impl LeaderElection {
     }
 }
 
+/// This process's identity when no etcd election gives one (one server): stable for the
+/// process's life.
+pub fn process_identity() -> String {
+    static IDENTITY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    IDENTITY.get_or_init(default_identity).clone()
+}
+
+/// The controller that shows the leader as the Lease object `kube-system/allot-controller-manager`
+/// (see the module documentation).
+#[derive(Debug)]
+pub struct LeaseMirror {
+    identity: String,
+    duration_seconds: i32,
+    renew_millis: u64,
+    /// When this controller last wrote the Lease (the runtime's clock).
+    renewed: Option<allot_runtime::SimTime>,
+}
+
+impl LeaseMirror {
+    /// A mirror writing `identity` with `options`' lease duration, every retry period.
+    pub fn new(identity: String, options: &ElectionOptions) -> Self {
+        let secs =
+            options.lease_duration.as_secs() + u64::from(options.lease_duration.subsec_nanos() > 0);
+        LeaseMirror {
+            identity,
+            duration_seconds: i32::try_from(secs).unwrap_or(i32::MAX),
+            renew_millis: u64::try_from(options.retry_period.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+            renewed: None,
+        }
+    }
+
+    fn key() -> allot_store::ObjectKey {
+        allot_store::ObjectKey::new(allot_store::Kind::Lease, LEASE_NAMESPACE, LEASE_NAME)
+    }
+}
+
+impl allot_runtime::Controller for LeaseMirror {
+    fn name(&self) -> &'static str {
+        "leader-lease"
+    }
+
+    fn keys_for(
+        &self,
+        event: &allot_store::Event,
+        _store: &allot_store::Store,
+    ) -> Vec<allot_store::ObjectKey> {
+        let namespace_ready = event.key.kind == allot_store::Kind::Namespace
+            && event.key.name == LEASE_NAMESPACE
+            && event.event_type != allot_store::EventType::Deleted;
+        if namespace_ready || event.key == LeaseMirror::key() {
+            vec![LeaseMirror::key()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn reconcile(
+        &mut self,
+        store: &mut allot_store::Store,
+        _key: &allot_store::ObjectKey,
+        ctx: &allot_runtime::Context,
+    ) -> Result<allot_runtime::Action, String> {
+        use allot_api::coordination::v1::Lease;
+        let current = store.get::<Lease>(LEASE_NAMESPACE, LEASE_NAME).cloned();
+        let held = current
+            .as_ref()
+            .is_some_and(|l| l.spec.holder_identity.as_deref() == Some(self.identity.as_str()));
+        if held
+            && let Some(at) = self.renewed
+            && ctx.now.0 < at.0 + self.renew_millis
+        {
+            return Ok(allot_runtime::Action::RequeueAfterMillis(
+                at.0 + self.renew_millis - ctx.now.0,
+            ));
+        }
+        let now = micro_time();
+        let result = match current {
+            None => {
+                let mut lease = Lease::default();
+                lease.metadata.name = LEASE_NAME.into();
+                lease.metadata.namespace = LEASE_NAMESPACE.into();
+                lease.spec.holder_identity = Some(self.identity.clone());
+                lease.spec.lease_duration_seconds = Some(self.duration_seconds);
+                lease.spec.acquire_time = Some(now.clone());
+                lease.spec.renew_time = Some(now);
+                lease.spec.lease_transitions = Some(0);
+                store
+                    .create(lease, &ctx.now.rfc3339())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+            Some(mut lease) => {
+                if !held {
+                    lease.spec.holder_identity = Some(self.identity.clone());
+                    lease.spec.acquire_time = Some(now.clone());
+                    lease.spec.lease_transitions =
+                        Some(lease.spec.lease_transitions.unwrap_or(0).saturating_add(1));
+                }
+                lease.spec.lease_duration_seconds = Some(self.duration_seconds);
+                lease.spec.renew_time = Some(now);
+                store.update(lease).map(|_| ()).map_err(|e| e.to_string())
+            }
+        };
+        result?;
+        self.renewed = Some(ctx.now);
+        Ok(allot_runtime::Action::RequeueAfterMillis(self.renew_millis))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_leader_shows_as_the_lease_holder_and_renews() {
+        use allot_api::coordination::v1::Lease;
+        use allot_runtime::{Runtime, SimTime};
+        let mut store = allot_store::Store::new();
+        let ns = crate::storage::stored_from_json(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}}),
+        )
+        .expect("decodes");
+        store
+            .create_stored(ns, "2026-01-01T00:00:00Z")
+            .expect("creates");
+        let options = ElectionOptions {
+            identity: "a".into(),
+            ..ElectionOptions::default()
+        };
+        let mirror = LeaseMirror::new("a".into(), &options);
+        let mut runtime = Runtime::new(store, vec![Box::new(mirror)], SimTime(0));
+        runtime.advance_to(SimTime(100), 100).expect("runs");
+        let lease = runtime
+            .store
+            .get::<Lease>(LEASE_NAMESPACE, LEASE_NAME)
+            .cloned()
+            .expect("created");
+        assert_eq!(lease.spec.holder_identity.as_deref(), Some("a"));
+        assert_eq!(lease.spec.lease_duration_seconds, Some(15));
+        assert_eq!(lease.spec.lease_transitions, Some(0));
+        let rv = runtime.store.resource_version();
+        runtime.advance_to(SimTime(1000), 100).expect("runs");
+        assert_eq!(
+            runtime.store.resource_version(),
+            rv,
+            "no renewal before the retry period"
+        );
+        runtime.advance_to(SimTime(2500), 100).expect("runs");
+        assert!(
+            runtime.store.resource_version() > rv,
+            "renewed after the retry period"
+        );
+
+        // Another holder took it over meanwhile: a new leader counts a transition.
+        let mut taken = runtime
+            .store
+            .get::<Lease>(LEASE_NAMESPACE, LEASE_NAME)
+            .cloned()
+            .expect("exists");
+        taken.spec.holder_identity = Some("b".into());
+        runtime.store.update(taken).expect("updates");
+        runtime.advance_to(SimTime(2600), 100).expect("runs");
+        let lease = runtime
+            .store
+            .get::<Lease>(LEASE_NAMESPACE, LEASE_NAME)
+            .cloned()
+            .expect("exists");
+        assert_eq!(lease.spec.holder_identity.as_deref(), Some("a"));
+        assert_eq!(lease.spec.lease_transitions, Some(1));
+    }
 
     #[test]
     fn lease_records_round_trip() {
@@ -337,7 +516,8 @@ mod tests {
         assert!(LeaseRecord::parse(b"not json").is_none());
         assert_eq!(
             lease_key("/registry"),
-            "/registry/coordination.k8s.io/leases/kube-system/allot-controller-manager"
+            "/registry/allot.dev/leader-election/kube-system/allot-controller-manager",
+            "the election record is apart from the Lease objects the API serves"
         );
     }
 

@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aggregation;
 pub mod apply;
 pub mod auth;
 pub mod discovery;

@@ -44,6 +44,14 @@ const SOURCES: &[(&str, &str)] = &[
         "dev.allot.v1alpha1",
         include_str!("../../allot-api/src/allot/v1alpha1.rs"),
     ),
+    (
+        "io.k8s.api.rbac.v1",
+        include_str!("../../allot-api/src/rbac/v1.rs"),
+    ),
+    (
+        "io.k8s.api.coordination.v1",
+        include_str!("../../allot-api/src/coordination/v1.rs"),
+    ),
 ];
 
 /// One parsed declaration.
@@ -367,6 +375,8 @@ fn kind_definition(info: &ResourceInfo) -> Option<String> {
         "resource.k8s.io" => "io.k8s.api.resource.v1",
         "scheduling.k8s.io" => "io.k8s.api.scheduling.v1beta1",
         "allot.dev" => "dev.allot.v1alpha1",
+        "rbac.authorization.k8s.io" => "io.k8s.api.rbac.v1",
+        "coordination.k8s.io" => "io.k8s.api.coordination.v1",
         _ => return None,
     };
     let full = format!("{module}.{kind}");

@@ -162,6 +162,51 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         status: false,
     },
+    ResourceInfo {
+        kind: Kind::Lease,
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        singular: "lease",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ClusterRoleBinding,
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ClusterRole,
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterroles",
+        singular: "clusterrole",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::RoleBinding,
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+        singular: "rolebinding",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Role,
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "roles",
+        singular: "role",
+        short_names: &[],
+        status: false,
+    },
 ];
 
 /// The resource served at `group/version/plural`.
@@ -365,9 +410,20 @@ pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
                 ("Name", "string", 1),
             ];
         }
-        Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => {
+        Kind::DeviceTaintRule
+        | Kind::ResourcePoolStatusRequest
+        | Kind::Role
+        | Kind::ClusterRole => {
             out.push(("Created At", "date", 0));
         }
+        Kind::RoleBinding | Kind::ClusterRoleBinding => out.extend([
+            ("Role", "string", 0),
+            ("Age", "string", 0),
+            ("Users", "string", 1),
+            ("Groups", "string", 1),
+            ("ServiceAccounts", "string", 1),
+        ]),
+        Kind::Lease => out.extend([("Holder", "string", 0), ("Age", "string", 0)]),
         Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
             out.push(("Age", "string", 0))
         }
@@ -510,12 +566,47 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
             age,
         ],
         Kind::Event => return event_cells(object, now),
-        Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => {
+        Kind::DeviceTaintRule
+        | Kind::ResourcePoolStatusRequest
+        | Kind::Role
+        | Kind::ClusterRole => {
             vec![
                 name,
                 str_at(object, "/metadata/creationTimestamp").to_string(),
             ]
         }
+        Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            let subjects = object.get("subjects").and_then(Value::as_array);
+            let of_kind = |kind: &str| {
+                let names: Vec<String> = subjects
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| str_at(s, "/kind") == kind)
+                    .map(|s| match (kind, str_at(s, "/namespace")) {
+                        ("ServiceAccount", ns) => format!("{ns}/{}", str_at(s, "/name")),
+                        _ => str_at(s, "/name").to_string(),
+                    })
+                    .collect();
+                names.join(", ")
+            };
+            vec![
+                name,
+                format!(
+                    "{}/{}",
+                    str_at(object, "/roleRef/kind"),
+                    str_at(object, "/roleRef/name")
+                ),
+                age,
+                of_kind("User"),
+                of_kind("Group"),
+                of_kind("ServiceAccount"),
+            ]
+        }
+        Kind::Lease => vec![
+            name,
+            str_at(object, "/spec/holderIdentity").to_string(),
+            age,
+        ],
         Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
             vec![name, age]
         }

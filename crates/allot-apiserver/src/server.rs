@@ -128,8 +128,29 @@ impl Server {
                 }
             }
         }
+        // RBAC objects: an earlier version's rbac.json, then the defaults that are missing;
+        // one commit each (another server on the same etcd may create one first).
+        let mut commit = |store: &mut Store| {
+            let result = inner.backend.commit(store, true);
+            match result {
+                Err(err) if err.is_fatal() => Err(err),
+                _ => Ok(()),
+            }
+        };
+        let imported =
+            crate::rbac::import_file(&options.data_dir, &mut inner.store, &now, &mut commit)?;
+        if imported > 0 {
+            tracing::info!("imported {imported} RBAC objects from the data directory's rbac.json");
+        }
+        crate::rbac::bootstrap(&mut inner.store, &now, &mut commit)?;
+        inner.persisted = inner.store.resource_version();
         let security =
             crate::auth::Security::open(&options.data_dir, options.token_auth_file.as_deref())?;
+        security
+            .rbac
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .refresh(&inner.store, inner.persisted);
         let listener = tokio::net::TcpListener::bind(&options.listen)
             .await
             .map_err(|source| Error::Bind {
@@ -191,7 +212,8 @@ impl Server {
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
 /// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events and the namespace controller.
+/// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
+/// leader's Lease object.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     vec![
         // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
@@ -214,6 +236,23 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         )),
         Box::new(crate::events::EventRecorder::new()),
         Box::new(crate::namespace::NamespaceController::new()),
+        Box::new(crate::aggregation::AggregationController::new()),
+        Box::new(match &options.etcd {
+            Some(etcd) => {
+                crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
+            }
+            // One server always leads: the Lease is renewed once a minute (every renewal is
+            // a record of the log, which is replayed at start).
+            None => crate::lease::LeaseMirror::new(
+                crate::lease::process_identity(),
+                &crate::lease::ElectionOptions {
+                    lease_duration: Duration::from_secs(120),
+                    renew_deadline: Duration::from_secs(90),
+                    retry_period: Duration::from_secs(60),
+                    ..crate::lease::ElectionOptions::default()
+                },
+            ),
+        }),
     ]
 }
 
@@ -529,6 +568,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     };
     let attributes =
         crate::auth::Attributes::of_request(user, parts.method.as_str(), &path, &query);
+    refresh_rbac(&shared);
     if let Some(denied) = shared.security.check(&attributes) {
         return json_response(StatusCode::FORBIDDEN, &denied);
     }
@@ -593,7 +633,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
         .into_response();
     }
-    if let Some(response) = rbac_request(&shared, &attributes, &parts, &bytes, &query) {
+    if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
     }
     let Some(mut target) = route(&path) else {
@@ -665,37 +705,25 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     response
 }
 
-/// Serves `rbac.authorization.k8s.io` requests (kept by [`crate::rbac`], not in the store).
-fn rbac_request(
+/// Serves the access reviews (`authorization.k8s.io`), which are not stored.
+fn review_request(
     shared: &Shared,
     attributes: &crate::auth::Attributes,
     parts: &axum::http::request::Parts,
     bytes: &[u8],
-    query: &[(String, String)],
 ) -> Option<Response> {
-    if !attributes.resource_request
-        || !matches!(
-            attributes.api_group.as_str(),
-            crate::rbac::GROUP | crate::auth::REVIEW_GROUP
-        )
-    {
+    if !attributes.resource_request || attributes.api_group != crate::auth::REVIEW_GROUP {
         return None;
     }
-    let header_text = |name| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    };
-    if attributes.verb == "watch" && attributes.api_group == crate::rbac::GROUP {
-        let table = wants_table(header_text(header::ACCEPT));
-        return Some(crate::rbac::watch(
-            shared.security.clone(),
-            attributes,
-            query,
-            table,
-        ));
+    if attributes.api_version != "v1" {
+        return Some(
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+            .into_response(),
+        );
     }
     let body = if bytes.is_empty() || parts.method == Method::PATCH {
         None
@@ -705,40 +733,59 @@ fn rbac_request(
             Err(err) => return Some(err.into_response()),
         }
     };
-    let options = match crate::apply::WriteOptions::parse(
-        |k| query_get(query, k),
-        header_text(header::USER_AGENT),
-    ) {
-        Ok(options) => options,
-        Err(message) => return Some(ApiError::bad_request(message).into_response()),
-    };
-    let namespace_exists = |name: &str| {
-        shared
-            .lock()
-            .store
-            .get_stored(&ObjectKey::new(Kind::Namespace, "", name))
-            .is_some()
-    };
-    let result = crate::rbac::handle(crate::rbac::Request {
-        security: &shared.security,
-        attributes,
-        method: parts.method.as_str(),
-        body,
-        content_type: header_text(header::CONTENT_TYPE),
-        table: wants_table(header_text(header::ACCEPT)),
-        dry_run: query_get(query, "dryRun") == "All",
-        namespace_exists: &namespace_exists,
-        raw: bytes,
-        query,
-        field_manager: options.field_manager,
-        explicit_manager: options.explicit_manager,
-        force: options.force,
-    })?;
-    let (code, value) = result.unwrap_or_else(|failure| failure);
+    let (code, value) = shared
+        .security
+        .review(attributes, body)
+        .unwrap_or_else(|failure| failure);
     Some(json_response(
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &value,
     ))
+}
+
+/// Brings the authorizer's RBAC cache up to the store when the store moved on since it was
+/// last checked (RBAC objects written here, or by another server and mirrored).
+fn refresh_rbac(shared: &Shared) {
+    let rv = *shared.changed.borrow();
+    let current = shared
+        .security
+        .rbac
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .checked_at(rv);
+    if !current {
+        let inner = shared.lock();
+        shared
+            .security
+            .rbac
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .refresh(&inner.store, rv);
+    }
+}
+
+/// RBAC admission of an API write (see [`crate::rbac::admit`]).
+fn admit_rbac(
+    target: &Target,
+    store: &Store,
+    old: Option<&Stored>,
+    new: &Stored,
+) -> Result<(), ApiError> {
+    let Some(requester) = &target.requester else {
+        return Ok(());
+    };
+    crate::rbac::admit(&requester.attributes, &requester.security, store, old, new).map_err(
+        |refusal| match refusal {
+            crate::rbac::Refusal::Invalid(errors) => {
+                invalid(target.info, &new.meta().name, &errors)
+            }
+            crate::rbac::Refusal::Forbidden(message) => {
+                let mut err = ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message);
+                err.details = json!({"name": new.meta().name, "group": target.info.group, "kind": target.info.plural});
+                err
+            }
+        },
+    )
 }
 
 fn discovery(path: &str) -> Option<Response> {
@@ -757,22 +804,12 @@ fn discovery_json(path: &str) -> Option<Value> {
         "/apis" => {
             let mut list = resources::api_group_list();
             if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
-                groups.push(crate::rbac::api_group());
                 groups.push(crate::auth::review_api_group());
             }
             list
         }
-        "/apis/rbac.authorization.k8s.io/v1" => crate::rbac::api_resource_list(),
         "/apis/authorization.k8s.io/v1" => crate::auth::review_resource_list(),
-        "/openapi/v3" => {
-            let mut root = crate::openapi::v3_root();
-            if let Some(paths) = root.get_mut("paths").and_then(Value::as_object_mut) {
-                let (path, url) = crate::rbac::openapi_v3_path();
-                paths.insert(path, url);
-            }
-            root
-        }
-        "/openapi/v3/apis/rbac.authorization.k8s.io/v1" => crate::rbac::openapi_v3_document(),
+        "/openapi/v3" => crate::openapi::v3_root(),
         "/openapi/v2" => crate::openapi::v2(),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
@@ -1381,6 +1418,7 @@ fn create_value(
         if !errors.is_empty() {
             return Err(invalid(target.info, &object.meta().name, &errors));
         }
+        admit_rbac(target, store, None, &object)?;
         store
             .create_stored(object, &now)
             .map_err(|e| store_error(target.info, e))
@@ -1517,6 +1555,7 @@ fn replace_with(
             if !errors.is_empty() {
                 return Err(invalid(info, name, &errors));
             }
+            admit_rbac(target, store, store.get_stored(&key), &object)?;
         }
         let mut object = object;
         manage_fields(

@@ -387,6 +387,11 @@ pub fn update_stored(store: &mut Store, object: Stored) -> Result<Stored, allot_
         Stored::Pod(o) => store.update(o).map(Resource::into_stored),
         Stored::Event(o) => store.update(o).map(Resource::into_stored),
         Stored::NodeTopology(o) => store.update(o).map(Resource::into_stored),
+        Stored::Role(o) => store.update(o).map(Resource::into_stored),
+        Stored::ClusterRole(o) => store.update(o).map(Resource::into_stored),
+        Stored::RoleBinding(o) => store.update(o).map(Resource::into_stored),
+        Stored::ClusterRoleBinding(o) => store.update(o).map(Resource::into_stored),
+        Stored::Lease(o) => store.update(o).map(Resource::into_stored),
     }
 }
 

@@ -19,9 +19,11 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::allot::v1alpha1::NodeTopology;
+use allot_api::coordination::v1::Lease;
 use allot_api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
 use allot_api::load::Object;
 use allot_api::meta::v1::ObjectMeta;
+use allot_api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use allot_api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -55,11 +57,21 @@ pub enum Kind {
     Event,
     /// `allot.dev/v1alpha1 NodeTopology` (cluster-scoped): the machine of a simulated node.
     NodeTopology,
+    /// `rbac.authorization.k8s.io/v1 Role`.
+    Role,
+    /// `rbac.authorization.k8s.io/v1 ClusterRole` (cluster-scoped).
+    ClusterRole,
+    /// `rbac.authorization.k8s.io/v1 RoleBinding`.
+    RoleBinding,
+    /// `rbac.authorization.k8s.io/v1 ClusterRoleBinding` (cluster-scoped).
+    ClusterRoleBinding,
+    /// `coordination.k8s.io/v1 Lease`.
+    Lease,
 }
 
 impl Kind {
     /// Every kind, in list order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Namespace,
         Kind::Node,
         Kind::DeviceClass,
@@ -72,6 +84,11 @@ impl Kind {
         Kind::Pod,
         Kind::Event,
         Kind::NodeTopology,
+        Kind::Role,
+        Kind::ClusterRole,
+        Kind::RoleBinding,
+        Kind::ClusterRoleBinding,
+        Kind::Lease,
     ];
 
     /// The kind's name as in `kind:`.
@@ -89,6 +106,11 @@ impl Kind {
             Kind::Pod => "Pod",
             Kind::Event => "Event",
             Kind::NodeTopology => "NodeTopology",
+            Kind::Role => "Role",
+            Kind::ClusterRole => "ClusterRole",
+            Kind::RoleBinding => "RoleBinding",
+            Kind::ClusterRoleBinding => "ClusterRoleBinding",
+            Kind::Lease => "Lease",
         }
     }
 
@@ -103,6 +125,10 @@ impl Kind {
             Kind::DeviceTaintRule | Kind::ResourcePoolStatusRequest => "resource.k8s.io/v1alpha3",
             Kind::PodGroup => "scheduling.k8s.io/v1beta1",
             Kind::NodeTopology => "allot.dev/v1alpha1",
+            Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
+                "rbac.authorization.k8s.io/v1"
+            }
+            Kind::Lease => "coordination.k8s.io/v1",
         }
     }
 
@@ -115,6 +141,9 @@ impl Kind {
                 | Kind::PodGroup
                 | Kind::Pod
                 | Kind::Event
+                | Kind::Role
+                | Kind::RoleBinding
+                | Kind::Lease
         )
     }
 }
@@ -322,6 +351,11 @@ stored_kinds! {
     Pod => Pod,
     Event => CoreEvent,
     NodeTopology => NodeTopology,
+    Role => Role,
+    ClusterRole => ClusterRole,
+    RoleBinding => RoleBinding,
+    ClusterRoleBinding => ClusterRoleBinding,
+    Lease => Lease,
 }
 
 /// What happened to an object.
@@ -682,6 +716,11 @@ impl Store {
             Stored::Pod(o) => self.create(o, now).map(Resource::into_stored),
             Stored::Event(o) => self.create(o, now).map(Resource::into_stored),
             Stored::NodeTopology(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::Role(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ClusterRole(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::RoleBinding(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::ClusterRoleBinding(o) => self.create(o, now).map(Resource::into_stored),
+            Stored::Lease(o) => self.create(o, now).map(Resource::into_stored),
         }
     }
 

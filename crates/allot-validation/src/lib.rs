@@ -14,6 +14,7 @@ pub mod core;
 pub mod field;
 pub mod meta;
 pub mod names;
+pub mod rbac;
 pub mod resource;
 
 use std::collections::BTreeMap;
@@ -39,11 +40,17 @@ pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError
         Object::Pod(o) => core::validate_pod(o),
         Object::Namespace(o) => core::validate_namespace(o),
         Object::PodGroup(o) => core::validate_pod_group(o),
-        // A NodeTopology's body is checked by whoever decodes it with allot-topology.
+        Object::Role(o) => rbac::validate_role(o),
+        Object::ClusterRole(o) => rbac::validate_cluster_role(o),
+        Object::RoleBinding(o) => rbac::validate_role_binding(o),
+        Object::ClusterRoleBinding(o) => rbac::validate_cluster_role_binding(o),
+        // A NodeTopology's body is checked by whoever decodes it with allot-topology; a
+        // Lease has nothing upstream checks that allot relies on.
         Object::AllocationOptions(_)
         | Object::KubeSchedulerConfiguration(_)
         | Object::Event(_)
         | Object::NodeTopology(_)
+        | Object::Lease(_)
         | Object::Extension => Vec::new(),
     }
 }

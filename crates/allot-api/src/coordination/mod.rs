@@ -1,0 +1,3 @@
+//! The `coordination.k8s.io` API group: Leases.
+
+pub mod v1;
