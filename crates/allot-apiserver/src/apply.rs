@@ -1008,6 +1008,12 @@ pub struct WriteOptions {
     pub validation: FieldValidation,
     /// Texts for `Warning: 299 - "..."` headers.
     pub warnings: std::sync::Mutex<Vec<String>>,
+    /// The keys the request body repeats (reported like unknown fields).
+    pub duplicates: crate::decode::Duplicates,
+    /// Whether the body is the whole object (create, update) rather than a patch: a repeated
+    /// field the schema does not know is then reported only as unknown, as upstream's typed
+    /// decoder does.
+    pub whole_object: bool,
 }
 
 impl WriteOptions {
@@ -1050,6 +1056,8 @@ impl WriteOptions {
             force,
             validation,
             warnings: std::sync::Mutex::new(Vec::new()),
+            duplicates: crate::decode::Duplicates::default(),
+            whole_object: false,
         })
     }
 

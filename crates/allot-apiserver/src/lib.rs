@@ -15,6 +15,7 @@
 
 pub mod apply;
 pub mod auth;
+pub mod decode;
 pub mod discovery;
 pub mod etcd;
 pub mod events;

@@ -1,0 +1,283 @@
+//! End-to-end tests of `allot serve` for issue 6: strict field validation of repeated keys in
+//! request bodies (create, update, patch, server-side apply; JSON and YAML), driven by a real
+//! kubectl 1.37 (`kubectl create --raw` and `kubectl replace --raw` send the file's bytes as
+//! they are; kubectl's own file reader drops repeats before a plain `kubectl create` sends the
+//! object, as upstream's does) and raw HTTPS for the patches. kubectl comes from `ALLOT_KUBECTL`
+//! or PATH; without it the tests fail under CI and print a loud skip message otherwise.
+
+#[path = "support/kubectl.rs"]
+mod kubectl;
+
+#[path = "support/https.rs"]
+mod https;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A running `allot serve`; killed when dropped.
+struct Serve {
+    child: Child,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    dir: PathBuf,
+    address: String,
+}
+
+impl Serve {
+    fn start(dir: &Path, kubectl: &Path) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("allot serve starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut kubeconfig = PathBuf::new();
+        let mut address = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("reads stdout");
+            if let Some(rest) = line.strip_prefix("serving on https://") {
+                address = rest.trim().to_string();
+            }
+            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = PathBuf::from(rest);
+                break;
+            }
+        }
+        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig");
+        assert!(!address.is_empty(), "allot serve printed no address");
+        Serve {
+            child,
+            kubeconfig,
+            kubectl: kubectl.to_path_buf(),
+            dir: dir.to_path_buf(),
+            address,
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(&self.kubectl)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// (success, stdout, stderr) of a kubectl run.
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.kubectl(args);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("writes");
+        path.to_string_lossy().into_owned()
+    }
+
+    /// A raw HTTPS request with the admin token; returns status, body and Warning headers.
+    fn request(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
+        let token = https::kubeconfig_token(&self.kubeconfig);
+        let header = format!("Content-Type: {content_type}");
+        https::request(
+            &self.address,
+            &self.dir.join("pki/ca.crt"),
+            token.as_deref(),
+            method,
+            path,
+            &[&header, "Accept: application/json"],
+            body.as_bytes(),
+        )
+    }
+
+    fn labels(&self, namespace: &str) -> Value {
+        let (ok, out, err) = self.run(&["get", "namespace", namespace, "-o", "json"]);
+        assert!(ok, "{err}");
+        let object: Value = serde_json::from_str(&out).expect("JSON");
+        object["metadata"]["labels"].clone()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Option<(tempfile::TempDir, Serve)> {
+    let kubectl = kubectl::find_or_skip()?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path(), &kubectl);
+    Some((dir, serve))
+}
+
+const YAML: &str = "apiVersion: v1
+kind: Namespace
+metadata:
+  name: NAME
+  labels:
+    a: \"1\"
+    a: \"2\"
+  bogus: 1
+";
+
+const JSON: &str = r#"{"apiVersion": "v1", "kind": "Namespace",
+ "metadata": {"name": "NAME", "bogus": 1, "labels": {"a": "1", "a": "2"}}}"#;
+
+#[test]
+fn repeated_keys_follow_field_validation_on_create_and_update() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    // YAML: upstream's YAML reader words the repeat with its line.
+    let yaml = serve.file("dup.yaml", &YAML.replace("NAME", "yaml"));
+    let (ok, _, err) = serve.run(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces?fieldValidation=Strict",
+        "-f",
+        &yaml,
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "Namespace in version \"v1\" cannot be handled as a Namespace: strict decoding error: \
+             yaml: unmarshal errors:\n  line 7: key \"a\" already set in map, unknown field \"metadata.bogus\""
+        ),
+        "{err}"
+    );
+    let (ok, _, err) = serve.run(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces?fieldValidation=Warn",
+        "-f",
+        &yaml,
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("Warning: line 7: key \"a\" already set in map\nWarning: unknown field \"metadata.bogus\""),
+        "{err}"
+    );
+    assert_eq!(serve.labels("yaml"), serde_json::json!({"a": "2"}));
+
+    // JSON: the repeat by its path, in document order among the unknown fields.
+    let json = serve.file("dup.json", &JSON.replace("NAME", "json"));
+    let (ok, _, err) = serve.run(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces?fieldValidation=Strict",
+        "-f",
+        &json,
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "strict decoding error: unknown field \"metadata.bogus\", duplicate field \"metadata.labels.a\""
+        ),
+        "{err}"
+    );
+    let (ok, _, err) = serve.run(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces?fieldValidation=Ignore",
+        "-f",
+        &json,
+    ]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("Warning"), "{err}");
+    assert_eq!(serve.labels("json"), serde_json::json!({"a": "2"}));
+
+    // Update (PUT) of the whole object.
+    let put = serve.file(
+        "put.json",
+        r#"{"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "json", "labels": {"b": "1", "b": "3"}}}"#,
+    );
+    let (ok, _, err) = serve.run(&[
+        "replace",
+        "--raw",
+        "/api/v1/namespaces/json?fieldValidation=Strict",
+        "-f",
+        &put,
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("strict decoding error: duplicate field \"metadata.labels.b\""),
+        "{err}"
+    );
+    assert_eq!(serve.labels("json"), serde_json::json!({"a": "2"}));
+    let (ok, _, err) = serve.run(&[
+        "replace",
+        "--raw",
+        "/api/v1/namespaces/json?fieldValidation=Warn",
+        "-f",
+        &put,
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("Warning: duplicate field \"metadata.labels.b\""),
+        "{err}"
+    );
+    assert_eq!(serve.labels("json"), serde_json::json!({"b": "3"}));
+}
+
+#[test]
+fn repeated_keys_follow_field_validation_on_patch_and_apply() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let (ok, _, err) = serve.run(&["create", "namespace", "p"]);
+    assert!(ok, "{err}");
+    let patch = r#"{"metadata": {"labels": {"c": "1", "c": "2"}}}"#;
+    let (code, body) = serve.request(
+        "PATCH",
+        "/api/v1/namespaces/p?fieldValidation=Strict",
+        "application/merge-patch+json",
+        patch,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains(r#"strict decoding error: duplicate field \"metadata.labels.c\""#),
+        "{body}"
+    );
+    let (code, body) = serve.request(
+        "PATCH",
+        "/api/v1/namespaces/p?fieldValidation=Ignore",
+        "application/strategic-merge-patch+json",
+        patch,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(serve.labels("p")["c"], "2");
+
+    // Server-side apply bodies are read as YAML upstream, JSON ones too.
+    let apply = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\",\n \"metadata\": {\"name\": \"p\",\n  \"labels\": {\"d\": \"1\",\n   \"d\": \"2\"}}}";
+    let (code, body) = serve.request(
+        "PATCH",
+        "/api/v1/namespaces/p?fieldManager=me&fieldValidation=Strict",
+        "application/apply-patch+yaml",
+        apply,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains(r#"yaml: unmarshal errors:\n  line 4: key \"d\" already set in map"#),
+        "{body}"
+    );
+    let (code, body) = serve.request(
+        "PATCH",
+        "/api/v1/namespaces/p?fieldManager=me&fieldValidation=Ignore",
+        "application/apply-patch+yaml",
+        apply,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(serve.labels("p")["d"], "2");
+}
