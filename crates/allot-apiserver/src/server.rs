@@ -193,27 +193,48 @@ impl Server {
 /// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
 /// the recorder of pod Events and the namespace controller.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
+    // Their writes record managedFields as the upstream component that makes them.
+    let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
+        Box::new(crate::apply::ControllerWrites::new(inner, manager))
+            as Box<dyn allot_runtime::Controller>
+    };
+    const KCM: &str = "kube-controller-manager";
     vec![
         // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
-        Box::new(allot_controllers::ResourceClaimController::new(
-            allot_controllers::ResourceClaimControllerConfig {
-                workload_resource_claims: true,
-            },
-        )),
-        Box::new(allot_scheduler::Scheduler::new(
-            allot_scheduler::SchedulerConfig::default(),
-        )),
-        Box::new(crate::nodes::NodeFleet::new(
-            options.kubelet_config.clone().unwrap_or_default(),
-        )),
-        Box::new(allot_controllers::DeviceTaintEvictionController::new(
-            allot_controllers::EvictionMode::Delete,
-        )),
-        Box::new(allot_controllers::PoolStatusController::new(
-            allot_controllers::PoolStatusControllerConfig::default(),
-        )),
+        as_(
+            KCM,
+            Box::new(allot_controllers::ResourceClaimController::new(
+                allot_controllers::ResourceClaimControllerConfig {
+                    workload_resource_claims: true,
+                },
+            )),
+        ),
+        as_(
+            "kube-scheduler",
+            Box::new(allot_scheduler::Scheduler::new(
+                allot_scheduler::SchedulerConfig::default(),
+            )),
+        ),
+        as_(
+            "kubelet",
+            Box::new(crate::nodes::NodeFleet::new(
+                options.kubelet_config.clone().unwrap_or_default(),
+            )),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::DeviceTaintEvictionController::new(
+                allot_controllers::EvictionMode::Delete,
+            )),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::PoolStatusController::new(
+                allot_controllers::PoolStatusControllerConfig::default(),
+            )),
+        ),
         Box::new(crate::events::EventRecorder::new()),
-        Box::new(crate::namespace::NamespaceController::new()),
+        as_(KCM, Box::new(crate::namespace::NamespaceController::new())),
     ]
 }
 

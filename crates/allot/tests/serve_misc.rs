@@ -281,3 +281,104 @@ fn repeated_keys_follow_field_validation_on_patch_and_apply() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(serve.labels("p")["d"], "2");
 }
+
+const NODE_AND_POD: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {kubernetes.io/hostname: n1}
+status:
+  capacity: {cpu: \"4\", memory: 8Gi, pods: \"110\"}
+  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}
+---
+apiVersion: allot.dev/v1alpha1
+kind: NodeTopology
+metadata:
+  name: n1
+cpus:
+- {id: 0, core: 0, socket: 0, numa: 0}
+- {id: 1, core: 1, socket: 0, numa: 0}
+numaNodes:
+- {id: 0, memory: 8Gi}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: default
+spec:
+  containers:
+  - name: c
+    image: x
+    resources: {requests: {cpu: \"1\", memory: 1Gi}, limits: {cpu: \"1\", memory: 1Gi}}
+";
+
+#[test]
+fn controller_writes_carry_managed_fields_and_server_side_apply_conflicts_with_them() {
+    let Some((_dir, serve)) = start() else {
+        return;
+    };
+    let (ok, _, err) = serve.run(&["apply", "-f", &serve.file("nodes.yaml", NODE_AND_POD)]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = serve.run(&["wait", "pod/p", "--for=condition=Ready", "--timeout=60s"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = serve.run(&["get", "pod", "p", "-o", "json", "--show-managed-fields"]);
+    assert!(ok, "{err}");
+    let pod: Value = serde_json::from_str(&out).expect("JSON");
+    let entries = pod["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    let entry = |manager: &str, subresource: &str| {
+        entries
+            .iter()
+            .find(|e| {
+                e["manager"] == manager
+                    && e["subresource"].as_str().unwrap_or_default() == subresource
+            })
+            .unwrap_or_else(|| panic!("no {manager} {subresource:?} entry: {entries:#?}"))
+            .clone()
+    };
+    let scheduler = entry("kube-scheduler", "");
+    assert_eq!(scheduler["operation"], "Update");
+    assert_eq!(scheduler["fieldsType"], "FieldsV1");
+    assert!(scheduler["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert_eq!(
+        scheduler["fieldsV1"]["f:spec"]["f:nodeName"],
+        serde_json::json!({})
+    );
+    let scheduled = entry("kube-scheduler", "status");
+    assert!(
+        scheduled["fieldsV1"]["f:status"]["f:conditions"]
+            .get(r#"k:{"type":"PodScheduled"}"#)
+            .is_some(),
+        "{scheduled}"
+    );
+    let kubelet = entry("kubelet", "status");
+    assert!(
+        kubelet["fieldsV1"]["f:status"].get("f:phase").is_some(),
+        "{kubelet}"
+    );
+    // The user's create stays the user's.
+    entry("kubectl-client-side-apply", "");
+
+    // A user's server-side apply of a field the scheduler owns conflicts, as upstream.
+    let apply = serve.file(
+        "ssa.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: default\nstatus:\n  conditions:\n  - type: PodScheduled\n    status: \"False\"\n",
+    );
+    let (ok, _, err) = serve.run(&[
+        "apply",
+        "--server-side",
+        "--field-manager=me",
+        "--subresource=status",
+        "-f",
+        &apply,
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "Apply failed with 1 conflict: conflict with \"kube-scheduler\" with subresource \"status\" using v1: .status.conditions[type=\"PodScheduled\"].status"
+        ),
+        "{err}"
+    );
+}
