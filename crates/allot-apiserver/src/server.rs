@@ -217,9 +217,10 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         ),
         as_(
             "kubelet",
-            Box::new(crate::nodes::NodeFleet::new(
-                options.kubelet_config.clone().unwrap_or_default(),
-            )),
+            Box::new(
+                crate::nodes::NodeFleet::new(options.kubelet_config.clone().unwrap_or_default())
+                    .with_state_dir(options.data_dir.join("nodes")),
+            ),
         ),
         as_(
             KCM,

@@ -1,5 +1,6 @@
 //! End-to-end tests of `allot serve` for issue 6: strict field validation of repeated keys in
-//! request bodies (create, update, patch, server-side apply; JSON and YAML), driven by a real
+//! request bodies (create, update, patch, server-side apply; JSON and YAML), managedFields of
+//! the controllers' writes, and node agents' checkpoints across a restart, driven by a real
 //! kubectl 1.37 (`kubectl create --raw` and `kubectl replace --raw` send the file's bytes as
 //! they are; kubectl's own file reader drops repeats before a plain `kubectl create` sends the
 //! object, as upstream's does) and raw HTTPS for the patches. kubectl comes from `ALLOT_KUBECTL`
@@ -28,9 +29,14 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &Path, kubectl: &Path) -> Serve {
+        Serve::start_with(dir, kubectl, &[])
+    }
+
+    fn start_with(dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -381,4 +387,91 @@ fn controller_writes_carry_managed_fields_and_server_side_apply_conflicts_with_t
         ),
         "{err}"
     );
+}
+
+/// A pod's exclusive CPUs as its node agent reports them (the pod resources annotation).
+fn cpu_ids(serve: &Serve, pod: &str) -> Value {
+    let (ok, out, err) = serve.run(&[
+        "get",
+        "pod",
+        pod,
+        "-o",
+        "jsonpath={.metadata.annotations.allot\\.dev/resources}",
+    ]);
+    assert!(ok, "{err}");
+    let resources: Value = serde_json::from_str(&out).expect("annotation JSON");
+    resources["containers"][0]["cpuIds"].clone()
+}
+
+#[test]
+fn exclusive_cpus_of_running_pods_survive_a_restart() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("kubelet.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n",
+    )
+    .expect("writes");
+    let config = config.to_string_lossy().into_owned();
+    let data = dir.path().join("data");
+    let extra = ["--kubelet-config", config.as_str()];
+    let serve = Serve::start_with(&data, &kubectl, &extra);
+    let node = NODE_AND_POD
+        .split("---")
+        .next()
+        .expect("the Node")
+        .to_string()
+        + "---\napiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: n1\ncpus:\n- {id: 0, core: 0, socket: 0, numa: 0}\n- {id: 1, core: 1, socket: 0, numa: 0}\n- {id: 2, core: 2, socket: 0, numa: 0}\n- {id: 3, core: 3, socket: 0, numa: 0}\nnumaNodes:\n- {id: 0, memory: 8Gi}\n";
+    let (ok, _, err) = serve.run(&["apply", "-f", &serve.file("node.yaml", &node)]);
+    assert!(ok, "{err}");
+    let pod = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {{requests: {{cpu: \"1\", memory: 1Gi}}, limits: {{cpu: \"1\", memory: 1Gi}}}}\n"
+        )
+    };
+    // a takes CPU 1, b CPU 2; a goes, so a kubelet without its checkpoint would give b CPU 1.
+    for name in ["a", "b"] {
+        let (ok, _, err) = serve.run(&["apply", "-f", &serve.file("pod.yaml", &pod(name))]);
+        assert!(ok, "{err}");
+        let (ok, _, err) = serve.run(&[
+            "wait",
+            &format!("pod/{name}"),
+            "--for=condition=Ready",
+            "--timeout=60s",
+        ]);
+        assert!(ok, "{err}");
+    }
+    assert_eq!(cpu_ids(&serve, "a"), serde_json::json!([1]));
+    assert_eq!(cpu_ids(&serve, "b"), serde_json::json!([2]));
+    let (ok, _, err) = serve.run(&["delete", "pod", "a", "--wait=true"]);
+    assert!(ok, "{err}");
+    // The checkpoint no longer holds a (written before the store's writes are persisted).
+    let checkpoint = data.join("nodes/n1/cpu_manager_state");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+        if text.contains("\"defaultCpuSet\":\"0-1,3\"") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "checkpoint: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(data.join("nodes/n1/memory_manager_state").exists());
+    drop(serve);
+
+    let serve = Serve::start_with(&data, &kubectl, &extra);
+    // The restarted agent re-admits b with the CPU its checkpoint holds; give it a few ticks.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let (ok, _, err) = serve.run(&["wait", "pod/b", "--for=condition=Ready", "--timeout=60s"]);
+    assert!(ok, "{err}");
+    assert_eq!(cpu_ids(&serve, "b"), serde_json::json!([2]));
+    // A new pod gets a free CPU, not b's.
+    let (ok, _, err) = serve.run(&["apply", "-f", &serve.file("pod.yaml", &pod("c"))]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = serve.run(&["wait", "pod/c", "--for=condition=Ready", "--timeout=60s"]);
+    assert!(ok, "{err}");
+    assert_eq!(cpu_ids(&serve, "c"), serde_json::json!([1]));
 }
