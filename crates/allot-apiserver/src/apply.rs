@@ -1008,6 +1008,12 @@ pub struct WriteOptions {
     pub validation: FieldValidation,
     /// Texts for `Warning: 299 - "..."` headers.
     pub warnings: std::sync::Mutex<Vec<String>>,
+    /// The keys the request body repeats (reported like unknown fields).
+    pub duplicates: crate::decode::Duplicates,
+    /// Whether the body is the whole object (create, update) rather than a patch: a repeated
+    /// field the schema does not know is then reported only as unknown, as upstream's typed
+    /// decoder does.
+    pub whole_object: bool,
 }
 
 impl WriteOptions {
@@ -1050,6 +1056,8 @@ impl WriteOptions {
             force,
             validation,
             warnings: std::sync::Mutex::new(Vec::new()),
+            duplicates: crate::decode::Duplicates::default(),
+            whole_object: false,
         })
     }
 
@@ -1069,6 +1077,131 @@ impl WriteOptions {
             .iter()
             .map(|w| format!("299 - {}", serde_json::Value::String(w.clone())))
             .collect()
+    }
+}
+
+/// A control-plane loop of `allot serve` whose writes record `managedFields` as the API server
+/// records a client's `Update`: the loop runs unchanged (it is shared with `allot simulate`),
+/// and after each reconcile every object it wrote gets the entries of an `Update` by
+/// `manager` (`kube-scheduler`, `kube-controller-manager`, `kubelet`) from the object before
+/// the reconcile to the object after it; a change of the status of a kind with a status
+/// subresource is recorded as a write of `/status`, like the status updates upstream's
+/// components make. The entries are set on the write itself (same resourceVersion), before any
+/// reader sees it. Objects whose earlier state the store's event log no longer has, and Events,
+/// are left as written.
+pub struct ControllerWrites {
+    inner: Box<dyn allot_runtime::Controller>,
+    manager: &'static str,
+}
+
+impl ControllerWrites {
+    /// `inner`, writing as `manager`.
+    pub fn new(inner: Box<dyn allot_runtime::Controller>, manager: &'static str) -> Self {
+        ControllerWrites { inner, manager }
+    }
+}
+
+impl allot_runtime::Controller for ControllerWrites {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn keys_for(
+        &self,
+        event: &allot_store::Event,
+        store: &allot_store::Store,
+    ) -> Vec<allot_store::ObjectKey> {
+        self.inner.keys_for(event, store)
+    }
+
+    fn reconcile(
+        &mut self,
+        store: &mut allot_store::Store,
+        key: &allot_store::ObjectKey,
+        ctx: &allot_runtime::Context,
+    ) -> Result<allot_runtime::Action, String> {
+        let before = store.resource_version();
+        let result = self.inner.reconcile(store, key, ctx);
+        record_writes(store, before, self.manager, &ctx.now.rfc3339());
+        result
+    }
+
+    fn subscribe(&mut self, subscriptions: allot_runtime::Subscriptions) -> bool {
+        self.inner.subscribe(subscriptions)
+    }
+
+    fn event_log_position(&self) -> Option<u64> {
+        self.inner.event_log_position()
+    }
+}
+
+/// Sets the `managedFields` of every object written after resourceVersion `before` by
+/// `manager` (see [`ControllerWrites`]).
+pub fn record_writes(store: &mut allot_store::Store, before: u64, manager: &str, now: &str) {
+    use allot_store::{EventType, Kind, ObjectKey};
+    // Per object written: whether the first write created it, its first and last write.
+    let mut written: Vec<(ObjectKey, bool, u64, u64)> = Vec::new();
+    for event in store.events_since(before) {
+        if event.key.kind == Kind::Event {
+            continue;
+        }
+        let at = written.iter().position(|(k, ..)| *k == event.key);
+        match (event.event_type, at) {
+            (EventType::Deleted, Some(at)) => {
+                written.remove(at);
+            }
+            (EventType::Deleted, None) => {}
+            (_, Some(at)) => written[at].3 = event.resource_version,
+            (event_type, None) => written.push((
+                event.key.clone(),
+                event_type == EventType::Added,
+                event.resource_version,
+                event.resource_version,
+            )),
+        }
+    }
+    for (key, created, first, last) in written {
+        let Some(info) = crate::resources::info_of(key.kind) else {
+            continue;
+        };
+        let render = |object: &allot_store::Stored| {
+            let mut json = object.to_json();
+            json["apiVersion"] = Value::String(info.group_version());
+            json
+        };
+        let old = if created {
+            None
+        } else {
+            let events = store.events_since(0);
+            let end = events.partition_point(|e| e.resource_version < first);
+            match events[..end].iter().rev().find(|e| e.key == key) {
+                Some(e) if e.event_type != EventType::Deleted => Some(render(&e.object)),
+                _ => continue,
+            }
+        };
+        let Some(current) = store.get_stored(&key) else {
+            continue;
+        };
+        let new = render(current);
+        let api_version = info.group_version();
+        let schema = crate::patch::KindSchema(key.kind);
+        let mut writer = Writer {
+            manager,
+            api_version: &api_version,
+            scope: if info.status {
+                Scope::MainWithoutStatus
+            } else {
+                Scope::Main
+            },
+            now,
+        };
+        let mut entries = record_update(old.as_ref(), &new, &writer, &schema);
+        if info.status {
+            writer.scope = Scope::Status;
+            entries = record_update_from(old.as_ref(), entries, &new, &writer, &schema);
+        }
+        let json = entries_json(&entries);
+        store.amend_meta(&key, last, |meta| meta.managed_fields = json.clone());
     }
 }
 
@@ -1149,6 +1282,84 @@ mod tests {
             "metadata": {"name": "p", "labels": {"app": "web"}},
             "spec": {"containers": [{"name": "app", "image": image, "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}
         })
+    }
+
+    #[test]
+    fn controller_writes_record_update_entries_on_the_write_itself() {
+        use allot_api::core::v1::{Pod, PodCondition};
+        let mut store = allot_store::Store::new();
+        let mut pod = Pod::default();
+        pod.metadata.name = "p".into();
+        pod.metadata.namespace = "ns".into();
+        let pod = store.create(pod, "t0").expect("creates");
+        let before = store.resource_version();
+        let mut bound = pod.clone();
+        bound.spec.node_name = Some("n1".into());
+        let mut bound = store.update(bound).expect("binds");
+        bound.status.conditions.push(PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            observed_generation: None,
+            last_probe_time: None,
+            last_transition_time: None,
+            reason: None,
+            message: None,
+        });
+        store.update(bound).expect("updates status");
+        let rv = store.resource_version();
+        record_writes(&mut store, before, "kube-scheduler", "t1");
+        assert_eq!(store.resource_version(), rv, "no write of its own");
+        let key = allot_store::ObjectKey::new(Kind::Pod, "ns", "p");
+        let entries = entries_of(&store.get_stored(&key).expect("pod").to_json());
+        let described: Vec<(String, String, Vec<String>)> = entries
+            .iter()
+            .map(|e| {
+                (
+                    e.manager.clone(),
+                    e.subresource.clone(),
+                    e.fields.paths().iter().map(|p| path_string(p)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            described,
+            [
+                (
+                    "kube-scheduler".to_string(),
+                    String::new(),
+                    vec![".spec.nodeName".to_string()]
+                ),
+                (
+                    "kube-scheduler".to_string(),
+                    "status".to_string(),
+                    vec![
+                        ".status.conditions[type=\"PodScheduled\"]".to_string(),
+                        ".status.conditions[type=\"PodScheduled\"].status".to_string(),
+                        ".status.conditions[type=\"PodScheduled\"].type".to_string(),
+                    ]
+                ),
+            ]
+        );
+        // Watchers and the log see the same object as the store.
+        let last = store.events_since(rv - 1)[0].object.to_json();
+        assert_eq!(
+            last["metadata"]["managedFields"].as_array().map(Vec::len),
+            Some(2)
+        );
+        // Another manager's later write of the same field takes it over, as for clients.
+        let before = store.resource_version();
+        let mut moved = store.get::<Pod>("ns", "p").expect("pod").clone();
+        moved.spec.node_name = Some("n2".into());
+        store.update(moved).expect("updates");
+        record_writes(&mut store, before, "kubelet", "t2");
+        let entries = entries_of(&store.get_stored(&key).expect("pod").to_json());
+        assert_eq!(
+            entries
+                .iter()
+                .map(|e| (e.manager.as_str(), e.subresource.as_str()))
+                .collect::<Vec<_>>(),
+            [("kube-scheduler", "status"), ("kubelet", "")]
+        );
     }
 
     #[test]

@@ -9,9 +9,16 @@
 //! upstream component records at the same transition. It keeps every pod state it was offered
 //! (not only the latest), so a short-lived state (unschedulable, then scheduled a moment later;
 //! marked for eviction, then deleted) still gets its Event. Events are named
-//! `<pod>.<hash of uid, reason and message>`, so recording is idempotent: replaying the log after
-//! a restart adds nothing twice. The cost: a repeated failure with the same message is one Event
-//! whose `count` stays 1 (upstream's correlator would count the repeats).
+//! `<pod>.<hash of uid, reason and message>`: a repeat (the pod enters a state that yields an
+//! Event it already has, e.g. unschedulable with the same message again after another failure)
+//! updates that Event as client-go's EventCorrelator does for events without a series: one more
+//! `count` and `lastTimestamp` now, so `kubectl describe` shows `(x3 over 10s)`. Recording is
+//! idempotent: the Event's `involvedObject.resourceVersion` is the pod state last counted, and a
+//! state no newer than that (replaying the log after a restart) counts nothing; an Event is only
+//! counted on a transition between two states this recorder saw, so a restart that offers only
+//! the current state never counts it again. The cost: repeats are transitions between written
+//! states, so a failure the scheduler retries without writing the pod counts once; upstream's
+//! aggregation of ten similar events with different messages into one is not done.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -166,11 +173,23 @@ pub fn event_object(pod: &Pod, event: &PodEvent, now: &str) -> CoreEvent {
     }
 }
 
+/// Whether resourceVersion `a` is newer than `b` (both decimal, as this server's are).
+fn newer(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a > b,
+        (Ok(_), Err(_)) => true,
+        _ => false,
+    }
+}
+
 /// The loop that records pod Events.
 #[derive(Debug, Default)]
 pub struct EventRecorder {
-    /// Pod states offered since the pod's last reconcile, oldest first.
-    seen: RefCell<BTreeMap<ObjectKey, Vec<Pod>>>,
+    /// Pod states offered since the pod's last reconcile, oldest first, and whether each was
+    /// the pod's deletion.
+    seen: RefCell<BTreeMap<ObjectKey, Vec<(Pod, bool)>>>,
+    /// The Events of each pod's latest state already reconciled, by pod uid.
+    last: BTreeMap<String, Vec<PodEvent>>,
     /// Uids of pods created already bound to a node.
     prebound: RefCell<BTreeSet<String>>,
 }
@@ -207,7 +226,7 @@ impl Controller for EventRecorder {
             .borrow_mut()
             .entry(event.key.clone())
             .or_default()
-            .push(pod.clone());
+            .push((pod.clone(), event.event_type == EventType::Deleted));
         vec![event.key.clone()]
     }
 
@@ -222,17 +241,44 @@ impl Controller for EventRecorder {
         }
         let states = self.seen.get_mut().remove(key).unwrap_or_default();
         let now = ctx.now.rfc3339();
-        for pod in &states {
-            let prebound = self.prebound.get_mut().contains(&pod.metadata.uid);
-            for event in pod_events(pod, prebound) {
-                let object = event_object(pod, &event, &now);
-                if store
+        for (pod, deleted) in &states {
+            let uid = &pod.metadata.uid;
+            let prebound = self.prebound.get_mut().contains(uid);
+            let events = pod_events(pod, prebound);
+            let previous = self.last.get(uid);
+            for event in &events {
+                let object = event_object(pod, event, &now);
+                let Some(existing) = store
                     .get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name)
-                    .is_some()
-                {
+                    .cloned()
+                else {
+                    store.create(object, &now).map_err(|e| e.to_string())?;
                     continue;
+                };
+                // A repeat is an Event the previous state seen did not yield, from a state
+                // newer than the one the Event last counted.
+                let repeated = previous.is_some_and(|p| !p.contains(event))
+                    && newer(
+                        &pod.metadata.resource_version,
+                        existing
+                            .involved_object
+                            .resource_version
+                            .as_deref()
+                            .unwrap_or_default(),
+                    );
+                if repeated {
+                    let mut updated = existing;
+                    updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
+                    updated.last_timestamp = Some(now.clone());
+                    updated.involved_object.resource_version =
+                        Some(pod.metadata.resource_version.clone());
+                    store.update(updated).map_err(|e| e.to_string())?;
                 }
-                store.create(object, &now).map_err(|e| e.to_string())?;
+            }
+            if *deleted {
+                self.last.remove(uid);
+            } else {
+                self.last.insert(uid.clone(), events);
             }
         }
         Ok(Action::Done)
@@ -375,6 +421,101 @@ mod tests {
             .reconcile(&mut rt.store, &pod_key, &ctx)
             .expect("reconciles");
         assert_eq!(rt.store.resource_version(), before);
+    }
+
+    #[test]
+    fn repeats_count_on_one_event_and_replays_count_nothing() {
+        let mut store = Store::new();
+        let mut recorder = EventRecorder::new();
+        let key = ObjectKey::new(Kind::Pod, "ns", "a");
+        let mut offered = 0;
+        let mut step = |store: &mut Store, recorder: &mut EventRecorder, ms: u64| {
+            for e in store.events_since(offered).to_vec() {
+                recorder.keys_for(&e, store);
+            }
+            offered = store.resource_version();
+            let ctx = Context {
+                now: allot_runtime::SimTime(ms),
+            };
+            recorder.reconcile(store, &key, &ctx).expect("reconciles");
+        };
+        let unschedulable =
+            |message: &str| condition("PodScheduled", "False", "Unschedulable", message);
+        let mut p = store.create(pod("a"), "t").expect("creates");
+        step(&mut store, &mut recorder, 1_000);
+        // Fails, fails differently, fails as the first time again, in separate reconciles.
+        for (message, ms) in [("no cpu", 2_000), ("no memory", 3_000), ("no cpu", 12_000)] {
+            p.status.conditions = vec![unschedulable(message)];
+            p = store.update(p).expect("updates");
+            step(&mut store, &mut recorder, ms);
+        }
+        // A write that does not change what the pod's state says counts nothing.
+        p.metadata.labels.insert("x".into(), "y".into());
+        p = store.update(p).expect("updates");
+        step(&mut store, &mut recorder, 13_000);
+        // Two repeats within one reconcile both count.
+        for message in ["no memory", "no cpu"] {
+            p.status.conditions = vec![unschedulable(message)];
+            p = store.update(p).expect("updates");
+        }
+        step(&mut store, &mut recorder, 20_000);
+        let counts = |store: &Store| {
+            let mut got: Vec<(String, i32, String, String)> = store
+                .list::<CoreEvent>()
+                .map(|e| {
+                    (
+                        e.message.clone().unwrap_or_default(),
+                        e.count.unwrap_or_default(),
+                        e.first_timestamp.clone().unwrap_or_default(),
+                        e.last_timestamp.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            got.sort();
+            got
+        };
+        let expected = vec![
+            (
+                "no cpu".to_string(),
+                3,
+                "2026-01-01T00:00:02Z".to_string(),
+                "2026-01-01T00:00:20Z".to_string(),
+            ),
+            (
+                "no memory".to_string(),
+                2,
+                "2026-01-01T00:00:03Z".to_string(),
+                "2026-01-01T00:00:20Z".to_string(),
+            ),
+        ];
+        assert_eq!(counts(&store), expected);
+
+        // A fresh recorder offered the whole history again (a restart's replay) counts nothing.
+        let before = store.resource_version();
+        let mut replay = EventRecorder::new();
+        for e in store.events_since(0).to_vec() {
+            replay.keys_for(&e, &store);
+        }
+        let ctx = Context {
+            now: allot_runtime::SimTime(99_000),
+        };
+        replay
+            .reconcile(&mut store, &key, &ctx)
+            .expect("reconciles");
+        assert_eq!(store.resource_version(), before);
+        // Nor does one offered only the current state.
+        let mut fresh = EventRecorder::new();
+        let current = store.get_stored(&key).expect("pod").clone();
+        let added = Event {
+            event_type: EventType::Added,
+            key: key.clone(),
+            object: current,
+            resource_version: before,
+        };
+        fresh.keys_for(&added, &store);
+        fresh.reconcile(&mut store, &key, &ctx).expect("reconciles");
+        assert_eq!(store.resource_version(), before);
+        assert_eq!(counts(&store), expected);
     }
 
     #[test]

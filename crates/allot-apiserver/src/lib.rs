@@ -16,6 +16,7 @@
 pub mod aggregation;
 pub mod apply;
 pub mod auth;
+pub mod decode;
 pub mod discovery;
 pub mod etcd;
 pub mod events;

@@ -10,12 +10,22 @@
 //! (offering it every current object, as a kubelet lists what it missed at start) and stops
 //! it when either goes away. It remembers which agents asked for a work item so a reconcile
 //! reaches only those. The cost: every store event is offered to every agent (fine for the
-//! handful of nodes a server simulates), and an agent's manager state lives in memory only, so
-//! a restarted server re-admits the pods already bound (as a kubelet without checkpoints would).
+//! handful of nodes a server simulates).
+//!
+//! Like a kubelet's `/var/lib/kubelet`, each agent keeps its CPU and Memory Manager checkpoints
+//! (`cpu_manager_state`, `memory_manager_state`, in the kubelet's formats) in
+//! `DATA_DIR/nodes/<node>/`: written after every reconcile that changed them (temporary file,
+//! fsync, rename, fsync of the folder, so a kill at any instant leaves the old or the new
+//! file), before the store's writes of that tick are persisted, and restored when the agent
+//! starts again, so a restarted server re-admits the pods already running with the exclusive
+//! CPUs and memory they had. A checkpoint the kubelet refuses (another machine) is dropped
+//! with a warning, as a kubelet operator would delete it. On etcd the leader's agents use the
+//! leader's local data directory the same way. Not kept yet: the DRA prepared-claims and
+//! device plugin checkpoints (prepared claims are prepared again on restart).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use allot_api::allot::v1alpha1::NodeTopology as TopologyObject;
 use allot_api::load::{decode, parse_str};
@@ -168,6 +178,8 @@ pub fn admit(object: &Stored) -> Vec<allot_validation::FieldError> {
 /// One running agent and the topology it was built from.
 struct Member {
     agent: NodeAgent,
+    /// The checkpoints last written to (or read from) its folder.
+    saved: (Vec<u8>, Vec<u8>),
     /// The NodeTopology's uid and machine, serialised: a new one restarts the agent.
     fingerprint: String,
 }
@@ -181,6 +193,48 @@ pub struct NodeFleet {
     failed: RefCell<BTreeMap<String, String>>,
     /// Which agents (by node) asked for each queued item.
     pending: RefCell<BTreeMap<ObjectKey, BTreeSet<String>>>,
+    /// Where each node's checkpoints live (`<dir>/<node>/`), if anywhere.
+    state_dir: Option<PathBuf>,
+}
+
+/// The kubelet's checkpoint file names.
+const CPU_STATE: &str = "cpu_manager_state";
+const MEMORY_STATE: &str = "memory_manager_state";
+
+/// Writes `bytes` to `path` so that a crash leaves either the old or the new file: a
+/// temporary file beside it, fsync, rename over it, fsync of the folder.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Reads a node's checkpoints from its folder (missing files are no checkpoint).
+fn read_checkpoints(dir: &Path) -> Result<allot_kubelet::Checkpoints, String> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    };
+    Ok(allot_kubelet::Checkpoints {
+        cpu: read(CPU_STATE)?,
+        cpu_origin: dir.join(CPU_STATE).display().to_string(),
+        memory: read(MEMORY_STATE)?,
+        memory_origin: dir.join(MEMORY_STATE).display().to_string(),
+    })
 }
 
 impl NodeFleet {
@@ -191,7 +245,42 @@ impl NodeFleet {
             members: RefCell::new(BTreeMap::new()),
             failed: RefCell::new(BTreeMap::new()),
             pending: RefCell::new(BTreeMap::new()),
+            state_dir: None,
         }
+    }
+
+    /// Keeps each node's kubelet checkpoints in `<dir>/<node>/` and restores them when its
+    /// agent starts.
+    pub fn with_state_dir(mut self, dir: PathBuf) -> Self {
+        self.state_dir = Some(dir);
+        self
+    }
+
+    /// Writes the checkpoints of `name`'s agent when they changed.
+    fn save(state_dir: Option<&Path>, name: &str, member: &mut Member) {
+        let Some(dir) = state_dir.map(|d| d.join(name)) else {
+            return;
+        };
+        let kubelet = member.agent.kubelet();
+        let now = (
+            kubelet.cpu_checkpoint().to_json(),
+            kubelet.memory_checkpoint().to_json().into_bytes(),
+        );
+        if now == member.saved {
+            return;
+        }
+        for (file, bytes, old) in [
+            (CPU_STATE, &now.0, &member.saved.0),
+            (MEMORY_STATE, &now.1, &member.saved.1),
+        ] {
+            if bytes != old
+                && let Err(e) = write_atomically(&dir.join(file), bytes)
+            {
+                tracing::warn!("simulated node {name}: {}: {e}", dir.join(file).display());
+                return;
+            }
+        }
+        member.saved = now;
     }
 
     /// The nodes that have a running agent, in name order.
@@ -204,7 +293,12 @@ impl NodeFleet {
     fn sync_member(&self, name: &str, store: &Store) -> Vec<(String, ObjectKey)> {
         let node = store.get::<allot_api::core::v1::Node>("", name);
         let Some(topology) = node.and_then(|n| topology_for(store, n)) else {
-            self.members.borrow_mut().remove(name);
+            // The node is gone: so is its kubelet's state.
+            if self.members.borrow_mut().remove(name).is_some()
+                && let Some(dir) = &self.state_dir
+            {
+                let _ = std::fs::remove_dir_all(dir.join(name));
+            }
             self.failed.borrow_mut().remove(name);
             return Vec::new();
         };
@@ -228,10 +322,44 @@ impl NodeFleet {
             return Vec::new();
         }
         self.members.borrow_mut().remove(name);
+        let mut saved = (Vec::new(), Vec::new());
         let started = machine.and_then(|mut machine| {
             machine.metadata.name = name.to_string();
             let config = NodeAgentConfig::new(name, machine, self.kubelet_config.clone());
-            NodeAgent::new(config).map_err(|e| e.to_string())
+            let restored = match self
+                .state_dir
+                .as_ref()
+                .map(|d| read_checkpoints(&d.join(name)))
+            {
+                Some(Ok(checkpoints))
+                    if checkpoints.cpu.is_some() || checkpoints.memory.is_some() =>
+                {
+                    let mut with = config.clone();
+                    with.checkpoints = checkpoints;
+                    match NodeAgent::new(with.clone()) {
+                        Ok(agent) => {
+                            saved = (
+                                with.checkpoints.cpu.unwrap_or_default(),
+                                with.checkpoints.memory.unwrap_or_default(),
+                            );
+                            Some(agent)
+                        }
+                        Err(e) => {
+                            tracing::warn!("simulated node {name}: checkpoints dropped: {e}");
+                            None
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::warn!("simulated node {name}: checkpoints dropped: {e}");
+                    None
+                }
+                _ => None,
+            };
+            match restored {
+                Some(agent) => Ok(agent),
+                None => NodeAgent::new(config).map_err(|e| e.to_string()),
+            }
         });
         let agent = match started {
             Ok(agent) => agent,
@@ -263,9 +391,14 @@ impl NodeFleet {
                 wanted.push((name.to_string(), key));
             }
         }
-        self.members
-            .borrow_mut()
-            .insert(name.to_string(), Member { agent, fingerprint });
+        self.members.borrow_mut().insert(
+            name.to_string(),
+            Member {
+                agent,
+                saved,
+                fingerprint,
+            },
+        );
         wanted
     }
 }
@@ -322,7 +455,9 @@ impl Controller for NodeFleet {
             let Some(member) = members.get_mut(&name) else {
                 continue;
             };
-            match member.agent.reconcile(store, key, ctx) {
+            let result = member.agent.reconcile(store, key, ctx);
+            Self::save(self.state_dir.as_deref(), &name, member);
+            match result {
                 Ok(Action::Done) => {}
                 Ok(Action::RequeueAfterMillis(ms)) => {
                     after = Some(after.map_or(ms, |a| a.min(ms)));
@@ -451,6 +586,30 @@ mod tests {
         assert!(errors[0].path.starts_with("cpus[0]"), "{errors:?}");
         assert!(errors[0].detail.contains("cores"), "{errors:?}");
         assert!(admit(&stored(TOPOLOGY)).is_empty());
+    }
+
+    #[test]
+    fn checkpoints_are_written_whole_and_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let node = dir.path().join("n1");
+        let none = read_checkpoints(&node).expect("no files is no checkpoint");
+        assert!(none.cpu.is_none() && none.memory.is_none());
+        write_atomically(&node.join(CPU_STATE), b"first").expect("writes");
+        write_atomically(&node.join(CPU_STATE), b"second").expect("replaces");
+        let read = read_checkpoints(&node).expect("reads");
+        assert_eq!(read.cpu.as_deref(), Some(&b"second"[..]));
+        assert!(read.memory.is_none());
+        assert!(read.cpu_origin.ends_with("n1/cpu_manager_state"));
+        // No temporary file is left behind.
+        let names: Vec<String> = std::fs::read_dir(&node)
+            .expect("lists")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [CPU_STATE]);
+        // An unreadable checkpoint is an error naming the file.
+        std::fs::create_dir_all(node.join(MEMORY_STATE)).expect("a folder in its place");
+        let err = read_checkpoints(&node).expect_err("a folder is not a file");
+        assert!(err.contains("memory_manager_state"), "{err}");
     }
 
     #[test]

@@ -215,28 +215,50 @@ impl Server {
 /// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
 /// leader's Lease object.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
+    // Their writes record managedFields as the upstream component that makes them.
+    let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
+        Box::new(crate::apply::ControllerWrites::new(inner, manager))
+            as Box<dyn allot_runtime::Controller>
+    };
+    const KCM: &str = "kube-controller-manager";
     vec![
         // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
-        Box::new(allot_controllers::ResourceClaimController::new(
-            allot_controllers::ResourceClaimControllerConfig {
-                workload_resource_claims: true,
-            },
-        )),
-        Box::new(allot_scheduler::Scheduler::new(
-            allot_scheduler::SchedulerConfig::default(),
-        )),
-        Box::new(crate::nodes::NodeFleet::new(
-            options.kubelet_config.clone().unwrap_or_default(),
-        )),
-        Box::new(allot_controllers::DeviceTaintEvictionController::new(
-            allot_controllers::EvictionMode::Delete,
-        )),
-        Box::new(allot_controllers::PoolStatusController::new(
-            allot_controllers::PoolStatusControllerConfig::default(),
-        )),
+        as_(
+            KCM,
+            Box::new(allot_controllers::ResourceClaimController::new(
+                allot_controllers::ResourceClaimControllerConfig {
+                    workload_resource_claims: true,
+                },
+            )),
+        ),
+        as_(
+            "kube-scheduler",
+            Box::new(allot_scheduler::Scheduler::new(
+                allot_scheduler::SchedulerConfig::default(),
+            )),
+        ),
+        as_(
+            "kubelet",
+            Box::new(
+                crate::nodes::NodeFleet::new(options.kubelet_config.clone().unwrap_or_default())
+                    .with_state_dir(options.data_dir.join("nodes")),
+            ),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::DeviceTaintEvictionController::new(
+                allot_controllers::EvictionMode::Delete,
+            )),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::PoolStatusController::new(
+                allot_controllers::PoolStatusControllerConfig::default(),
+            )),
+        ),
         Box::new(crate::events::EventRecorder::new()),
-        Box::new(crate::namespace::NamespaceController::new()),
-        Box::new(crate::aggregation::AggregationController::new()),
+        as_(KCM, Box::new(crate::namespace::NamespaceController::new())),
+        as_(KCM, Box::new(crate::aggregation::AggregationController::new())),
         Box::new(match &options.etcd {
             Some(etcd) => {
                 crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
@@ -671,6 +693,15 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json")
         .to_string();
+    if matches!(parts.method, Method::POST | Method::PUT | Method::PATCH)
+        && !content_type.starts_with("application/json-patch")
+    {
+        // Upstream reads YAML bodies and server-side apply bodies with its YAML reader.
+        let yaml_body = content_type.starts_with("application/yaml")
+            || content_type.starts_with("application/apply-patch");
+        target.options.duplicates = crate::decode::duplicates(&bytes, yaml_body);
+        target.options.whole_object = parts.method != Method::PATCH;
+    }
     let accept = parts
         .headers
         .get(header::ACCEPT)
@@ -1119,8 +1150,19 @@ fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
             _ => Err(ApiError::bad_request("the request body must be an object")),
         };
     }
-    let mut documents = allot_api::load::parse_str("request", text)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut documents = match allot_api::load::parse_str("request", text) {
+        Ok(documents) => documents,
+        Err(err) => {
+            // A YAML body that repeats keys: the later value wins, and `fieldValidation`
+            // decides about the repeats (see `admit`).
+            if let Some((value @ Value::Object(_), found)) = crate::decode::yaml(text)
+                && !found.is_empty()
+            {
+                return Ok(value);
+            }
+            return Err(ApiError::bad_request(err.to_string()));
+        }
+    };
     if documents.len() != 1 {
         return Err(ApiError::bad_request(
             "the request body must hold exactly one object",
@@ -1195,7 +1237,7 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
             Err(allot_api::load::LoadError::UnknownField { path, .. })
                 if unknown.len() < 100 && crate::apply::remove_field(&mut raw.value, &path) =>
             {
-                unknown.push(format!("unknown field \"{path}\""));
+                unknown.push(path);
             }
             Err(e) => {
                 return Err(ApiError::bad_request(
@@ -1204,19 +1246,27 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
             }
         }
     };
+    let problems = strict_problems(&target.options, unknown);
     match target.options.validation {
-        _ if unknown.is_empty() => {}
+        _ if problems.is_empty() => {}
         crate::apply::FieldValidation::Strict => {
             // As upstream's decoder words it.
+            let duplicates = &target.options.duplicates;
+            let mut texts = problems;
+            if duplicates.syntax == crate::decode::Syntax::Yaml && !duplicates.is_empty() {
+                // Upstream's YAML reader reports all its repeats as one error.
+                texts.drain(..duplicates.found.len());
+                texts.insert(0, duplicates.yaml_error());
+            }
             return Err(ApiError::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-                unknown.join(", "),
+                texts.join(", "),
                 kind = info.kind.name(),
                 version = info.version,
             )));
         }
         crate::apply::FieldValidation::Warn => {
-            unknown.into_iter().for_each(|w| target.options.warn(w))
+            problems.into_iter().for_each(|w| target.options.warn(w))
         }
         crate::apply::FieldValidation::Ignore => {}
     }
@@ -1233,6 +1283,55 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         return Err(invalid(info, raw.name(), &errors));
     }
     Ok(stored)
+}
+
+/// The unknown fields (decoder paths) and the body's repeated keys, in the order upstream's
+/// decoders report them: a YAML reader's repeats first, then the fields; a JSON body's in
+/// document order, where a repeated unknown field of a whole object is only unknown.
+fn strict_problems(options: &crate::apply::WriteOptions, unknown: Vec<String>) -> Vec<String> {
+    let duplicates = &options.duplicates;
+    let mut unknown: Vec<(usize, String)> = unknown
+        .into_iter()
+        .map(|path| (duplicates.position_of(&path), path))
+        .collect();
+    let unknown_text = |path: &str| format!("unknown field {}", Value::String(path.to_string()));
+    if duplicates.syntax == crate::decode::Syntax::Yaml {
+        return duplicates
+            .warnings()
+            .into_iter()
+            .chain(unknown.iter().map(|(_, path)| unknown_text(path)))
+            .collect();
+    }
+    let mut all: Vec<(usize, String)> = duplicates
+        .found
+        .iter()
+        .filter(|d| {
+            !options.whole_object
+                || !unknown.iter().any(|(_, path)| {
+                    d.path == *path
+                        || d.path
+                            .strip_prefix(path.as_str())
+                            .is_some_and(|rest| rest.starts_with(['.', '[']))
+                })
+        })
+        .map(|d| (d.position, duplicates.text(d)))
+        .collect();
+    if options.whole_object {
+        all.extend(
+            unknown
+                .drain(..)
+                .map(|(at, path)| (at, unknown_text(&path))),
+        );
+        all.sort_by_key(|(at, _)| *at);
+    } else {
+        // A patch's repeats are met decoding the patch, its unknown fields in the result.
+        all.extend(
+            unknown
+                .drain(..)
+                .map(|(_, path)| (usize::MAX, unknown_text(&path))),
+        );
+    }
+    all.into_iter().map(|(_, text)| text).collect()
 }
 
 fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldError]) -> ApiError {

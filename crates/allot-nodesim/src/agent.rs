@@ -10,7 +10,7 @@ use allot_api::meta::v1::Condition;
 use allot_api::resource::v1::{
     AllocatedDeviceStatus, Device, ResourceClaim, ResourceSlice, SkipNodeOperation,
 };
-use allot_kubelet::{Checkpoints, CpuPolicy, Node, PodAdmission, compute_pod_qos};
+use allot_kubelet::{CpuPolicy, Node, PodAdmission, compute_pod_qos};
 use allot_kubelet_config::ValidateOptions;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
 use allot_scheduler::resources::Resources;
@@ -173,7 +173,7 @@ impl NodeAgent {
             config.topology.clone(),
             &config.kubelet_config,
             ValidateOptions::default(),
-            &Checkpoints::default(),
+            &config.checkpoints,
         )
         .map_err(|e| NodeSimError::Start {
             node: config.node_name.clone(),

@@ -87,6 +87,9 @@ pub struct NodeAgentConfig {
     /// The DeviceMetadata API versions written into each metadata file, in stream order
     /// (default: v1beta1, then v1alpha1).
     pub metadata_versions: Vec<String>,
+    /// The kubelet's checkpoints to restore at start (`cpu_manager_state`,
+    /// `memory_manager_state`), as a restarted kubelet reads them; empty by default.
+    pub checkpoints: allot_kubelet::Checkpoints,
 }
 
 impl NodeAgentConfig {
@@ -108,6 +111,7 @@ impl NodeAgentConfig {
                 METADATA_API_V1BETA1.to_string(),
                 METADATA_API_V1ALPHA1.to_string(),
             ],
+            checkpoints: allot_kubelet::Checkpoints::default(),
         }
     }
 }

@@ -738,6 +738,39 @@ impl Store {
         self.events.drain(..end);
     }
 
+    /// Changes the metadata of the object at `key` as written at resourceVersion `rv`, and of
+    /// that write's event, keeping the resourceVersion: bookkeeping a writer adds to its own
+    /// write before anyone read it (the API server's managedFields of controller writes).
+    /// Returns false, changing nothing, when the object is no longer as written at `rv`.
+    pub fn amend_meta(
+        &mut self,
+        key: &ObjectKey,
+        rv: u64,
+        change: impl Fn(&mut allot_api::meta::v1::ObjectMeta),
+    ) -> bool {
+        let rv_text = rv.to_string();
+        let Some(object) = self.objects.get_mut(key) else {
+            return false;
+        };
+        if object.meta().resource_version != rv_text {
+            return false;
+        }
+        let at = self.events.partition_point(|e| e.resource_version < rv);
+        let Some(event) = self
+            .events
+            .get_mut(at)
+            .filter(|e| e.resource_version == rv && e.key == *key)
+        else {
+            return false;
+        };
+        if event.event_type == EventType::Deleted {
+            return false;
+        }
+        change(object.meta_mut());
+        change(event.object.meta_mut());
+        true
+    }
+
     /// Events with a resourceVersion above `after`, oldest first.
     pub fn events_since(&self, after: u64) -> &[Event] {
         let start = self.events.partition_point(|e| e.resource_version <= after);

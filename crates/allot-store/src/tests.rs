@@ -207,3 +207,46 @@ fn compaction_forgets_seen_events_but_not_during_a_journal() {
     // The objects stay.
     assert_eq!(store.list::<ResourceClaim>().count(), 4);
 }
+
+#[test]
+fn amend_meta_changes_the_latest_write_and_its_event_only() {
+    let mut store = Store::new();
+    let created = store.create(claim("ns", "a"), "t").expect("creates");
+    let key = Store::key_of(&created);
+    let rv = store.resource_version();
+    assert!(store.amend_meta(&key, rv, |m| {
+        m.labels.insert("amended".into(), "yes".into());
+    }));
+    assert_eq!(store.resource_version(), rv, "no new resourceVersion");
+    let stored = store.get::<ResourceClaim>("ns", "a").expect("stored");
+    assert_eq!(
+        stored.metadata.labels.get("amended").map(String::as_str),
+        Some("yes")
+    );
+    let event = &store.events_since(rv - 1)[0];
+    assert_eq!(
+        event
+            .object
+            .meta()
+            .labels
+            .get("amended")
+            .map(String::as_str),
+        Some("yes")
+    );
+    // A write that is no longer the object's latest is not amended.
+    let mut next = stored.clone();
+    next.metadata.annotations.insert("x".into(), "y".into());
+    store.update(next).expect("updates");
+    assert!(!store.amend_meta(&key, rv, |m| m.labels.clear()));
+    assert!(
+        !store
+            .get::<ResourceClaim>("ns", "a")
+            .expect("stored")
+            .metadata
+            .labels
+            .is_empty()
+    );
+    // Nor is a missing object.
+    let other = ObjectKey::new(Kind::ResourceClaim, "ns", "b");
+    assert!(!store.amend_meta(&other, store.resource_version(), |m| m.labels.clear()));
+}
