@@ -258,7 +258,10 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         ),
         Box::new(crate::events::EventRecorder::new()),
         as_(KCM, Box::new(crate::namespace::NamespaceController::new())),
-        as_(KCM, Box::new(crate::aggregation::AggregationController::new())),
+        as_(
+            KCM,
+            Box::new(crate::aggregation::AggregationController::new()),
+        ),
         Box::new(match &options.etcd {
             Some(etcd) => {
                 crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
