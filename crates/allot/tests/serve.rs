@@ -56,7 +56,7 @@ impl Serve {
                 "--listen",
                 "127.0.0.1:0",
                 "--watch-window",
-                "5",
+                "50",
                 "--bookmark-interval-seconds",
                 "1",
                 "--data-dir",
@@ -519,9 +519,18 @@ fn raw_protocol_edges() {
     // Unknown paths are NotFound Status objects.
     let (code, body) = serve.http("GET", "/apis/nope/v1/things", &[], b"");
     assert_eq!(code, 404, "{body}");
-    // Watches from a resourceVersion older than the window get 410 Expired.
-    for i in 0..8 {
-        serve.namespace(dir.path(), &format!("ns-{i}"));
+    // Watches from a resourceVersion older than the window (50 revisions here: wide enough
+    // that the leader's Lease renewals between a list and its watch stay inside it) get 410
+    // Expired.
+    for i in 0..60 {
+        let (code, body) = serve.http(
+            "POST",
+            "/api/v1/namespaces",
+            &["Content-Type: application/json"],
+            format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"ns-{i}"}}}}"#)
+                .as_bytes(),
+        );
+        assert_eq!(code, 201, "{body}");
     }
     let (code, body) = serve.http(
         "GET",
