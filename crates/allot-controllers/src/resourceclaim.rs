@@ -297,33 +297,29 @@ fn claims_to_reserve(store: &Store, pod: &Pod) -> Vec<String> {
         let Some(claim) = store.get::<ResourceClaim>(namespace, &claim_name) else {
             continue;
         };
-        let group_reserved = pod
-            .spec
-            .resource_claims
-            .iter()
-            .find(|c| c.name == pod_claim)
-            .and_then(|c| matching_group_claim(store, pod, c))
-            .is_some_and(|g| {
-                claim
-                    .status
-                    .reserved_for
-                    .iter()
-                    .any(|r| r.uid == g.metadata.uid)
-            });
-        if claim.status.allocation.is_none()
-            || group_reserved
-            || claim
-                .status
-                .reserved_for
-                .iter()
-                .any(|r| r.uid == pod.metadata.uid)
-            || claim.status.reserved_for.len() >= RESERVED_FOR_MAX_SIZE
-        {
+        if !needs_reservation(store, pod, &pod_claim, claim) {
             continue;
         }
         out.push(claim_name);
     }
     out
+}
+
+/// Whether `reserve_for_bound_pod` reserves `claim` (the pod's claim entry `pod_claim`) for the
+/// pod: allocated, not yet reserved for the pod or its PodGroup, with room in `reservedFor`.
+fn needs_reservation(store: &Store, pod: &Pod, pod_claim: &str, claim: &ResourceClaim) -> bool {
+    let reserved = |uid: &str| claim.status.reserved_for.iter().any(|r| r.uid == uid);
+    let group_reserved = pod
+        .spec
+        .resource_claims
+        .iter()
+        .find(|c| c.name == pod_claim)
+        .and_then(|c| matching_group_claim(store, pod, c))
+        .is_some_and(|g| reserved(&g.metadata.uid));
+    claim.status.allocation.is_some()
+        && !group_reserved
+        && !reserved(&pod.metadata.uid)
+        && claim.status.reserved_for.len() < RESERVED_FOR_MAX_SIZE
 }
 
 /// The claim named in `status.extendedResourceClaimStatus` (DRAExtendedResource): created by
@@ -565,28 +561,7 @@ impl ResourceClaimController {
             let Some(claim) = store.get::<ResourceClaim>(namespace, &claim_name) else {
                 continue;
             };
-            let group_reserved = pod
-                .spec
-                .resource_claims
-                .iter()
-                .find(|c| c.name == pod_claim)
-                .and_then(|c| matching_group_claim(store, &pod, c))
-                .is_some_and(|g| {
-                    claim
-                        .status
-                        .reserved_for
-                        .iter()
-                        .any(|r| r.uid == g.metadata.uid)
-                });
-            if claim.status.allocation.is_none()
-                || group_reserved
-                || claim
-                    .status
-                    .reserved_for
-                    .iter()
-                    .any(|r| r.uid == reference.uid)
-                || claim.status.reserved_for.len() >= RESERVED_FOR_MAX_SIZE
-            {
+            if !needs_reservation(store, &pod, &pod_claim, claim) {
                 continue;
             }
             store
