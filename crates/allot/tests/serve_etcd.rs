@@ -278,18 +278,23 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
     drop(etcd);
 }
 
-#[test]
-fn both_servers_see_each_others_writes_and_conflicts() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+/// One private etcd and two servers on it (`None`, after saying why, when etcd or kubectl is
+/// missing outside CI). The temporary directory must outlive the servers.
+fn two_servers() -> Option<(tempfile::TempDir, etcd::Etcd, Server, Server)> {
+    let binary = etcd::binary_or_skip()?;
+    let kubectl = kubectl::find_or_skip()?;
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
     let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    Some((dir, etcd, a, b))
+}
+
+#[test]
+fn both_servers_see_each_others_writes_and_conflicts() {
+    let Some((_dir, _etcd, a, b)) = two_servers() else {
+        return;
+    };
     let ns = |name: &str| {
         format!(
             "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
@@ -501,16 +506,9 @@ fn names_in(list: &str) -> BTreeSet<String> {
 /// resourceVersion=0 may be served from what the server has.
 #[test]
 fn a_write_on_one_server_is_read_at_once_on_the_other() {
-    let Some(binary) = etcd::binary_or_skip() else {
+    let Some((_dir, etcd, a, b)) = two_servers() else {
         return;
     };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
-    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
-    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
     for i in 0..200 {
         let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
         let name = format!("ryw-{i}");
@@ -666,16 +664,9 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
 /// version" after a while, as kube-apiserver's watch cache answers.
 #[test]
 fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
-    let Some(binary) = etcd::binary_or_skip() else {
+    let Some((_dir, etcd, a, b)) = two_servers() else {
         return;
     };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
-    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
-    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
     for i in 0..5 {
         let name = format!("w-{i}");
         let (code, body) = a.http(
