@@ -9,8 +9,11 @@
 //! controller that owns the agents, starts one when a Node and its NodeTopology both exist
 //! (offering it every current object, as a kubelet lists what it missed at start) and stops
 //! it when either goes away. It remembers which agents asked for a work item so a reconcile
-//! reaches only those. The cost: every store event is offered to every agent (fine for the
-//! handful of nodes a server simulates).
+//! reaches only those. Events reach only the agents they concern: the fleet names each event's
+//! topics with the runtime's own router ([`Fanout`]) and offers it to the agents subscribed to
+//! one (its node, its pods, claims it prepared, pools its pods use), and a starting agent is
+//! offered only the objects of its node (from an index of the store built once per
+//! resourceVersion), so neither events nor starts cost nodes × objects.
 //!
 //! Like a kubelet's `/var/lib/kubelet`, each agent keeps its CPU and Memory Manager checkpoints
 //! (`cpu_manager_state`, `memory_manager_state`, in the kubelet's formats) in
@@ -23,7 +26,8 @@
 //! leader's local data directory the same way. Not kept yet: the DRA prepared-claims and
 //! device plugin checkpoints (prepared claims are prepared again on restart).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -31,7 +35,7 @@ use allot_api::allot::v1alpha1::NodeTopology as TopologyObject;
 use allot_api::load::{decode, parse_str};
 use allot_kubelet_config::KubeletConfiguration;
 use allot_nodesim::{NodeAgent, NodeAgentConfig};
-use allot_runtime::{Action, Context, Controller, ERROR_BACKOFF_MILLIS};
+use allot_runtime::{Action, Context, Controller, ERROR_BACKOFF_MILLIS, Fanout};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 /// Reads `--kubelet-config`: one `kubelet.config.k8s.io/v1beta1 KubeletConfiguration` document,
@@ -182,6 +186,82 @@ struct Member {
     saved: (Vec<u8>, Vec<u8>),
     /// The NodeTopology's uid and machine, serialised: a new one restarts the agent.
     fingerprint: String,
+    /// Its number in the fleet's [`Fanout`].
+    number: usize,
+}
+
+/// Which stored objects concern which node, for offering a starting agent what it would have
+/// reacted to: pods by the node they are bound to, claims by the pod or PodGroup reserving
+/// them.
+#[derive(Default)]
+struct NodeIndex {
+    pods: HashMap<String, Vec<ObjectKey>>,
+    /// (namespace, "pods"|"podgroups", name) → claims reserved for it.
+    claims: HashMap<(String, String, String), Vec<ObjectKey>>,
+}
+
+impl NodeIndex {
+    fn build(store: &Store) -> Self {
+        let mut index = NodeIndex::default();
+        for object in store.list_kind(Kind::Pod) {
+            let Stored::Pod(pod) = object else { continue };
+            if let Some(node) = pod.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                index
+                    .pods
+                    .entry(node.to_string())
+                    .or_default()
+                    .push(crate::storage::key_of(object));
+            }
+        }
+        for object in store.list_kind(Kind::ResourceClaim) {
+            let Stored::ResourceClaim(claim) = object else {
+                continue;
+            };
+            for consumer in &claim.status.reserved_for {
+                index
+                    .claims
+                    .entry((
+                        claim.metadata.namespace.clone(),
+                        consumer.resource.clone(),
+                        consumer.name.clone(),
+                    ))
+                    .or_default()
+                    .push(crate::storage::key_of(object));
+            }
+        }
+        index
+    }
+
+    /// The keys of node `name`'s pods, and of the other objects a new agent of it reacts to
+    /// (claims reserved for those pods or their PodGroups, those PodGroups, the Node).
+    fn objects_of(&self, store: &Store, name: &str) -> (Vec<ObjectKey>, BTreeSet<ObjectKey>) {
+        let pods = self.pods.get(name).cloned().unwrap_or_default();
+        let mut others = BTreeSet::new();
+        others.insert(ObjectKey::new(Kind::Node, "", name));
+        for key in &pods {
+            let claims = |resource: &str, of: &str| {
+                self.claims
+                    .get(&(key.namespace.clone(), resource.to_string(), of.to_string()))
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+            };
+            others.extend(claims("pods", &key.name));
+            let group = store
+                .get::<allot_api::core::v1::Pod>(&key.namespace, &key.name)
+                .and_then(|p| p.spec.scheduling_group.as_ref())
+                .map(|g| g.pod_group_name.clone());
+            if let Some(group) = group {
+                others.extend(claims("podgroups", &group));
+                others.insert(ObjectKey::new(
+                    Kind::PodGroup,
+                    key.namespace.as_str(),
+                    group,
+                ));
+            }
+        }
+        (pods, others)
+    }
 }
 
 /// The controller that runs one [`NodeAgent`] per simulated node.
@@ -195,6 +275,13 @@ pub struct NodeFleet {
     pending: RefCell<BTreeMap<ObjectKey, BTreeSet<String>>>,
     /// Where each node's checkpoints live (`<dir>/<node>/`), if anywhere.
     state_dir: Option<PathBuf>,
+    /// Which agents each event concerns.
+    fanout: RefCell<Fanout>,
+    /// Member number → node name.
+    numbers: RefCell<HashMap<usize, String>>,
+    next_number: Cell<usize>,
+    /// The store's resourceVersion and its [`NodeIndex`] then, built when an agent starts.
+    index: RefCell<Option<(u64, NodeIndex)>>,
 }
 
 /// The kubelet's checkpoint file names.
@@ -246,6 +333,10 @@ impl NodeFleet {
             failed: RefCell::new(BTreeMap::new()),
             pending: RefCell::new(BTreeMap::new()),
             state_dir: None,
+            fanout: RefCell::new(Fanout::new()),
+            numbers: RefCell::new(HashMap::new()),
+            next_number: Cell::new(0),
+            index: RefCell::new(None),
         }
     }
 
@@ -294,7 +385,7 @@ impl NodeFleet {
         let node = store.get::<allot_api::core::v1::Node>("", name);
         let Some(topology) = node.and_then(|n| topology_for(store, n)) else {
             // The node is gone: so is its kubelet's state.
-            if self.members.borrow_mut().remove(name).is_some()
+            if self.remove_member(name)
                 && let Some(dir) = &self.state_dir
             {
                 let _ = std::fs::remove_dir_all(dir.join(name));
@@ -321,7 +412,7 @@ impl NodeFleet {
         {
             return Vec::new();
         }
-        self.members.borrow_mut().remove(name);
+        self.remove_member(name);
         let mut saved = (Vec::new(), Vec::new());
         let started = machine.and_then(|mut machine| {
             machine.metadata.name = name.to_string();
@@ -361,7 +452,7 @@ impl NodeFleet {
                 None => NodeAgent::new(config).map_err(|e| e.to_string()),
             }
         });
-        let agent = match started {
+        let mut agent = match started {
             Ok(agent) => agent,
             Err(message) => {
                 tracing::warn!("simulated node {name}: {message}");
@@ -372,19 +463,31 @@ impl NodeFleet {
             }
         };
         self.failed.borrow_mut().remove(name);
-        // The agent learns about the pods first, then everything that maps to pods.
+        let number = self.next_number.get();
+        self.next_number.set(number + 1);
+        agent.subscribe(self.fanout.borrow().subscriptions(number));
+        self.numbers.borrow_mut().insert(number, name.to_string());
+        // The agent learns about the pods first, then everything that maps to pods: of the
+        // store's objects, those of its node (a new agent reacts to nothing else).
         let rv = store.resource_version();
+        let mut index = self.index.borrow_mut();
+        if index.as_ref().is_none_or(|(at, _)| *at != rv) {
+            *index = Some((rv, NodeIndex::build(store)));
+        }
+        let (pods, others) = index
+            .as_ref()
+            .map(|(_, index)| index.objects_of(store, name))
+            .unwrap_or_default();
+        drop(index);
         let mut wanted = Vec::new();
-        let pods = store.list_kind(Kind::Pod);
-        let others = store
-            .iter()
-            .map(|(_, o)| o)
-            .filter(|o| o.kind() != Kind::Pod);
-        for object in pods.chain(others) {
+        for key in pods.iter().chain(&others) {
+            let Some(object) = store.get_stored(key) else {
+                continue;
+            };
             let event = Event {
                 resource_version: rv,
                 event_type: EventType::Added,
-                key: crate::storage::key_of(object),
+                key: key.clone(),
                 object: object.clone(),
             };
             for key in agent.keys_for(&event, store) {
@@ -397,9 +500,20 @@ impl NodeFleet {
                 agent,
                 saved,
                 fingerprint,
+                number,
             },
         );
         wanted
+    }
+
+    /// Stops `name`'s agent, if it runs; returns whether it did.
+    fn remove_member(&self, name: &str) -> bool {
+        let Some(member) = self.members.borrow_mut().remove(name) else {
+            return false;
+        };
+        self.fanout.borrow().forget(member.number);
+        self.numbers.borrow_mut().remove(&member.number);
+        true
     }
 }
 
@@ -409,6 +523,8 @@ impl Controller for NodeFleet {
     }
 
     fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+        let mut targets = BTreeSet::new();
+        self.fanout.borrow_mut().targets(event, &mut targets);
         let mut wanted = Vec::new();
         match event.key.kind {
             Kind::Node => wanted = self.sync_member(&event.key.name, store),
@@ -426,11 +542,20 @@ impl Controller for NodeFleet {
             }
             _ => {}
         }
-        for (name, member) in self.members.borrow().iter() {
+        let numbers = self.numbers.borrow();
+        let members = self.members.borrow();
+        for number in targets {
+            let Some(name) = numbers.get(&number) else {
+                continue;
+            };
+            let Some(member) = members.get(name).filter(|m| m.number == number) else {
+                continue;
+            };
             for key in member.agent.keys_for(event, store) {
                 wanted.push((name.clone(), key));
             }
         }
+        drop((numbers, members));
         let mut pending = self.pending.borrow_mut();
         let mut keys = BTreeSet::new();
         for (name, key) in wanted {

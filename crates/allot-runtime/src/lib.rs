@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use allot_store::{Event, ObjectKey, Store};
 
-pub use routing::{Subscriptions, Topic};
+pub use routing::{Fanout, Subscriptions, Topic};
 
 /// Simulated time in milliseconds since 2026-01-01T00:00:00Z.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

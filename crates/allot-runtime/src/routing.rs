@@ -242,3 +242,50 @@ impl Table {
         }
     }
 }
+
+/// Topic routing for a controller that drives many sub-controllers itself (the API server's
+/// fleet of node agents, which the runtime sees as one controller): the same [`Router`] and
+/// subscription table the runtime uses, for members numbered by the owner.
+///
+/// The owner must show it every event, in order ([`Fanout::targets`]), so it keeps knowing
+/// where pods are bound; a member that subscribed is then offered only the events of its
+/// topics. Members that never subscribe are not offered anything: the owner decides.
+#[derive(Debug, Default)]
+pub struct Fanout {
+    table: Arc<Mutex<Table>>,
+    router: Router,
+    topics: Vec<Topic>,
+}
+
+impl Fanout {
+    /// An empty fanout.
+    pub fn new() -> Self {
+        Fanout::default()
+    }
+
+    /// The subscription handle of member `member`.
+    pub fn subscriptions(&self, member: usize) -> Subscriptions {
+        Subscriptions::new(self.table.clone(), member)
+    }
+
+    /// Ends every subscription of `member` (it left; its number may be reused).
+    pub fn forget(&self, member: usize) {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        table.topics.retain(|_, set| {
+            set.remove(&member);
+            !set.is_empty()
+        });
+    }
+
+    /// The members subscribed to a topic of `event`, added to `out`; updates what the router
+    /// remembers (call it once per event, in order).
+    pub fn targets(&mut self, event: &Event, out: &mut BTreeSet<usize>) {
+        let mut topics = std::mem::take(&mut self.topics);
+        self.router.topics(event, &mut topics);
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .subscribers(&topics, out);
+        self.topics = topics;
+    }
+}
