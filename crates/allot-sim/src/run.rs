@@ -520,7 +520,7 @@ pub fn what_if(
         let now = runtime.now();
         let created = runtime
             .store
-            .create_stored(Stored::Pod(copy), &now.rfc3339())
+            .create_stored(Stored::Pod(std::sync::Arc::new(copy)), &now.rfc3339())
             .map_err(|err| SimError::Store {
                 key: format!("Pod {base}-what-if-{}", placed + 1),
                 message: err.to_string(),
