@@ -488,7 +488,7 @@ impl ResourceClaimController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             return Ok(Action::Done);
         };
         if pod_is_done(&pod) {
@@ -550,7 +550,7 @@ impl ResourceClaimController {
         namespace: &str,
         name: &str,
     ) -> Result<(), String> {
-        let Some(pod) = store.get::<Pod>(namespace, name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(namespace, name).cloned() else {
             return Ok(());
         };
         let reference = pod_reference(&pod);

@@ -111,7 +111,8 @@ struct Waiting {
 struct PodClaim {
     /// `pod.spec.resourceClaims[].name`.
     entry: String,
-    claim: ResourceClaim,
+    /// The claim (shared with the store).
+    claim: std::sync::Arc<ResourceClaim>,
     /// The PodGroup to reserve for instead of the pod.
     group: Option<(String, String)>,
 }
@@ -323,7 +324,7 @@ impl Scheduler {
                     ));
                 }
             };
-            let Some(claim) = store.get::<ResourceClaim>(ns, &name) else {
+            let Some(claim) = store.get_shared::<ResourceClaim>(ns, &name) else {
                 return Err((
                     format!("resourceclaim.resource.k8s.io {name:?} not found"),
                     vec![name],
@@ -592,7 +593,7 @@ impl Scheduler {
         key: &ObjectKey,
         now: SimTime,
     ) -> Result<Action, SchedulerError> {
-        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             self.forget(key);
             self.waiting.remove(key);
             self.avoid.remove(key);
@@ -629,7 +630,7 @@ impl Scheduler {
             // The special claim for extended resources waits for its binding conditions too.
             let special = extended::claim_name(&pod)
                 .and_then(|name| store.get::<ResourceClaim>(&key.namespace, &name).cloned());
-            for claim in claims.iter().map(|pc| &pc.claim).chain(special.as_ref()) {
+            for claim in claims.iter().map(|pc| &*pc.claim).chain(special.as_ref()) {
                 match Self::claim_ready(claim) {
                     Ok(true) => {}
                     Ok(false) => ready = false,
@@ -753,7 +754,7 @@ impl Scheduler {
         let to_allocate: Vec<ResourceClaim> = claims
             .iter()
             .filter(|pc| pc.claim.status.allocation.is_none())
-            .map(|pc| pc.claim.clone())
+            .map(|pc| ResourceClaim::clone(&pc.claim))
             .collect();
         let needed_devices = min_devices(&to_allocate);
         let prioritized = self.config.features.prioritized_list
@@ -1443,7 +1444,10 @@ impl Scheduler {
                 .iter()
                 .map(|pc| PodClaim {
                     claim: store
-                        .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                        .get_shared::<ResourceClaim>(
+                            &pc.claim.metadata.namespace,
+                            &pc.claim.metadata.name,
+                        )
                         .cloned()
                         .unwrap_or_else(|| pc.claim.clone()),
                     ..pc.clone()
