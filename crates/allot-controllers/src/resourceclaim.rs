@@ -475,9 +475,9 @@ impl ResourceClaimController {
         claim.metadata.owner_references = vec![owner];
         claim.spec = template.spec.spec.clone();
         let created = store
-            .create(claim, &ctx.now.rfc3339())
+            .create_shared(claim, &ctx.now.rfc3339())
             .map_err(|e| e.to_string())?;
-        let name = created.metadata.name;
+        let name = created.metadata.name.clone();
         self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);
         Ok(Some(name))
     }
