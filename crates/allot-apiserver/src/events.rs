@@ -226,7 +226,7 @@ impl Controller for EventRecorder {
             .borrow_mut()
             .entry(event.key.clone())
             .or_default()
-            .push((pod.clone(), event.event_type == EventType::Deleted));
+            .push((Pod::clone(pod), event.event_type == EventType::Deleted));
         vec![event.key.clone()]
     }
 

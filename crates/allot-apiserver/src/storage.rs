@@ -373,26 +373,7 @@ pub fn key_of(object: &Stored) -> ObjectKey {
 
 /// Replaces a stored object of any kind (see [`Store::update`]).
 pub fn update_stored(store: &mut Store, object: Stored) -> Result<Stored, allot_store::StoreError> {
-    use allot_store::Resource;
-    match object {
-        Stored::Namespace(o) => store.update(o).map(Resource::into_stored),
-        Stored::Node(o) => store.update(o).map(Resource::into_stored),
-        Stored::DeviceClass(o) => store.update(o).map(Resource::into_stored),
-        Stored::ResourceSlice(o) => store.update(o).map(Resource::into_stored),
-        Stored::DeviceTaintRule(o) => store.update(o).map(Resource::into_stored),
-        Stored::ResourcePoolStatusRequest(o) => store.update(o).map(Resource::into_stored),
-        Stored::ResourceClaimTemplate(o) => store.update(o).map(Resource::into_stored),
-        Stored::ResourceClaim(o) => store.update(o).map(Resource::into_stored),
-        Stored::PodGroup(o) => store.update(o).map(Resource::into_stored),
-        Stored::Pod(o) => store.update(o).map(Resource::into_stored),
-        Stored::Event(o) => store.update(o).map(Resource::into_stored),
-        Stored::NodeTopology(o) => store.update(o).map(Resource::into_stored),
-        Stored::Role(o) => store.update(o).map(Resource::into_stored),
-        Stored::ClusterRole(o) => store.update(o).map(Resource::into_stored),
-        Stored::RoleBinding(o) => store.update(o).map(Resource::into_stored),
-        Stored::ClusterRoleBinding(o) => store.update(o).map(Resource::into_stored),
-        Stored::Lease(o) => store.update(o).map(Resource::into_stored),
-    }
+    store.update_stored(object)
 }
 
 /// Kinds by name, for replay error messages and lookups.

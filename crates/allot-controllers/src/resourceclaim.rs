@@ -475,9 +475,9 @@ impl ResourceClaimController {
         claim.metadata.owner_references = vec![owner];
         claim.spec = template.spec.spec.clone();
         let created = store
-            .create(claim, &ctx.now.rfc3339())
+            .create_shared(claim, &ctx.now.rfc3339())
             .map_err(|e| e.to_string())?;
-        let name = created.metadata.name;
+        let name = created.metadata.name.clone();
         self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);
         Ok(Some(name))
     }
@@ -488,7 +488,7 @@ impl ResourceClaimController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             return Ok(Action::Done);
         };
         if pod_is_done(&pod) {
@@ -550,7 +550,7 @@ impl ResourceClaimController {
         namespace: &str,
         name: &str,
     ) -> Result<(), String> {
-        let Some(pod) = store.get::<Pod>(namespace, name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(namespace, name).cloned() else {
             return Ok(());
         };
         let reference = pod_reference(&pod);

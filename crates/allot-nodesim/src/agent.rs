@@ -922,7 +922,7 @@ impl NodeAgent {
             }
         }
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
-        if !health.is_empty() {
+        if !health.is_empty() && !allocated_status_current(pod, &health) {
             store
                 .modify::<Pod, _>(&key.namespace, &key.name, |p| {
                     set_allocated_status(p, &health);
@@ -959,6 +959,31 @@ fn condition(type_: &str, time: &str, old: &[PodCondition]) -> PodCondition {
 }
 
 /// Sets `allocatedResourcesStatus` in the container statuses (init and app).
+/// Whether [`set_allocated_status`] would change nothing: a refresh then writes nothing
+/// (without copying the pod to find out).
+fn allocated_status_current(pod: &Pod, health: &BTreeMap<String, Vec<serde_json::Value>>) -> bool {
+    [
+        &pod.status.container_statuses,
+        &pod.status.init_container_statuses,
+    ]
+    .into_iter()
+    .filter_map(|statuses| statuses.as_ref()?.as_array())
+    .flatten()
+    .all(|status| {
+        let Some(name) = status.get("name").and_then(|n| n.as_str()) else {
+            return true;
+        };
+        match (health.get(name), status) {
+            (Some(h), serde_json::Value::Object(map)) => {
+                map.get("allocatedResourcesStatus")
+                    .and_then(serde_json::Value::as_array)
+                    == Some(h)
+            }
+            _ => true,
+        }
+    })
+}
+
 fn set_allocated_status(pod: &mut Pod, health: &BTreeMap<String, Vec<serde_json::Value>>) {
     for statuses in [
         &mut pod.status.container_statuses,
@@ -1339,7 +1364,7 @@ impl Controller for NodeAgent {
         if key.kind != Kind::Pod {
             return Ok(Action::Done);
         }
-        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             self.forget_pod(store, key)?;
             return Ok(Action::Done);
         };

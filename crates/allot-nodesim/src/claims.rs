@@ -2,6 +2,7 @@
 //! and what they mean for node-allocatable resources.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use allot_api::core::v1::{Pod, PodResourceClaim};
 use allot_api::resource::v1::{
@@ -19,8 +20,8 @@ pub(crate) struct PodClaim {
     /// Whether the claim comes from a template (its metadata path is then under
     /// `resourceclaimtemplates/<podClaimName>`).
     pub from_template: bool,
-    /// The ResourceClaim.
-    pub claim: ResourceClaim,
+    /// The ResourceClaim (shared with the store).
+    pub claim: Arc<ResourceClaim>,
 }
 
 /// Why a pod cannot start yet.
@@ -102,7 +103,7 @@ pub(crate) fn ready_claims(store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, Wa
             }
             (None, None) => continue,
         };
-        let Some(claim) = store.get::<ResourceClaim>(ns, &name) else {
+        let Some(claim) = store.get_shared::<ResourceClaim>(ns, &name) else {
             return Err(Waiting::Missing(name));
         };
         if claim.status.allocation.is_none() {
@@ -131,7 +132,7 @@ pub(crate) fn ready_claims(store: &Store, pod: &Pod) -> Result<Vec<PodClaim>, Wa
         .and_then(|n| n.as_str())
         .filter(|n| !n.is_empty())
     {
-        let Some(claim) = store.get::<ResourceClaim>(ns, name) else {
+        let Some(claim) = store.get_shared::<ResourceClaim>(ns, name) else {
             return Err(Waiting::Missing(name.to_string()));
         };
         if claim.status.allocation.is_none() {

@@ -78,7 +78,7 @@ fn events_wake_controllers_and_requeues_advance_the_clock() {
     assert_eq!(rt.now(), SimTime::ZERO);
     assert_eq!(rt.reconciles(), 4);
     assert_eq!(node.clone().into_stored().kind(), Kind::Node);
-    let _ = Stored::Node(node.clone());
+    let _ = Stored::Node(std::sync::Arc::new(node.clone()));
 }
 
 struct Spinner;

@@ -4,6 +4,7 @@
 //! scanning every pod, slice and claim for every pod it places.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_api::resource::v1::{
@@ -22,8 +23,8 @@ pub type PoolKey = (String, String);
 pub struct NodeState {
     /// The node's name.
     pub name: String,
-    /// The node object.
-    pub node: Node,
+    /// The node object (shared with the store).
+    pub node: Arc<Node>,
     /// Allocatable resources.
     pub allocatable: Resources,
     /// Sum of the requests of pods assigned to the node.
@@ -33,7 +34,7 @@ pub struct NodeState {
     /// Pods assigned to the node.
     pub pods: i64,
     /// Slices published for this node (`spec.nodeName`), by name.
-    pub slices: BTreeMap<String, ResourceSlice>,
+    pub slices: BTreeMap<String, Arc<ResourceSlice>>,
     /// The pools of those slices (indexes into [`Cache::pools`]).
     pub pool_ids: Vec<usize>,
     /// The slices the allocator sees on this node (its own plus the cluster's non-local ones),
@@ -96,7 +97,7 @@ pub struct Cache {
     order: Vec<usize>,
     order_dirty: bool,
     /// Slices not bound to one node (`allNodes`, `nodeSelector`, per-device node selection).
-    pub global_slices: BTreeMap<String, ResourceSlice>,
+    pub global_slices: BTreeMap<String, Arc<ResourceSlice>>,
     pool_index: BTreeMap<PoolKey, usize>,
     /// Pools, indexed by `pool_index`.
     pools: Vec<PoolState>,
@@ -106,7 +107,7 @@ pub struct Cache {
     pub taint_rules: Vec<DeviceTaintRule>,
     /// Namespaces, in name order.
     pub namespaces: Vec<Namespace>,
-    orphans: BTreeMap<String, ResourceSlice>,
+    orphans: BTreeMap<String, Arc<ResourceSlice>>,
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
     claim_pools: BTreeMap<ObjectKey, Vec<(usize, String, bool)>>,
     assigned: BTreeMap<ObjectKey, Assigned>,
@@ -462,8 +463,12 @@ impl Cache {
             return;
         };
         if state.visible_slices.is_none() {
-            let mut all: Vec<ResourceSlice> = state.slices.values().cloned().collect();
-            all.extend(globals.values().cloned());
+            let mut all: Vec<ResourceSlice> = state
+                .slices
+                .values()
+                .map(|s| ResourceSlice::clone(s))
+                .collect();
+            all.extend(globals.values().map(|s| ResourceSlice::clone(s)));
             state.visible_slices = Some(all);
         }
     }

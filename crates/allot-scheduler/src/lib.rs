@@ -111,9 +111,89 @@ struct Waiting {
 struct PodClaim {
     /// `pod.spec.resourceClaims[].name`.
     entry: String,
-    claim: ResourceClaim,
+    /// The claim (shared with the store).
+    claim: std::sync::Arc<ResourceClaim>,
     /// The PodGroup to reserve for instead of the pod.
     group: Option<(String, String)>,
+}
+
+/// Why a node filter rejected a node (before the DynamicResources allocation).
+enum Rejected {
+    /// Counted under a fixed reason.
+    Reason(&'static str),
+    /// Counted under its own text (a taint the pod does not tolerate).
+    Text(String),
+    /// Counted once per text (insufficient resources).
+    Texts(Vec<String>),
+}
+
+impl Rejected {
+    fn count(
+        self,
+        reasons: &mut BTreeMap<&'static str, usize>,
+        taint_reasons: &mut BTreeMap<String, usize>,
+    ) {
+        match self {
+            Rejected::Reason(reason) => *reasons.entry(reason).or_insert(0) += 1,
+            Rejected::Text(reason) => *taint_reasons.entry(reason).or_insert(0) += 1,
+            Rejected::Texts(list) => {
+                for reason in list {
+                    *taint_reasons.entry(reason).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The filters before DynamicResources, in upstream's order (NodeUnschedulable, NodeName,
+/// TaintToleration, NodeAffinity, NodeResourcesFit, then claims allocated for other nodes):
+/// the first that rejects the node, or `None` when it passes them all.
+fn filter_node(
+    pod: &Pod,
+    state: &cache::NodeState,
+    request: &resources::Resources,
+    check_affinity: bool,
+    claims: &[PodClaim],
+    extras: &Extras<'_>,
+) -> Option<Rejected> {
+    let node = &state.node;
+    if filters::node_unschedulable(pod, node).is_some() {
+        return Some(Rejected::Reason(filters::REASON_UNSCHEDULABLE));
+    }
+    if filters::node_name(pod, node).is_some() {
+        return Some(Rejected::Reason(filters::REASON_NODE_NAME));
+    }
+    if !node.spec.taints.is_empty()
+        && let Some(reason) = filters::taint_toleration(pod, node)
+    {
+        return Some(Rejected::Text(reason));
+    }
+    if check_affinity && filters::node_affinity(pod, node).is_some() {
+        return Some(Rejected::Reason(filters::REASON_AFFINITY));
+    }
+    let fits = request.scalar.is_empty()
+        && filters::fits_plain(request, &state.allocatable, &state.requested, state.pods);
+    if !fits {
+        let fit = filters::resources_fit(
+            request,
+            &state.allocatable,
+            &state.requested,
+            state.pods,
+            &|name| extras.delegated(&state.allocatable, name),
+        );
+        if !fit.is_empty() {
+            return Some(Rejected::Texts(fit));
+        }
+    }
+    let claim_elsewhere = claims.iter().any(|pc| {
+        pc.claim
+            .status
+            .allocation
+            .as_ref()
+            .and_then(|a| a.node_selector.as_ref())
+            .is_some_and(|sel| !filters::selector_matches(node, sel))
+    });
+    claim_elsewhere.then_some(Rejected::Reason(REASON_CLAIM_NOT_AVAILABLE))
 }
 
 /// What the DynamicResources plugin checks for a pod besides its own claims: the special claim
@@ -323,7 +403,7 @@ impl Scheduler {
                     ));
                 }
             };
-            let Some(claim) = store.get::<ResourceClaim>(ns, &name) else {
+            let Some(claim) = store.get_shared::<ResourceClaim>(ns, &name) else {
                 return Err((
                     format!("resourceclaim.resource.k8s.io {name:?} not found"),
                     vec![name],
@@ -592,7 +672,7 @@ impl Scheduler {
         key: &ObjectKey,
         now: SimTime,
     ) -> Result<Action, SchedulerError> {
-        let Some(pod) = store.get::<Pod>(&key.namespace, &key.name).cloned() else {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             self.forget(key);
             self.waiting.remove(key);
             self.avoid.remove(key);
@@ -629,7 +709,7 @@ impl Scheduler {
             // The special claim for extended resources waits for its binding conditions too.
             let special = extended::claim_name(&pod)
                 .and_then(|name| store.get::<ResourceClaim>(&key.namespace, &name).cloned());
-            for claim in claims.iter().map(|pc| &pc.claim).chain(special.as_ref()) {
+            for claim in claims.iter().map(|pc| &*pc.claim).chain(special.as_ref()) {
                 match Self::claim_ready(claim) {
                     Ok(true) => {}
                     Ok(false) => ready = false,
@@ -753,7 +833,7 @@ impl Scheduler {
         let to_allocate: Vec<ResourceClaim> = claims
             .iter()
             .filter(|pc| pc.claim.status.allocation.is_none())
-            .map(|pc| pc.claim.clone())
+            .map(|pc| ResourceClaim::clone(&pc.claim))
             .collect();
         let needed_devices = min_devices(&to_allocate);
         let prioritized = self.config.features.prioritized_list
@@ -828,6 +908,8 @@ impl Scheduler {
         let mut processed = 0usize;
         let mut chosen: Option<(usize, Vec<AllocationResult>)> = None;
         let mut first_batch = true;
+        // Nodes the free-device bound rejected before the other filters ran: (rank, slot).
+        let mut deferred: Vec<(usize, usize)> = Vec::new();
         let check_dra_bound = !to_allocate.is_empty() || extras.extended.is_some();
         // NodeAffinity has nothing to reject without a node selector or required affinity.
         let check_affinity = !pod.spec.node_selector.is_empty()
@@ -851,70 +933,21 @@ impl Scheduler {
                 let Some(state) = self.cache.node(index) else {
                     continue;
                 };
-                let node = &state.node;
-                if filters::node_unschedulable(&pod, node).is_some() {
-                    *reasons.entry(filters::REASON_UNSCHEDULABLE).or_insert(0) += 1;
-                    continue;
-                }
-                if filters::node_name(&pod, node).is_some() {
-                    *reasons.entry(filters::REASON_NODE_NAME).or_insert(0) += 1;
-                    continue;
-                }
-                if !node.spec.taints.is_empty()
-                    && let Some(reason) = filters::taint_toleration(&pod, node)
-                {
-                    *taint_reasons.entry(reason).or_insert(0) += 1;
-                    continue;
-                }
-                if check_affinity && filters::node_affinity(&pod, node).is_some() {
-                    *reasons.entry(filters::REASON_AFFINITY).or_insert(0) += 1;
-                    continue;
-                }
-                let fits = request.scalar.is_empty()
-                    && filters::fits_plain(
-                        &request,
-                        &state.allocatable,
-                        &state.requested,
-                        state.pods,
-                    );
-                let fit = if fits {
-                    Vec::new()
-                } else {
-                    filters::resources_fit(
-                        &request,
-                        &state.allocatable,
-                        &state.requested,
-                        state.pods,
-                        &|name| extras.delegated(&state.allocatable, name),
-                    )
-                };
-                if !fit.is_empty() {
-                    for reason in fit {
-                        *taint_reasons.entry(reason).or_insert(0) += 1;
-                    }
-                    continue;
-                }
-                let claim_elsewhere = claims.iter().any(|pc| {
-                    pc.claim
-                        .status
-                        .allocation
-                        .as_ref()
-                        .and_then(|a| a.node_selector.as_ref())
-                        .is_some_and(|sel| !filters::selector_matches(node, sel))
-                });
-                if claim_elsewhere {
-                    *reasons.entry(REASON_CLAIM_NOT_AVAILABLE).or_insert(0) += 1;
-                    continue;
-                }
                 if check_dra_bound
                     && let Some(free) = self.cache.free_devices(index)
                     && free < needed_devices + extras.extended_devices(&state.allocatable, &request)
                 {
-                    *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                    // Ranks follow node names (`order` is in name order).
-                    if pruned_dra.is_none_or(|(r, _)| rank < r) {
-                        pruned_dra = Some((rank, index));
-                    }
+                    // Not a candidate whatever the other filters say (a cheap check first:
+                    // when most nodes are full, most nodes end here). Which filter rejects it
+                    // first matters only for the message of a pod that fits nowhere, and is
+                    // worked out then.
+                    deferred.push((rank, index));
+                    continue;
+                }
+                if let Some(rejected) =
+                    filter_node(&pod, state, &request, check_affinity, &claims, &extras)
+                {
+                    rejected.count(&mut reasons, &mut taint_reasons);
                     continue;
                 }
                 candidates.push((index, rank));
@@ -1066,6 +1099,23 @@ impl Scheduler {
             }
         }
         let Some((node_index, results)) = chosen else {
+            // Count the nodes the device bound rejected under the filter that rejects them
+            // first, as if every filter had run in order.
+            for (rank, index) in deferred {
+                let Some(state) = self.cache.node(index) else {
+                    continue;
+                };
+                match filter_node(&pod, state, &request, check_affinity, &claims, &extras) {
+                    Some(rejected) => rejected.count(&mut reasons, &mut taint_reasons),
+                    None => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                        // Ranks follow node names (`order` is in name order).
+                        if pruned_dra.is_none_or(|(r, _)| rank < r) {
+                            pruned_dra = Some((rank, index));
+                        }
+                    }
+                }
+            }
             if explanation.is_none()
                 && let Some((_, index)) = pruned_dra
                 && let Err(Rejection::Devices(e)) = self.try_allocate(index, &to_allocate, &extras)
@@ -1443,7 +1493,10 @@ impl Scheduler {
                 .iter()
                 .map(|pc| PodClaim {
                     claim: store
-                        .get::<ResourceClaim>(&pc.claim.metadata.namespace, &pc.claim.metadata.name)
+                        .get_shared::<ResourceClaim>(
+                            &pc.claim.metadata.namespace,
+                            &pc.claim.metadata.name,
+                        )
                         .cloned()
                         .unwrap_or_else(|| pc.claim.clone()),
                     ..pc.clone()

@@ -42,7 +42,7 @@ fn main() {
         _ => (5_000, 8, 50_000),
     };
     let started = Instant::now();
-    let input = match load_generated(GenOptions {
+    let mut input = match load_generated(GenOptions {
         nodes,
         devices_per_node,
         pods,
@@ -57,7 +57,7 @@ fn main() {
     let rss_loaded = peak_rss_mib();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
-    let outcome = match allot_sim::run(&input, &mut |_| {}) {
+    let outcome = match allot_sim::run_moving(&mut input, &mut |_| {}) {
         Ok(outcome) => outcome,
         Err(err) => {
             eprintln!("{err}");

@@ -451,18 +451,19 @@ pub fn load_texts(texts: &[(&str, &str)]) -> Result<Input, SimError> {
 /// Decodes, defaults and validates one store object; `prefix` is where the document sits in
 /// `raw` (empty for a top-level document).
 fn admit(
-    document: &mut Document,
+    mut object: Object,
+    raw: &RawDocument,
     namespaces: &BTreeMap<String, Namespace>,
     errors: &mut Vec<InputError>,
     outer: Option<(&RawDocument, &str)>,
 ) -> Option<Stored> {
-    default_object(&mut document.object);
-    let mut field_errors = validate_object(&document.object, &DraCel);
-    let namespace = match document.raw.namespace() {
+    default_object(&mut object);
+    let mut field_errors = validate_object(&object, &DraCel);
+    let namespace = match raw.namespace() {
         "" => "default",
         other => other,
     };
-    match &document.object {
+    match &object {
         Object::ResourceClaim(claim) => field_errors.extend(admit_admin_access(
             &claim.spec,
             namespace,
@@ -480,13 +481,13 @@ fn admit(
     for error in &field_errors {
         errors.push(match outer {
             Some((raw, prefix)) => field_error(raw, prefix, error),
-            None => field_error(&document.raw, "", error),
+            None => field_error(raw, "", error),
         });
     }
     if !field_errors.is_empty() {
         return None;
     }
-    Stored::from_object(document.object.clone())
+    Stored::from_object(object)
 }
 
 fn parse_selector(text: &str) -> Option<Vec<(String, Option<String>)>> {
@@ -544,7 +545,7 @@ fn kind_by_name(name: &str) -> Option<Kind> {
 
 fn build(loaded: Loaded) -> Result<Input, SimError> {
     let mut errors: Vec<InputError> = loaded.errors.iter().map(load_error).collect();
-    let mut documents = loaded.documents;
+    let documents = loaded.documents;
     let namespaces: BTreeMap<String, Namespace> = documents
         .iter()
         .filter_map(|d| match &d.object {
@@ -559,13 +560,9 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     let mut default_kubelet_config: Option<(String, KubeletConfiguration)> = None;
     let mut timelines: Vec<(RawDocument, Timeline)> = Vec::new();
     let mut options: Option<(RawDocument, SimulationOptions)> = None;
-    for document in &mut documents {
-        let raw = document.raw.clone();
-        match (
-            &document.object,
-            raw.api_version.as_str(),
-            raw.kind.as_str(),
-        ) {
+    for document in documents {
+        let Document { raw, object } = document;
+        match (&object, raw.api_version.as_str(), raw.kind.as_str()) {
             (Object::Extension, allot_topology::API_VERSION, allot_topology::KIND) => {
                 match decode::<NodeTopology>(&raw) {
                     Ok(topology) => {
@@ -676,7 +673,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             // own options carry what it uses.
             (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}
             _ => {
-                if let Some(stored) = admit(document, &namespaces, &mut errors, None) {
+                if let Some(stored) = admit(object, &raw, &namespaces, &mut errors, None) {
                     let key = stored_key(&stored);
                     if !key.name.is_empty()
                         && let Some(first) = seen.get(&key)
@@ -928,13 +925,12 @@ fn inline_object(
     match allot_api::load::decode_object(&inner, &LoadOptions::default()) {
         Ok(object) => {
             let before = errors.len();
-            let mut document = Document { raw: inner, object };
-            let stored = admit(&mut document, namespaces, errors, Some((raw, path)));
+            let stored = admit(object, &inner, namespaces, errors, Some((raw, path)));
             if stored.is_none() && errors.len() == before {
                 errors.push(raw_error(
                     raw,
                     path,
-                    format!("{} cannot be created by a timeline", document.raw.kind),
+                    format!("{} cannot be created by a timeline", inner.kind),
                 ));
             }
             stored

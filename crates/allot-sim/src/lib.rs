@@ -22,7 +22,7 @@ pub mod timeline;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};
-pub use run::{Outcome, Progress, run, what_if};
+pub use run::{Outcome, Progress, run, run_moving, what_if};
 
 /// One problem with the input, located in its file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -118,15 +118,17 @@ fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
     Ok(Controllers { list, metadata })
 }
 
-/// Creates the input's objects in input order at the start of time.
-fn initial_store(input: &Input) -> Result<Store, SimError> {
+/// Creates the input's objects in input order at the start of time. The store copies each
+/// object it is given while the input still shares it.
+fn initial_store(objects: Vec<Stored>) -> Result<Store, SimError> {
     let mut store = Store::new();
     let now = SimTime::ZERO.rfc3339();
-    for object in &input.objects {
+    for object in objects {
+        let key = stored_key(&object);
         store
-            .create_stored(object.clone(), &now)
+            .create_stored(object, &now)
             .map_err(|err| SimError::Store {
-                key: stored_key(object).to_string(),
+                key: key.to_string(),
                 message: err.to_string(),
             })?;
     }
@@ -215,7 +217,19 @@ fn run_until(
 /// Runs a simulation of `input` with every controller. `progress` is called now and then
 /// during long runs.
 pub fn run(input: &Input, progress: &mut dyn FnMut(Progress)) -> Result<Outcome, SimError> {
-    run_routed(input, progress, true)
+    let store = initial_store(input.objects.clone())?;
+    run_routed(input, store, progress, true)
+}
+
+/// [`run`], moving the input's objects into the store instead of copying them (a big cluster
+/// then is not held twice): `input.objects` is empty afterwards; the rest of the input stays
+/// (what the output needs of it: topologies, configuration).
+pub fn run_moving(
+    input: &mut Input,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Outcome, SimError> {
+    let store = initial_store(std::mem::take(&mut input.objects))?;
+    run_routed(input, store, progress, true)
 }
 
 /// A controller that takes every store event, whatever the one inside would subscribe to:
@@ -245,10 +259,10 @@ impl Controller for Broadcast {
 
 fn run_routed(
     input: &Input,
+    store: Store,
     progress: &mut dyn FnMut(Progress),
     routed: bool,
 ) -> Result<Outcome, SimError> {
-    let store = initial_store(input)?;
     let Controllers { mut list, metadata } = controllers(input, &store)?;
     if !routed {
         list = list
@@ -483,7 +497,7 @@ pub fn what_if(
     limit: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WhatIf, SimError> {
-    let store = initial_store(input)?;
+    let store = initial_store(input.objects.clone())?;
     let controllers = controllers(input, &store)?;
     let bound = reconcile_bound(&store);
     let mut runtime = Runtime::new(store, controllers.list, SimTime::ZERO);
@@ -520,7 +534,7 @@ pub fn what_if(
         let now = runtime.now();
         let created = runtime
             .store
-            .create_stored(Stored::Pod(copy), &now.rfc3339())
+            .create_stored(Stored::Pod(std::sync::Arc::new(copy)), &now.rfc3339())
             .map_err(|err| SimError::Store {
                 key: format!("Pod {base}-what-if-{}", placed + 1),
                 message: err.to_string(),

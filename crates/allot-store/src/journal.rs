@@ -151,7 +151,7 @@ impl Store {
 }
 
 /// The key of a stored object of any kind.
-fn key_of_stored(object: &Stored) -> ObjectKey {
+pub(crate) fn key_of_stored(object: &Stored) -> ObjectKey {
     let kind = object.kind();
     let namespace = if kind.namespaced() {
         object.meta().namespace.clone()

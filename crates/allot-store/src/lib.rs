@@ -14,9 +14,11 @@
 mod journal;
 
 pub use journal::Uncommitted;
+use journal::key_of_stored;
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use allot_api::allot::v1alpha1::NodeTopology;
 use allot_api::coordination::v1::Lease;
@@ -234,21 +236,27 @@ pub trait Resource: Clone + PartialEq + Sized + 'static {
     fn meta_mut(&mut self) -> &mut ObjectMeta;
     /// Wraps it in the store's object enum.
     fn into_stored(self) -> Stored;
+    /// Wraps a shared copy in the store's object enum (no copy of the object).
+    fn into_stored_shared(object: Arc<Self>) -> Stored;
     /// Borrows it out of the store's object enum, when the kinds agree.
     fn from_stored(stored: &Stored) -> Option<&Self>;
+    /// Borrows the shared copy out of the store's object enum, when the kinds agree: a
+    /// reader that keeps an object clones the `Arc`, not the object.
+    fn from_stored_shared(stored: &Stored) -> Option<&Arc<Self>>;
     /// Sets `apiVersion` and `kind` as Kubernetes would serialise them.
     fn set_type_meta(&mut self);
 }
 
 macro_rules! stored_kinds {
     ($($variant:ident => $ty:ty),* $(,)?) => {
-        /// One stored object of any kind.
+        /// One stored object of any kind. The object is shared: the store's map, its event
+        /// log and any reader that keeps it hold the same copy, so a clone costs a reference
+        /// count, and a change (`Arc::make_mut`) copies the object only while others share it.
         #[derive(Debug, Clone, PartialEq)]
-        #[allow(clippy::large_enum_variant)]
         pub enum Stored {
             $(
                 #[doc = concat!("A `", stringify!($variant), "`.")]
-                $variant($ty),
+                $variant(Arc<$ty>),
             )*
         }
 
@@ -267,17 +275,31 @@ macro_rules! stored_kinds {
                 }
             }
 
-            /// The object's metadata, mutably.
+            /// Sets `apiVersion` and `kind` as Kubernetes would serialise them (copying the
+            /// object only when they change and someone else shares it).
+            pub fn set_type_meta(&mut self) {
+                match self {
+                    $(Stored::$variant(o) => {
+                        let kind = Kind::$variant;
+                        if o.api_version != kind.api_version() || o.kind != kind.name() {
+                            Resource::set_type_meta(Arc::make_mut(o));
+                        }
+                    })*
+                }
+            }
+
+            /// The object's metadata, mutably (copying the object when someone else shares
+            /// it).
             pub fn meta_mut(&mut self) -> &mut ObjectMeta {
                 match self {
-                    $(Stored::$variant(o) => &mut o.metadata,)*
+                    $(Stored::$variant(o) => &mut Arc::make_mut(o).metadata,)*
                 }
             }
 
             /// The object as Kubernetes serialises it (with `apiVersion` and `kind`).
             pub fn to_json(&self) -> serde_json::Value {
                 let mut value = match self {
-                    $(Stored::$variant(o) => serde_json::to_value(o),)*
+                    $(Stored::$variant(o) => serde_json::to_value(&**o),)*
                 }
                 .unwrap_or(serde_json::Value::Null);
                 if let serde_json::Value::Object(map) = &mut value {
@@ -304,7 +326,7 @@ macro_rules! stored_kinds {
             /// does not hold (options documents, extensions).
             pub fn from_object(object: Object) -> Option<Stored> {
                 match object {
-                    $(Object::$variant(o) => Some(Stored::$variant(o)),)*
+                    $(Object::$variant(o) => Some(Stored::$variant(Arc::new(o))),)*
                     _ => None,
                 }
             }
@@ -320,7 +342,10 @@ macro_rules! stored_kinds {
                     &mut self.metadata
                 }
                 fn into_stored(self) -> Stored {
-                    Stored::$variant(self)
+                    Stored::$variant(Arc::new(self))
+                }
+                fn into_stored_shared(object: Arc<Self>) -> Stored {
+                    Stored::$variant(object)
                 }
                 fn from_stored(stored: &Stored) -> Option<&Self> {
                     match stored {
@@ -329,9 +354,21 @@ macro_rules! stored_kinds {
                         _ => None,
                     }
                 }
+                fn from_stored_shared(stored: &Stored) -> Option<&Arc<Self>> {
+                    match stored {
+                        Stored::$variant(o) => Some(o),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
                 fn set_type_meta(&mut self) {
-                    self.api_version = Kind::$variant.api_version().to_string();
-                    self.kind = Kind::$variant.name().to_string();
+                    let kind = Kind::$variant;
+                    if self.api_version != kind.api_version() {
+                        self.api_version = kind.api_version().to_string();
+                    }
+                    if self.kind != kind.name() {
+                        self.kind = kind.name().to_string();
+                    }
                 }
             }
         )*
@@ -462,6 +499,16 @@ impl Store {
             .and_then(R::from_stored)
     }
 
+    /// One object by namespace and name, shared: a reader that keeps it clones the `Arc`, not
+    /// the object.
+    pub fn get_shared<R: Resource>(&self, namespace: &str, name: &str) -> Option<&Arc<R>> {
+        let namespace = if R::KIND.namespaced() { namespace } else { "" };
+        let key = (R::KIND, namespace, name);
+        self.objects
+            .get(&key as &dyn KeyParts)
+            .and_then(R::from_stored_shared)
+    }
+
     /// One object of any kind.
     pub fn get_stored(&self, key: &ObjectKey) -> Option<&Stored> {
         self.objects.get(key)
@@ -562,51 +609,67 @@ impl Store {
 
     /// Creates an object: assigns a name from `generateName` when needed, a uid, a
     /// resourceVersion, and `creationTimestamp = now`. Returns the stored copy.
-    pub fn create<R: Resource>(&mut self, mut object: R, now: &str) -> Result<R, StoreError> {
+    pub fn create<R: Resource>(&mut self, object: R, now: &str) -> Result<R, StoreError> {
+        self.create_shared(object, now).map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Store::create`], returning the stored copy shared (no copy of the object).
+    pub fn create_shared<R: Resource>(
+        &mut self,
+        object: R,
+        now: &str,
+    ) -> Result<Arc<R>, StoreError> {
+        let stored = self.create_stored(object.into_stored(), now)?;
+        Ok(R::from_stored_shared(&stored)
+            .expect("the store keeps an object's kind")
+            .clone())
+    }
+
+    /// Inserts an object of any kind (as `kubectl create` would; see [`Store::create`]).
+    /// Returns the stored copy, shared with the store. The object is copied only when the
+    /// caller still shares it.
+    pub fn create_stored(&mut self, mut object: Stored, now: &str) -> Result<Stored, StoreError> {
+        let kind = object.kind();
         object.set_type_meta();
         if object.meta().name.is_empty() {
             if object.meta().generate_name.is_empty() {
-                return Err(StoreError::NameRequired {
-                    kind: R::KIND.name(),
-                });
+                return Err(StoreError::NameRequired { kind: kind.name() });
             }
             let name = self.generated_name(&object);
             object.meta_mut().name = name;
         }
-        if !R::KIND.namespaced() {
-            object.meta_mut().namespace.clear();
+        if !kind.namespaced() {
+            if !object.meta().namespace.is_empty() {
+                object.meta_mut().namespace.clear();
+            }
         } else if object.meta().namespace.is_empty() {
             object.meta_mut().namespace = "default".into();
         }
-        let key = Self::key_of(&object);
+        let key = key_of_stored(&object);
         if self.objects.contains_key(&key) {
             return Err(StoreError::AlreadyExists { key });
         }
         self.uid_counter += 1;
         let rv = self.next_rv();
+        let uid_counter = self.uid_counter;
         let meta = object.meta_mut();
         if meta.uid.is_empty() {
-            meta.uid = format!(
-                "{:08x}-0000-4000-8000-{:012x}",
-                self.uid_counter, self.uid_counter
-            );
+            meta.uid = format!("{uid_counter:08x}-0000-4000-8000-{uid_counter:012x}");
         }
         meta.resource_version = rv.to_string();
         if meta.creation_timestamp.is_none() {
             meta.creation_timestamp = Some(now.to_string());
         }
-        if meta.generation.is_none() && !matches!(R::KIND, Kind::Namespace | Kind::Node | Kind::Pod)
-        {
+        if meta.generation.is_none() && !matches!(kind, Kind::Namespace | Kind::Node | Kind::Pod) {
             meta.generation = Some(1);
         }
-        let stored = object.clone().into_stored();
-        self.put(key.clone(), stored.clone());
+        self.put(key.clone(), object.clone());
         self.journal_record(|| None);
         self.events.push(Event {
             resource_version: rv,
             event_type: EventType::Added,
             key,
-            object: stored,
+            object: object.clone(),
         });
         Ok(object)
     }
@@ -616,45 +679,75 @@ impl Store {
     /// Returns the stored copy; an update that changes nothing keeps the resourceVersion and
     /// records no event.
     pub fn update<R: Resource>(&mut self, object: R) -> Result<R, StoreError> {
-        self.write(object, true)
-            .map(|copy| copy.expect("write returns the copy it was asked for"))
+        self.write(Arc::new(object))
+            .map(|stored| Arc::unwrap_or_clone(stored))
     }
 
-    /// [`Store::update`], returning the stored copy only when `want_copy` (a copy of a big
-    /// object is a cost most writers do not need).
-    fn write<R: Resource>(
-        &mut self,
-        mut object: R,
-        want_copy: bool,
-    ) -> Result<Option<R>, StoreError> {
-        object.set_type_meta();
-        let key = Self::key_of(&object);
+    /// [`Store::update`] of an object of any kind. Returns the stored copy, shared.
+    pub fn update_stored(&mut self, object: Stored) -> Result<Stored, StoreError> {
+        macro_rules! write_as {
+            ($($variant:ident),*) => {
+                match object {
+                    $(Stored::$variant(o) => self.write(o).map(Resource::into_stored_shared),)*
+                }
+            };
+        }
+        write_as!(
+            Namespace,
+            Node,
+            DeviceClass,
+            ResourceSlice,
+            DeviceTaintRule,
+            ResourcePoolStatusRequest,
+            ResourceClaimTemplate,
+            ResourceClaim,
+            PodGroup,
+            Pod,
+            Event,
+            NodeTopology,
+            Role,
+            ClusterRole,
+            RoleBinding,
+            ClusterRoleBinding,
+            Lease
+        )
+    }
+
+    /// [`Store::update`] of a shared object: copied only when the caller still shares it and
+    /// the store must set its metadata. Returns the stored copy, shared.
+    fn write<R: Resource>(&mut self, mut object: Arc<R>) -> Result<Arc<R>, StoreError> {
+        let key = Self::key_of(&*object);
         let Some(current) = self.objects.get(&key) else {
             return Err(StoreError::NotFound { key });
         };
-        let have = object.meta().resource_version.clone();
-        let stored_rv = current.meta().resource_version.clone();
-        if !have.is_empty() && have != stored_rv {
+        let stored_meta = current.meta();
+        let have = &object.meta().resource_version;
+        if !have.is_empty() && *have != stored_meta.resource_version {
             return Err(StoreError::Conflict {
                 key,
-                have,
-                stored: stored_rv,
+                have: have.clone(),
+                stored: stored_meta.resource_version.clone(),
             });
         }
         {
-            let meta = object.meta_mut();
-            let old = current.meta();
-            meta.uid = old.uid.clone();
-            meta.creation_timestamp = old.creation_timestamp.clone();
-            meta.resource_version = stored_rv;
+            // Copies the writer's object only when someone else still shares it.
+            let target = Arc::make_mut(&mut object);
+            target.set_type_meta();
+            let meta = target.meta_mut();
+            meta.uid.clone_from(&stored_meta.uid);
+            meta.creation_timestamp
+                .clone_from(&stored_meta.creation_timestamp);
+            meta.resource_version
+                .clone_from(&stored_meta.resource_version);
         }
-        if R::from_stored(current) == Some(&object) {
-            return Ok(Some(object));
+        if let Some(now) = R::from_stored_shared(current)
+            && (Arc::ptr_eq(now, &object) || **now == *object)
+        {
+            return Ok(now.clone());
         }
         let rv = self.next_rv();
-        object.meta_mut().resource_version = rv.to_string();
-        let copy = want_copy.then(|| object.clone());
-        let stored = object.into_stored();
+        Arc::make_mut(&mut object).meta_mut().resource_version = rv.to_string();
+        let stored = R::into_stored_shared(object.clone());
         let previous = self.put(key.clone(), stored.clone());
         self.journal_record(|| previous);
         self.events.push(Event {
@@ -663,7 +756,7 @@ impl Store {
             key,
             object: stored,
         });
-        Ok(copy)
+        Ok(object)
     }
 
     /// Reads, changes and writes back an object in one step. The closure's return value is
@@ -681,7 +774,7 @@ impl Store {
         };
         let mut object = current.clone();
         let out = change(&mut object);
-        self.write(object, false)?;
+        self.write(Arc::new(object))?;
         Ok(out)
     }
 
@@ -699,29 +792,6 @@ impl Store {
             object: object.clone(),
         });
         Ok(object)
-    }
-
-    /// Inserts a decoded object (as `kubectl create` would).
-    pub fn create_stored(&mut self, object: Stored, now: &str) -> Result<Stored, StoreError> {
-        match object {
-            Stored::Namespace(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::Node(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::DeviceClass(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ResourceSlice(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::DeviceTaintRule(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ResourcePoolStatusRequest(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ResourceClaimTemplate(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ResourceClaim(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::PodGroup(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::Pod(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::Event(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::NodeTopology(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::Role(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ClusterRole(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::RoleBinding(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::ClusterRoleBinding(o) => self.create(o, now).map(Resource::into_stored),
-            Stored::Lease(o) => self.create(o, now).map(Resource::into_stored),
-        }
     }
 
     /// Forgets the events up to and including resourceVersion `through`, once every reader of
@@ -767,7 +837,7 @@ impl Store {
             return false;
         }
         change(object.meta_mut());
-        change(event.object.meta_mut());
+        event.object = object.clone();
         true
     }
 
@@ -784,7 +854,8 @@ impl Store {
 
     /// A name for `generateName`: the prefix plus five characters from Kubernetes' alphabet
     /// (consonants and digits without look-alikes), drawn from a counter so runs repeat.
-    fn generated_name<R: Resource>(&mut self, object: &R) -> String {
+    fn generated_name(&mut self, object: &Stored) -> String {
+        let kind = object.kind();
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
         loop {
             self.name_counter += 1;
@@ -796,14 +867,14 @@ impl Store {
                 n /= ALPHABET.len() as u64;
             }
             let name = format!("{}{}", object.meta().generate_name, suffix);
-            let namespace = if R::KIND.namespaced() {
+            let namespace = if kind.namespaced() {
                 object.meta().namespace.as_str()
             } else {
                 ""
             };
             if !self
                 .objects
-                .contains_key(&ObjectKey::new(R::KIND, namespace, name.as_str()))
+                .contains_key(&(kind, namespace, name.as_str()) as &dyn KeyParts)
             {
                 return name;
             }

@@ -185,7 +185,7 @@ fn modify_writes_once_and_skips_no_op_changes() {
         panic!("a claim event");
     };
     assert_eq!(written.metadata.resource_version, "2");
-    assert_eq!(store.get::<ResourceClaim>("ns", "a"), Some(written));
+    assert_eq!(store.get::<ResourceClaim>("ns", "a"), Some(&**written));
 }
 
 #[test]

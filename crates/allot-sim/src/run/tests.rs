@@ -23,9 +23,15 @@ fn fingerprint(outcome: &Outcome) -> String {
     out
 }
 
+/// A run with or without routing and compaction.
+fn routed_run(input: &Input, routed: bool) -> Result<Outcome, SimError> {
+    let store = initial_store(input.objects.clone())?;
+    run_routed(input, store, &mut |_| {}, routed)
+}
+
 fn same_with_and_without_routing_and_compaction(name: &str, input: &Input) {
-    let routed = run_routed(input, &mut |_| {}, true).expect("routed run");
-    let broadcast = run_routed(input, &mut |_| {}, false).expect("broadcast run");
+    let routed = routed_run(input, true).expect("routed run");
+    let broadcast = routed_run(input, false).expect("broadcast run");
     assert!(
         routed.stats.keys_for_calls <= broadcast.stats.keys_for_calls,
         "{name}"
@@ -62,8 +68,8 @@ fn routing_events_to_node_agents_changes_nothing_on_a_generated_cluster() {
         pods: 1500,
     })
     .expect("generated");
-    let routed = run_routed(&input, &mut |_| {}, true).expect("routed run");
-    let broadcast = run_routed(&input, &mut |_| {}, false).expect("broadcast run");
+    let routed = routed_run(&input, true).expect("routed run");
+    let broadcast = routed_run(&input, false).expect("broadcast run");
     assert_eq!(fingerprint(&routed), fingerprint(&broadcast));
     // The routed run dropped the events every reader had seen; the other kept them all.
     assert_eq!(

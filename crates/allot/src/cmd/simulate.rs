@@ -130,7 +130,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let input = match load(&args) {
+    let mut input = match load(&args) {
         Ok(input) => input,
         Err(err) => {
             print_input_errors(&err);
@@ -182,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         write_stdout(&out)?;
         return Ok(0);
     }
-    let outcome = allot_sim::run(&input, &mut |p| display.update(p));
+    let outcome = allot_sim::run_moving(&mut input, &mut |p| display.update(p));
     display.finish();
     let outcome = outcome?;
     let elapsed = started.elapsed();
