@@ -7,41 +7,34 @@
 
 #[path = "support/etcd.rs"]
 mod etcd;
+#[path = "support/serve.rs"]
+mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use harness::Serve;
+use serde_json::json;
 
 /// The users: token, name, uid, groups.
 const TOKENS: &str = "admin-token,admin,0,\"system:masters\"\n\
 bob-token,bob,1\n\
 carol-token,carol,2\n";
 
-/// One `allot serve`; killed (SIGKILL) when dropped.
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-}
-
-impl Server {
-    /// Starts a server on `data_dir` with the test users, on etcd when `etcd` is given.
-    fn start(dir: &Path, data_dir: &Path, etcd: Option<&str>, kubectl: &Path) -> Server {
-        let tokens = dir.join("users.csv");
-        std::fs::write(&tokens, TOKENS).expect("writes tokens");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .arg("--token-auth-file")
-            .arg(&tokens);
-        if let Some(url) = etcd {
-            command.args([
+/// Starts a server on `data_dir` with the test users, on etcd when `etcd` is given.
+fn start(dir: &Path, data_dir: &Path, etcd: Option<&str>, kubectl: &Path) -> Serve {
+    let tokens = dir.join("users.csv");
+    std::fs::write(&tokens, TOKENS).expect("writes tokens");
+    let mut args = vec![
+        "--token-auth-file".to_string(),
+        tokens.display().to_string(),
+    ];
+    if let Some(url) = etcd {
+        args.extend(
+            [
                 "--etcd-servers",
                 url,
                 "--leader-elect-lease-duration",
@@ -50,57 +43,24 @@ impl Server {
                 "1500ms",
                 "--leader-elect-retry-period",
                 "300ms",
-            ]);
-        }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "no kubeconfig printed");
-        Server {
-            child,
-            kubeconfig,
-            kubectl: kubectl.to_path_buf(),
-        }
-    }
-
-    fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
-        let mut command = Command::new(&self.kubectl);
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST");
-        if let Some(token) = token {
-            command.arg(format!("--token={token}"));
-        }
-        command.args(args).output().expect("kubectl runs")
-    }
-
-    fn ok(&self, token: Option<&str>, args: &[&str]) -> String {
-        let out = self.kubectl(token, args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} as {token:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            ]
+            .map(str::to_string),
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
     }
+    Serve::start(data_dir, kubectl, &args)
+}
 
+trait Eventually {
+    fn eventually(&self, token: Option<&str>, args: &[&str], wanted: bool) -> Output;
+}
+
+impl Eventually for Serve {
     /// Retries `kubectl args` as `token` for up to 15 s until its success is `wanted`; the
     /// last output.
     fn eventually(&self, token: Option<&str>, args: &[&str], wanted: bool) -> Output {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let out = self.kubectl(token, args);
+            let out = self.kubectl_as(token, args);
             if out.status.success() == wanted || Instant::now() > deadline {
                 assert_eq!(
                     out.status.success(),
@@ -113,19 +73,6 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(None, &all)).expect("kubectl prints JSON")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -162,10 +109,10 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).expect("creates");
     std::fs::write(data.join("rbac.json"), old_rbac_json()).expect("writes");
-    let server = Server::start(dir.path(), &data, None, &kubectl);
+    let server = start(dir.path(), &data, None, &kubectl);
 
     // The old file's grant holds, and the file was imported once.
-    server.ok(Some("carol-token"), &["get", "pods", "-n", "default"]);
+    server.ok_as(Some("carol-token"), &["get", "pods", "-n", "default"]);
     assert!(!data.join("rbac.json").exists());
     assert!(data.join("rbac.json.imported").exists());
     let imported = server.json(&["get", "role", "pod-reader", "-n", "default"]);
@@ -175,7 +122,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     );
 
     // A role created through kubectl grants access.
-    let denied = server.kubectl(
+    let denied = server.kubectl_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
@@ -185,7 +132,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         "{}",
         String::from_utf8_lossy(&denied.stderr)
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -197,7 +144,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--resource=resourceclaims.resource.k8s.io",
         ],
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -209,11 +156,11 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--user=bob",
         ],
     );
-    server.ok(
+    server.ok_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
-    let table = server.ok(
+    let table = server.ok_as(
         None,
         &["get", "rolebindings", "-n", "default", "-o", "wide"],
     );
@@ -226,7 +173,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     role["metadata"]["resourceVersion"] = json!("1");
     let stale = dir.path().join("stale.json");
     std::fs::write(&stale, role.to_string()).expect("writes");
-    let out = server.kubectl(None, &["replace", "-f", stale.to_str().unwrap_or_default()]);
+    let out = server.kubectl_as(None, &["replace", "-f", stale.to_str().unwrap_or_default()]);
     assert!(
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("modified"),
         "{}",
@@ -239,7 +186,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         view["rules"].to_string().contains("resourceclaims"),
         "view aggregates the bootstrap aggregate-to-view role: {view}"
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -249,7 +196,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--resource=leases.coordination.k8s.io",
         ],
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "label",
@@ -263,7 +210,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             .to_string()
             .contains("leases")
     });
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -288,7 +235,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
                 .contains("leases")
         },
     );
-    server.ok(None, &["delete", "clusterrole", "lease-viewer"]);
+    server.ok_as(None, &["delete", "clusterrole", "lease-viewer"]);
     server.eventually(
         Some("carol-token"),
         &["get", "leases", "-n", "kube-system"],
@@ -298,12 +245,12 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     // The controllers' leader is a Lease in kube-system.
     wait_for("the controllers' Lease", || {
         server
-            .kubectl(None, &["get", "lease", "-n", "kube-system"])
+            .kubectl_as(None, &["get", "lease", "-n", "kube-system"])
             .stdout
             .windows(24)
             .any(|w| w == b"allot-controller-manager")
     });
-    let table = server.ok(None, &["get", "lease", "-n", "kube-system"]);
+    let table = server.ok_as(None, &["get", "lease", "-n", "kube-system"]);
     let header = table.lines().next().unwrap_or_default();
     assert!(
         header.contains("HOLDER") && header.contains("AGE"),
@@ -325,12 +272,12 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     drop(server);
 
     // Restart: the grants are still there, the old file is not imported again.
-    let server = Server::start(dir.path(), &data, None, &kubectl);
-    server.ok(
+    let server = start(dir.path(), &data, None, &kubectl);
+    server.ok_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
-    server.ok(Some("carol-token"), &["get", "pods", "-n", "default"]);
+    server.ok_as(Some("carol-token"), &["get", "pods", "-n", "default"]);
     assert!(!data.join("rbac.json").exists());
 }
 
@@ -346,14 +293,12 @@ fn two_servers_on_one_etcd_share_grants() {
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     // Both start at once: each bootstraps what the other has not.
     let (a, b) = std::thread::scope(|s| {
-        let a =
-            s.spawn(|| Server::start(dir.path(), &dir.path().join("a"), Some(&etcd.url), &kubectl));
-        let b =
-            s.spawn(|| Server::start(dir.path(), &dir.path().join("b"), Some(&etcd.url), &kubectl));
+        let a = s.spawn(|| start(dir.path(), &dir.path().join("a"), Some(&etcd.url), &kubectl));
+        let b = s.spawn(|| start(dir.path(), &dir.path().join("b"), Some(&etcd.url), &kubectl));
         (a.join().expect("a starts"), b.join().expect("b starts"))
     });
     for server in [&a, &b] {
-        let names = server.ok(None, &["get", "clusterroles", "-o", "name"]);
+        let names = server.ok_as(None, &["get", "clusterroles", "-o", "name"]);
         for role in [
             "cluster-admin",
             "admin",
@@ -368,7 +313,7 @@ fn two_servers_on_one_etcd_share_grants() {
         }
     }
     b.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], false);
-    a.ok(
+    a.ok_as(
         None,
         &[
             "create",
@@ -380,7 +325,7 @@ fn two_servers_on_one_etcd_share_grants() {
             "--resource=pods",
         ],
     );
-    a.ok(
+    a.ok_as(
         None,
         &[
             "create",
@@ -394,13 +339,13 @@ fn two_servers_on_one_etcd_share_grants() {
     );
     b.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], true);
     // A change on b takes effect on a.
-    b.ok(
+    b.ok_as(
         None,
         &["delete", "rolebinding", "bob-pods", "-n", "default"],
     );
     a.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], false);
     // Both see one leader.
-    let holder = |s: &Server| {
+    let holder = |s: &Serve| {
         s.json(&[
             "get",
             "lease",
