@@ -12,6 +12,7 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -364,4 +365,171 @@ fn two_servers_on_one_etcd_share_grants() {
     drop(a);
     drop(b);
     drop(etcd);
+}
+
+/// The resource.k8s.io part of a ClusterRole's rules: resource (with `[names]` when the rule
+/// names objects) -> verbs, merged over the rules.
+fn dra_rules(role: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    let mut merged: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for rule in role["rules"].as_array().into_iter().flatten() {
+        let groups = rule["apiGroups"].as_array().cloned().unwrap_or_default();
+        if !groups.iter().any(|g| g == "resource.k8s.io") {
+            continue;
+        }
+        let verbs: Vec<String> = rule["verbs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        for resource in rule["resources"].as_array().into_iter().flatten() {
+            let key = resource.as_str().unwrap_or_default().to_string();
+            merged.entry(key).or_default().extend(verbs.clone());
+        }
+    }
+    merged
+}
+
+/// resource -> verbs from a compact "resource: verb verb" table.
+fn table(lines: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    lines
+        .iter()
+        .map(|line| {
+            let (resource, verbs) = line.split_once(':').expect("resource: verbs");
+            (
+                resource.trim().to_string(),
+                verbs.split_whitespace().map(str::to_string).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The default ClusterRoles' resource.k8s.io rules as upstream's bootstrap policy has them
+/// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles-featuregates.yaml
+/// and controller-roles-featuregates.yaml), read back through kubectl once the aggregation of
+/// admin, edit and view has run.
+#[test]
+fn default_cluster_roles_grant_dra_resources_as_upstream() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &dir.path().join("data"), None, &kubectl);
+    let write = "create delete deletecollection patch update";
+    let read = "get list watch";
+    let view = table(&[
+        &format!("resourceclaims: {read}"),
+        &format!("resourceclaims/status: {read}"),
+        &format!("resourceclaimtemplates: {read}"),
+    ]);
+    let edit = table(&[
+        &format!("resourceclaims: {read} {write}"),
+        &format!("resourceclaims/status: {read}"),
+        &format!("resourceclaimtemplates: {read} {write}"),
+    ]);
+    let expected: Vec<(&str, BTreeMap<String, BTreeSet<String>>)> = vec![
+        (
+            "system:aggregate-to-edit",
+            table(&[
+                &format!("resourceclaims: {write}"),
+                &format!("resourceclaimtemplates: {write}"),
+            ]),
+        ),
+        ("system:aggregate-to-view", view.clone()),
+        ("system:aggregate-to-admin", BTreeMap::new()),
+        ("view", view),
+        ("edit", edit.clone()),
+        ("admin", edit),
+        (
+            "system:kube-scheduler",
+            table(&[
+                &format!("deviceclasses: {read}"),
+                &format!("resourceclaims: {read} patch update"),
+                &format!("resourceclaims/status: {read} patch update"),
+                "resourceclaims/binding: patch update",
+                &format!("resourceslices: {read}"),
+                &format!("devicetaintrules: {read}"),
+            ]),
+        ),
+        (
+            "system:controller:resource-claim-controller",
+            table(&[
+                "resourceclaims: create delete get list watch patch update",
+                "resourceclaims/status: patch update",
+                "resourceclaims/binding: patch update",
+            ]),
+        ),
+        (
+            "system:controller:device-taint-eviction-controller",
+            table(&[
+                &format!("resourceclaims: {read}"),
+                &format!("resourceslices: {read}"),
+                &format!("deviceclasses: {read}"),
+                &format!("devicetaintrules: {read}"),
+                "devicetaintrules/status: patch update",
+            ]),
+        ),
+        (
+            "system:controller:resourcepoolstatusrequest-controller",
+            table(&[
+                "resourcepoolstatusrequests: delete get list watch",
+                "resourcepoolstatusrequests/status: patch update",
+                &format!("resourceslices: {read}"),
+                &format!("resourceclaims: {read}"),
+                &format!("devicetaintrules: {read}"),
+            ]),
+        ),
+    ];
+    for (name, wanted) in &expected {
+        let mut served = BTreeMap::new();
+        // Aggregated roles fill in once the aggregation has run.
+        wait_for(&format!("{name} to carry upstream's DRA rules"), || {
+            served = dra_rules(&server.json(&["get", "clusterrole", name]));
+            served == *wanted
+        });
+        assert_eq!(&served, wanted, "{name}");
+    }
+    // The scheduler user and the controllers' service accounts hold them.
+    for (binding, subject) in [
+        ("system:kube-scheduler", "User/system:kube-scheduler"),
+        (
+            "system:controller:resource-claim-controller",
+            "ServiceAccount/kube-system/resource-claim-controller",
+        ),
+    ] {
+        let object = server.json(&["get", "clusterrolebinding", binding]);
+        let subjects: Vec<String> = object["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                [&s["kind"], &s["namespace"], &s["name"]]
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .collect();
+        assert_eq!(subjects, vec![subject.to_string()], "{binding}");
+        assert_eq!(object["roleRef"]["name"], *binding);
+    }
+    // The scheduler may allocate a claim; a plain user may not.
+    let can = |user: &str| {
+        server
+            .kubectl_as(
+                None,
+                &[
+                    "auth",
+                    "can-i",
+                    "update",
+                    "resourceclaims/binding.resource.k8s.io",
+                    "--as",
+                    user,
+                ],
+            )
+            .status
+            .success()
+    };
+    assert!(can("system:kube-scheduler"));
+    assert!(!can("bob"));
 }
