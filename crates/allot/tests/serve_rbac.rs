@@ -171,6 +171,8 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     );
     // Optimistic concurrency like every kind: a stale resourceVersion is a conflict.
     let mut role = server.json(&["get", "role", "claims", "-n", "default"]);
+    // Upstream's RBAC strategies set no generation.
+    assert_eq!(role["metadata"].get("generation"), None, "{role}");
     role["metadata"]["resourceVersion"] = json!("1");
     let stale = dir.path().join("stale.json");
     std::fs::write(&stale, role.to_string()).expect("writes");
@@ -264,6 +266,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         "-n",
         "kube-system",
     ]);
+    assert_eq!(lease["metadata"].get("generation"), None, "{lease}");
     assert!(
         lease["spec"]["holderIdentity"]
             .as_str()
