@@ -830,3 +830,51 @@ fn rbac_objects_take_client_and_server_side_apply() {
         "{err}"
     );
 }
+
+/// Starts `allot serve` with `tokens` as its tokens file and `RUST_LOG` as given, waits until it
+/// serves, stops it and returns what it wrote on stderr.
+fn serve_stderr(dir: &Path, tokens: &str, rust_log: Option<&str>) -> String {
+    let file = dir.join("users.csv");
+    std::fs::write(&file, tokens).expect("writes tokens");
+    let log = dir.join("stderr.log");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.join("data"))
+        .arg("--token-auth-file")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("creates the log"));
+    if let Some(filter) = rust_log {
+        command.env("RUST_LOG", filter);
+    }
+    let mut child = command.spawn().expect("allot serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let served = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("kubeconfig: "));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(served, "allot serve did not start");
+    std::fs::read_to_string(&log).expect("reads the log")
+}
+
+#[test]
+fn warnings_reach_stderr_unless_rust_log_silences_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = "t1,alice,1\nt1,bob,2\n";
+    let err = serve_stderr(dir.path(), tokens, None);
+    let line = format!(
+        "{}:2: duplicate token",
+        dir.path().join("users.csv").display()
+    );
+    assert!(
+        err.lines().any(|l| l.contains("WARN") && l.contains(&line)),
+        "no warning on stderr:\n{err}"
+    );
+    let quiet = tempfile::tempdir().expect("tempdir");
+    let err = serve_stderr(quiet.path(), tokens, Some("error"));
+    assert!(!err.contains("duplicate token"), "{err}");
+}
