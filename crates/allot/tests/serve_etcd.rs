@@ -4,7 +4,7 @@
 //! and kill -9 under a stream of writes. Without an `etcd` binary the tests print a skip
 //! notice (and fail under CI, whose .ci/run installs it).
 
-// The suites (serve.rs, serve_patch.rs) load support/serve.rs as their own private module; the
+// The suites (serve.rs, serve_patch.rs, serve_misc.rs) load support/serve.rs as their own private module; the
 // tests here need it too and cannot reach the suites' copies.
 #![allow(clippy::duplicate_mod)]
 
@@ -19,6 +19,9 @@ mod suite;
 // The write-path tests (patches, server-side apply, dry run, validation, namespace deletion).
 #[path = "serve_patch.rs"]
 mod patch_suite;
+// Repeated keys, managedFields of the controllers' writes, node checkpoints across a restart.
+#[path = "serve_misc.rs"]
+mod misc_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

@@ -6,14 +6,46 @@
 //! object, as upstream's does) and raw HTTPS for the patches. kubectl comes from `ALLOT_KUBECTL`
 //! or PATH; without it the tests fail under CI and print a loud skip message otherwise.
 
+// Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
+#[allow(dead_code)]
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
 #[path = "support/serve.rs"]
 mod harness;
 
+use std::path::{Path, PathBuf};
+
 use harness::Serve;
 use serde_json::Value;
+
+/// The storage these tests run on: the embedded log here; tests/serve_etcd.rs includes this
+/// file and runs them again on etcd. Returns extra `allot serve` arguments and what must live as
+/// long as the server.
+#[allow(dead_code)]
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
+    (Vec::new(), None)
+}
+
+/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
+#[allow(dead_code)]
+fn backend_available() -> bool {
+    true
+}
+
+fn kubectl_or_skip() -> Option<PathBuf> {
+    if !crate::backend_available() {
+        return None;
+    }
+    crate::kubectl::find_or_skip()
+}
+
+/// `allot serve` on this suite's storage with `extra` arguments.
+fn start_on(data_dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
+    let (mut args, backend) = crate::backend(data_dir);
+    args.extend(extra.iter().map(ToString::to_string));
+    Serve::start_on(data_dir, kubectl, &args, backend)
+}
 
 /// What these tests add to the shared harness.
 trait MiscServe {
@@ -42,9 +74,9 @@ impl MiscServe for Serve {
 }
 
 fn start() -> Option<(tempfile::TempDir, Serve)> {
-    let kubectl = kubectl::find_or_skip()?;
+    let kubectl = kubectl_or_skip()?;
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start::<&str>(dir.path(), &kubectl, &[]);
+    let serve = start_on(dir.path(), &kubectl, &[]);
     Some((dir, serve))
 }
 
@@ -326,7 +358,7 @@ fn cpu_ids(serve: &Serve, pod: &str) -> Value {
 
 #[test]
 fn exclusive_cpus_of_running_pods_survive_a_restart() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
+    let Some(kubectl) = kubectl_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -339,7 +371,7 @@ fn exclusive_cpus_of_running_pods_survive_a_restart() {
     let config = config.to_string_lossy().into_owned();
     let data = dir.path().join("data");
     let extra = ["--kubelet-config", config.as_str()];
-    let serve = Serve::start(&data, &kubectl, &extra);
+    let serve = start_on(&data, &kubectl, &extra);
     let node = NODE_AND_POD
         .split("---")
         .next()
@@ -383,7 +415,7 @@ fn exclusive_cpus_of_running_pods_survive_a_restart() {
     assert!(data.join("nodes/n1/memory_manager_state").exists());
     drop(serve);
 
-    let serve = Serve::start(&data, &kubectl, &extra);
+    let serve = start_on(&data, &kubectl, &extra);
     // The restarted agent re-admits b with the CPU its checkpoint holds; give it a few ticks.
     std::thread::sleep(std::time::Duration::from_secs(2));
     let (ok, _, err) = serve.run(&["wait", "pod/b", "--for=condition=Ready", "--timeout=60s"]);
