@@ -1087,8 +1087,8 @@ impl WriteOptions {
 /// the reconcile to the object after it; a change of the status of a kind with a status
 /// subresource is recorded as a write of `/status`, like the status updates upstream's
 /// components make. The entries are set on the write itself (same resourceVersion), before any
-/// reader sees it. Objects whose earlier state the store's event log no longer has, and Events,
-/// are left as written.
+/// reader sees it; the object before the reconcile is the pre-image the store's undo journal
+/// kept of its first write. Events are left as written.
 pub struct ControllerWrites {
     inner: Box<dyn allot_runtime::Controller>,
     manager: &'static str,
@@ -1120,9 +1120,18 @@ impl allot_runtime::Controller for ControllerWrites {
         key: &allot_store::ObjectKey,
         ctx: &allot_runtime::Context,
     ) -> Result<allot_runtime::Action, String> {
+        // The pre-images of the writes come from the store's undo journal: the one the etcd
+        // mirror keeps running between commits, or one for this reconcile alone.
+        let own_journal = !store.journaling();
+        if own_journal {
+            store.begin_journal();
+        }
         let before = store.resource_version();
         let result = self.inner.reconcile(store, key, ctx);
         record_writes(store, before, self.manager, &ctx.now.rfc3339());
+        if own_journal {
+            store.end_journal();
+        }
         result
     }
 
@@ -1136,13 +1145,17 @@ impl allot_runtime::Controller for ControllerWrites {
 }
 
 /// Sets the `managedFields` of every object written after resourceVersion `before` by
-/// `manager` (see [`ControllerWrites`]).
+/// `manager` (see [`ControllerWrites`]). The state of an object before its first write comes
+/// from the store's undo journal (its pre-image of that write), which must have been running
+/// since `before`; without one nothing is recorded.
 pub fn record_writes(store: &mut allot_store::Store, before: u64, manager: &str, now: &str) {
-    use allot_store::{EventType, Kind, ObjectKey};
-    // Per object written: whether the first write created it, its first and last write.
-    let mut written: Vec<(ObjectKey, bool, u64, u64)> = Vec::new();
-    for event in store.events_since(before) {
-        if event.key.kind == Kind::Event {
+    use allot_store::{EventType, Kind, ObjectKey, Stored};
+    // Per object written: its state before the first write (`None`: that write created it),
+    // and its last write.
+    let mut written: Vec<(ObjectKey, Option<Stored>, u64)> = Vec::new();
+    for change in store.uncommitted() {
+        let event = change.event;
+        if event.resource_version <= before || event.key.kind == Kind::Event {
             continue;
         }
         let at = written.iter().position(|(k, ..)| *k == event.key);
@@ -1151,34 +1164,24 @@ pub fn record_writes(store: &mut allot_store::Store, before: u64, manager: &str,
                 written.remove(at);
             }
             (EventType::Deleted, None) => {}
-            (_, Some(at)) => written[at].3 = event.resource_version,
-            (event_type, None) => written.push((
+            (_, Some(at)) => written[at].2 = event.resource_version,
+            (_, None) => written.push((
                 event.key.clone(),
-                event_type == EventType::Added,
-                event.resource_version,
+                change.previous.cloned(),
                 event.resource_version,
             )),
         }
     }
-    for (key, created, first, last) in written {
+    for (key, previous, last) in written {
         let Some(info) = crate::resources::info_of(key.kind) else {
             continue;
         };
-        let render = |object: &allot_store::Stored| {
+        let render = |object: &Stored| {
             let mut json = object.to_json();
             json["apiVersion"] = Value::String(info.group_version());
             json
         };
-        let old = if created {
-            None
-        } else {
-            let events = store.events_since(0);
-            let end = events.partition_point(|e| e.resource_version < first);
-            match events[..end].iter().rev().find(|e| e.key == key) {
-                Some(e) if e.event_type != EventType::Deleted => Some(render(&e.object)),
-                _ => continue,
-            }
-        };
+        let old = previous.as_ref().map(render);
         let Some(current) = store.get_stored(&key) else {
             continue;
         };
@@ -1292,6 +1295,9 @@ mod tests {
         pod.metadata.name = "p".into();
         pod.metadata.namespace = "ns".into();
         let pod = store.create(pod, "t0").expect("creates");
+        // ControllerWrites runs each reconcile under a journal, whose pre-images say what the
+        // objects were before.
+        store.begin_journal();
         let before = store.resource_version();
         let mut bound = pod.clone();
         bound.spec.node_name = Some("n1".into());
@@ -1360,6 +1366,81 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("kube-scheduler", "status"), ("kubelet", "")]
         );
+    }
+
+    /// Binds pod ns/p to node n1: a reconcile that writes one object.
+    struct Binder;
+
+    impl allot_runtime::Controller for Binder {
+        fn name(&self) -> &'static str {
+            "binder"
+        }
+
+        fn keys_for(
+            &self,
+            event: &allot_store::Event,
+            _store: &allot_store::Store,
+        ) -> Vec<allot_store::ObjectKey> {
+            vec![event.key.clone()]
+        }
+
+        fn reconcile(
+            &mut self,
+            store: &mut allot_store::Store,
+            _key: &allot_store::ObjectKey,
+            _ctx: &allot_runtime::Context,
+        ) -> Result<allot_runtime::Action, String> {
+            let mut pod = store
+                .get::<allot_api::core::v1::Pod>("ns", "p")
+                .ok_or("no pod")?
+                .clone();
+            pod.spec.node_name = Some("n1".into());
+            store.update(pod).map_err(|e| e.to_string())?;
+            Ok(allot_runtime::Action::Done)
+        }
+    }
+
+    #[test]
+    fn controller_writes_take_pre_images_from_the_journal_and_leave_it_as_found() {
+        use allot_runtime::Controller;
+        for journal_running in [false, true] {
+            let mut store = allot_store::Store::new();
+            let mut pod = allot_api::core::v1::Pod::default();
+            pod.metadata.name = "p".into();
+            pod.metadata.namespace = "ns".into();
+            store.create(pod, "t0").expect("creates");
+            if journal_running {
+                // As the etcd mirror keeps one between commits.
+                store.begin_journal();
+            }
+            let mut writes = ControllerWrites::new(Box::new(Binder), "kube-scheduler");
+            let key = allot_store::ObjectKey::new(Kind::Pod, "ns", "p");
+            let ctx = allot_runtime::Context {
+                now: allot_runtime::SimTime::ZERO,
+            };
+            writes.reconcile(&mut store, &key, &ctx).expect("binds");
+            assert_eq!(store.journaling(), journal_running);
+            // The running journal still holds the write for its commit.
+            assert_eq!(store.uncommitted().len(), usize::from(journal_running));
+            let entries = entries_of(&store.get_stored(&key).expect("pod").to_json());
+            let described: Vec<(String, Vec<String>)> = entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.manager.clone(),
+                        e.fields.paths().iter().map(|p| path_string(p)).collect(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                described,
+                [(
+                    "kube-scheduler".to_string(),
+                    vec![".spec.nodeName".to_string()]
+                )],
+                "journal running: {journal_running}"
+            );
+        }
     }
 
     #[test]

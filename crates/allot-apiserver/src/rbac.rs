@@ -98,6 +98,12 @@ fn resource_rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyR
 const READ: &[&str] = &["get", "list", "watch"];
 /// Upstream's `Write` verbs.
 const WRITE: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+/// What upstream's scheduler may do with claims: read and update.
+const READ_UPDATE: &[&str] = &["get", "list", "patch", "update", "watch"];
+/// Upstream's `eventsRule()` verbs.
+const EVENTS: &[&str] = &["create", "patch", "update"];
+const RESOURCE: &str = "resource.k8s.io";
+const COORDINATION: &str = "coordination.k8s.io";
 /// Upstream's `ReadWrite` verbs.
 const READ_WRITE: &[&str] = &[
     "get",
@@ -115,7 +121,9 @@ const READ_WRITE: &[&str] = &[
 /// from the `rbac.authorization.k8s.io/aggregate-to-*` labelled roles, with upstream's
 /// `system:aggregate-to-*` roles (core pods, events and namespaces, and resource.k8s.io claims
 /// and claim templates as upstream grants them with DynamicResourceAllocation on); discovery,
-/// basic-user and public-info roles with their bindings.
+/// basic-user and public-info roles with their bindings; `system:kube-scheduler` and the DRA
+/// controllers' `system:controller:*` roles, bound to the scheduler user and to the
+/// controllers' kube-system service accounts.
 pub fn bootstrap_objects() -> Vec<Value> {
     let meta = |name: &str, labels: &[(&str, &str)]| {
         let mut all = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
@@ -142,6 +150,18 @@ pub fn bootstrap_objects() -> Vec<Value> {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": meta(name, &[]), "subjects": subjects,
                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name}})
+    };
+    let bound = |name: &str, subject: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": meta(name, &[]), "subjects": [subject],
+               "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name}})
+    };
+    // Upstream's controller roles, bound to the controller's service account in kube-system.
+    let controller = |name: &str| {
+        bound(
+            &format!("system:controller:{name}"),
+            json!({"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}),
+        )
     };
     let urls = |verbs: &[&str], urls: &[&str]| PolicyRule {
         verbs: strings(verbs),
@@ -239,6 +259,115 @@ pub fn bootstrap_objects() -> Vec<Value> {
                 &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
             )],
         ),
+        role(
+            "system:kube-scheduler",
+            &[],
+            vec![
+                resource_rule(EVENTS, &["", "events.k8s.io"], &["events"]),
+                resource_rule(&["create"], &[COORDINATION], &["leases"]),
+                PolicyRule {
+                    resource_names: strings(&["kube-scheduler"]),
+                    ..resource_rule(
+                        &["get", "list", "update", "watch"],
+                        &[COORDINATION],
+                        &["leases"],
+                    )
+                },
+                resource_rule(READ, &[""], &["nodes"]),
+                resource_rule(&["delete", "get", "list", "watch"], &[""], &["pods"]),
+                resource_rule(&["create"], &[""], &["bindings", "pods/binding"]),
+                resource_rule(&["patch", "update"], &[""], &["pods/status"]),
+                resource_rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+                resource_rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+                resource_rule(READ, &[""], &["namespaces"]),
+                resource_rule(READ, &[RESOURCE], &["deviceclasses"]),
+                resource_rule(READ_UPDATE, &[RESOURCE], &["resourceclaims"]),
+                resource_rule(READ_UPDATE, &[RESOURCE], &["resourceclaims/status"]),
+                resource_rule(READ_UPDATE, &[""], &["pods/finalizers"]),
+                resource_rule(READ, &[RESOURCE], &["resourceslices"]),
+                resource_rule(READ, &[RESOURCE], &["devicetaintrules"]),
+                // What allot's claim status authorization asks of an allocating writer, as
+                // upstream's resource-claim-controller role grants it.
+                resource_rule(
+                    &["patch", "update"],
+                    &[RESOURCE],
+                    &["resourceclaims/binding"],
+                ),
+            ],
+        ),
+        role(
+            "system:controller:resource-claim-controller",
+            &[],
+            vec![
+                resource_rule(READ, &[""], &["pods"]),
+                resource_rule(&["update"], &[""], &["pods/finalizers"]),
+                resource_rule(
+                    &["create", "delete", "get", "list", "watch"],
+                    &[RESOURCE],
+                    &["resourceclaims"],
+                ),
+                resource_rule(
+                    &["patch", "update"],
+                    &[RESOURCE],
+                    &["resourceclaims", "resourceclaims/status"],
+                ),
+                resource_rule(&["patch", "update"], &[""], &["pods/status"]),
+                resource_rule(EVENTS, &["", "events.k8s.io"], &["events"]),
+                resource_rule(READ, &["scheduling.k8s.io"], &["podgroups"]),
+                resource_rule(
+                    &["patch", "update"],
+                    &["scheduling.k8s.io"],
+                    &["podgroups/status"],
+                ),
+                resource_rule(
+                    &["patch", "update"],
+                    &[RESOURCE],
+                    &["resourceclaims/binding"],
+                ),
+            ],
+        ),
+        role(
+            "system:controller:device-taint-eviction-controller",
+            &[],
+            vec![
+                resource_rule(&["delete", "get", "list", "watch"], &[""], &["pods"]),
+                resource_rule(&["patch", "update"], &[""], &["pods/status"]),
+                resource_rule(READ, &[RESOURCE], &["resourceclaims"]),
+                resource_rule(READ, &[RESOURCE], &["resourceslices"]),
+                resource_rule(READ, &[RESOURCE], &["deviceclasses"]),
+                resource_rule(EVENTS, &["", "events.k8s.io"], &["events"]),
+                resource_rule(
+                    &["patch", "update"],
+                    &[RESOURCE],
+                    &["devicetaintrules/status"],
+                ),
+                resource_rule(READ, &[RESOURCE], &["devicetaintrules"]),
+            ],
+        ),
+        role(
+            "system:controller:resourcepoolstatusrequest-controller",
+            &[],
+            vec![
+                resource_rule(
+                    &["delete", "get", "list", "watch"],
+                    &[RESOURCE],
+                    &["resourcepoolstatusrequests"],
+                ),
+                resource_rule(
+                    &["patch", "update"],
+                    &[RESOURCE],
+                    &["resourcepoolstatusrequests/status"],
+                ),
+                resource_rule(READ, &[RESOURCE], &["resourceslices"]),
+                resource_rule(READ, &[RESOURCE], &["resourceclaims"]),
+                resource_rule(READ, &[RESOURCE], &["devicetaintrules"]),
+                resource_rule(EVENTS, &["", "events.k8s.io"], &["events"]),
+            ],
+        ),
         binding("cluster-admin", &["system:masters"]),
         binding("system:basic-user", &["system:authenticated"]),
         binding("system:discovery", &["system:authenticated"]),
@@ -246,6 +375,13 @@ pub fn bootstrap_objects() -> Vec<Value> {
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],
         ),
+        bound(
+            "system:kube-scheduler",
+            json!({"kind": "User", "apiGroup": GROUP, "name": "system:kube-scheduler"}),
+        ),
+        controller("resource-claim-controller"),
+        controller("device-taint-eviction-controller"),
+        controller("resourcepoolstatusrequest-controller"),
     ]
 }
 

@@ -72,6 +72,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether creation starts `metadata.generation` at 1. Upstream's registry strategies do so
+    /// for the kinds with a spec whose changes controllers observe; Namespace, Node, Pod, Event,
+    /// Lease and the RBAC kinds (whose strategies leave PrepareForCreate empty) get none.
+    pub fn starts_generation(self) -> bool {
+        !matches!(
+            self,
+            Kind::Namespace
+                | Kind::Node
+                | Kind::Pod
+                | Kind::Event
+                | Kind::Lease
+                | Kind::Role
+                | Kind::ClusterRole
+                | Kind::RoleBinding
+                | Kind::ClusterRoleBinding
+        )
+    }
+
     /// Every kind, in list order.
     pub const ALL: [Kind; 17] = [
         Kind::Namespace,
@@ -660,7 +678,7 @@ impl Store {
         if meta.creation_timestamp.is_none() {
             meta.creation_timestamp = Some(now.to_string());
         }
-        if meta.generation.is_none() && !matches!(kind, Kind::Namespace | Kind::Node | Kind::Pod) {
+        if meta.generation.is_none() && kind.starts_generation() {
             meta.generation = Some(1);
         }
         self.put(key.clone(), object.clone());

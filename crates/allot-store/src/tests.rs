@@ -26,6 +26,58 @@ fn create_assigns_identity_and_records_an_event() {
 }
 
 #[test]
+fn generation_starts_at_one_only_where_upstream_sets_it() {
+    let mut store = Store::new();
+    let named = |name: &str| ObjectMeta {
+        name: name.into(),
+        namespace: "ns".into(),
+        ..ObjectMeta::default()
+    };
+    let claim = store.create(claim("ns", "c"), "t").unwrap();
+    assert_eq!(claim.metadata.generation, Some(1));
+    let role = store
+        .create(
+            Role {
+                metadata: named("r"),
+                ..Role::default()
+            },
+            "t",
+        )
+        .unwrap();
+    assert_eq!(role.metadata.generation, None);
+    let binding = store
+        .create(
+            ClusterRoleBinding {
+                metadata: named("b"),
+                ..ClusterRoleBinding::default()
+            },
+            "t",
+        )
+        .unwrap();
+    assert_eq!(binding.metadata.generation, None);
+    let lease = store
+        .create(
+            Lease {
+                metadata: named("l"),
+                ..Lease::default()
+            },
+            "t",
+        )
+        .unwrap();
+    assert_eq!(lease.metadata.generation, None);
+    let event = store
+        .create(
+            CoreEvent {
+                metadata: named("e"),
+                ..CoreEvent::default()
+            },
+            "t",
+        )
+        .unwrap();
+    assert_eq!(event.metadata.generation, None);
+}
+
+#[test]
 fn stale_updates_conflict_and_no_op_updates_do_not_bump() {
     let mut store = Store::new();
     let created = store.create(claim("ns", "a"), "t").unwrap();

@@ -49,6 +49,19 @@ enum Command {
     },
 }
 
+/// Sends what the libraries report through `tracing` to stderr: warnings and errors, or what
+/// `RUST_LOG` selects (an invalid `RUST_LOG` keeps the default).
+fn log_to_stderr() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
@@ -56,7 +69,10 @@ fn main() -> ExitCode {
         Command::Allocate(args) => cmd::allocate::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Gen(args) => cmd::generate::run(args),
-        Command::Serve(args) => cmd::serve::run(args),
+        Command::Serve(args) => {
+            log_to_stderr();
+            cmd::serve::run(args)
+        }
         Command::Bench { command } => cmd::bench::run(command),
         Command::Node { command } => cmd::node::run(command),
     };

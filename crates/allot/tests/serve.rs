@@ -2,8 +2,8 @@
 //! wheel). kubectl is found through `ALLOT_KUBECTL` (a path), then `kubectl` on PATH; without
 //! either, the tests fail under CI and print a loud skip message otherwise.
 
-#[path = "support/https.rs"]
-mod https;
+#[path = "support/serve.rs"]
+mod harness;
 // Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
 #[allow(dead_code)]
 #[path = "support/kubectl.rs"]
@@ -11,15 +11,17 @@ mod kubectl;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
+
+use harness::Serve;
 
 /// The storage this suite runs on: the embedded log here; tests/serve_etcd.rs includes this
 /// file and runs every test again on etcd. Returns extra `allot serve` arguments and what must
 /// live as long as the server.
 #[allow(dead_code)]
-fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
     (Vec::new(), None)
 }
 
@@ -37,122 +39,23 @@ fn kubectl_or_skip() -> Option<PathBuf> {
     crate::kubectl::find_or_skip()
 }
 
-/// A running `allot serve`; killed with SIGKILL when dropped.
-struct Serve {
-    child: Child,
-    kubeconfig: PathBuf,
-    address: String,
-    kubectl: PathBuf,
-    /// Dropped after the server is killed (an etcd, on etcd).
-    _backend: Option<Box<dyn std::any::Any>>,
+/// Starts `allot serve` on this suite's storage, with a 50-revision watch window and bookmarks
+/// every second.
+fn start(data_dir: &Path, kubectl: &Path) -> Serve {
+    let (backend_args, backend) = crate::backend(data_dir);
+    let mut args: Vec<String> = ["--watch-window", "50", "--bookmark-interval-seconds", "1"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    args.extend(backend_args);
+    Serve::start_on(data_dir, kubectl, &args, backend)
 }
 
-impl Serve {
-    fn start(data_dir: &Path, kubectl: &Path) -> Serve {
-        let (backend_args, backend) = crate::backend(data_dir);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--watch-window",
-                "50",
-                "--bookmark-interval-seconds",
-                "1",
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .args(&backend_args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut lines = BufReader::new(stdout).lines();
-        let mut address = String::new();
-        let mut kubeconfig = PathBuf::new();
-        for line in lines.by_ref() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("serving on https://") {
-                address = rest.to_string();
-            }
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(
-            kubeconfig.exists(),
-            "allot serve printed no kubeconfig path"
-        );
-        assert!(!address.is_empty(), "allot serve printed no address");
-        Serve {
-            child,
-            kubeconfig,
-            address,
-            kubectl: kubectl.to_path_buf(),
-            _backend: backend,
-        }
-    }
+trait CreateNamespace {
+    fn namespace(&self, dir: &Path, name: &str);
+}
 
-    fn kubectl_command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(&self.kubectl);
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(args);
-        command
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_command(args).output().expect("kubectl runs")
-    }
-
-    /// Runs kubectl and returns stdout, failing the test with stderr when it fails.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs kubectl expecting failure; returns stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should fail: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    /// A raw HTTPS/1.1 request as the admin user (the kubeconfig's token, the server's CA)
-    /// unless `headers` hold an Authorization header; returns status code and body.
-    fn http(&self, method: &str, path: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
-        let own = headers
-            .iter()
-            .any(|h| h.to_ascii_lowercase().starts_with("authorization:"));
-        let token = https::kubeconfig_token(&self.kubeconfig).filter(|_| !own);
-        let ca = self
-            .kubeconfig
-            .parent()
-            .map(|d| d.join("pki/ca.crt"))
-            .unwrap_or_default();
-        https::request(
-            &self.address,
-            &ca,
-            token.as_deref(),
-            method,
-            path,
-            headers,
-            body,
-        )
-    }
-
+impl CreateNamespace for Serve {
     /// Creates a namespace from a manifest (`kubectl create namespace` sends protobuf).
     fn namespace(&self, dir: &Path, name: &str) {
         let path = write(
@@ -161,18 +64,6 @@ impl Serve {
             &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"),
         );
         self.ok(&["create", "-f", path.to_str().unwrap_or_default()]);
-    }
-
-    fn kill9(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -194,7 +85,7 @@ fn api_resources_list_every_served_kind() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let out = serve.ok(&["api-resources", "--no-headers"]);
     let mut missing = Vec::new();
     for name in [
@@ -233,7 +124,7 @@ fn every_spec_dra_example_applies_and_reads_back() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     serve.namespace(dir.path(), "some-ns");
     // The admin-access example needs a namespace that allows it (as upstream).
     serve.ok(&[
@@ -335,7 +226,7 @@ fn invalid_objects_are_refused_with_field_paths() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let bad = write(
         dir.path(),
         "bad.yaml",
@@ -397,7 +288,7 @@ fn stale_updates_conflict_and_deletes_remove() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
     serve.ok(&["create", "-f", class.to_str().unwrap_or_default()]);
     let stale = serve.ok(&["get", "deviceclass", "gpu.example.com", "-o", "json"]);
@@ -427,7 +318,7 @@ fn watch_sees_changes() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let mut watcher = serve
         .kubectl_command(&["get", "namespaces", "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
@@ -479,7 +370,7 @@ fn raw_protocol_edges() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     assert_eq!(serve.http("GET", "/livez", &[], b"").0, 200);
     assert_eq!(serve.http("GET", "/readyz", &[], b"").0, 200);
     // A wrong bearer token is refused.
@@ -613,7 +504,7 @@ fn kill_9_keeps_acknowledged_writes() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
     serve.ok(&["create", "-f", class.to_str().unwrap_or_default()]);
     serve.ok(&[
@@ -629,8 +520,8 @@ fn kill_9_keeps_acknowledged_writes() {
     serve.ok(&["delete", "namespace", "gone"]);
     serve.ok(&["label", "namespace", "keep", "kept=yes"]);
     let before = serve.ok(&["get", "deviceclass,resourceslice,namespace", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}"]);
-    serve.kill9();
-    let serve = Serve::start(dir.path(), &kubectl);
+    serve.kill9_all();
+    let serve = start(dir.path(), &kubectl);
     let after = serve.ok(&["get", "deviceclass,resourceslice,namespace", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}"]);
     assert_eq!(before, after);
     assert!(
@@ -675,7 +566,7 @@ fn controllers_schedule_pods_and_allocate_template_claims() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start(dir.path(), &kubectl);
     let examples = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/simulate"

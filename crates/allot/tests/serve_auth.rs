@@ -4,16 +4,17 @@
 //! ResourcePoolStatusRequests only with an explicit grant, adminAccess only in labelled
 //! namespaces, and DRA's granular ResourceClaim status authorization.
 
-#[path = "support/https.rs"]
-mod https;
+#[path = "support/serve.rs"]
+mod harness;
 
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
+use harness::{Serve, https};
 use serde_json::{Value, json};
 
 /// The users of every test: token, name, groups.
@@ -23,99 +24,32 @@ carol-token,carol,2,\"dev\"\n\
 sched-token,scheduler,3\n\
 driver-token,driver,4\n";
 
-struct Serve {
-    child: Child,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-    address: String,
-    kubectl: PathBuf,
+/// Starts `allot serve` on DIR/data with the test users (`tokens`: an explicit tokens file, or
+/// the default DATA_DIR/tokens.csv).
+fn start(dir: &Path, kubectl: &Path, tokens: bool) -> Serve {
+    let mut args = Vec::new();
+    if tokens {
+        let file = dir.join("users.csv");
+        std::fs::write(&file, TOKENS).expect("writes tokens");
+        args.push("--token-auth-file".to_string());
+        args.push(file.display().to_string());
+    }
+    Serve::start(&dir.join("data"), kubectl, &args)
 }
 
-impl Serve {
-    /// Starts `allot serve` with the test users (`tokens`: an explicit tokens file, or the
-    /// default DATA_DIR/tokens.csv).
-    fn start(dir: &Path, kubectl: &Path, tokens: bool) -> Serve {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.join("data"));
-        if tokens {
-            let file = dir.join("users.csv");
-            std::fs::write(&file, TOKENS).expect("writes tokens");
-            command.arg("--token-auth-file").arg(file);
-        }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut address = String::new();
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("serving on https://") {
-                address = rest.to_string();
-            }
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "no kubeconfig printed");
-        assert!(!address.is_empty(), "no https address printed");
-        Serve {
-            child,
-            dir: dir.join("data"),
-            kubeconfig,
-            address,
-            kubectl: kubectl.to_path_buf(),
-        }
-    }
+/// What these tests add to the shared harness: manifests from stdin, JSON over raw HTTPS.
+trait AuthServe {
+    fn apply(&self, token: Option<&str>, yaml: &str) -> Output;
+    fn create(&self, token: Option<&str>, yaml: &str);
+    fn create_fails(&self, token: Option<&str>, yaml: &str) -> String;
+    fn https(&self, token: Option<&str>, method: &str, path: &str, body: &Value) -> (u16, Value);
+}
 
-    fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
-        let mut command = Command::new(&self.kubectl);
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST");
-        if let Some(token) = token {
-            command.arg(format!("--token={token}"));
-        }
-        command.args(args).output().expect("kubectl runs")
-    }
-
-    /// kubectl as `token`'s user (the kubeconfig's admin with `None`); stdout on success.
-    fn ok(&self, token: Option<&str>, args: &[&str]) -> String {
-        let out = self.kubectl(token, args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} as {token:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// kubectl expected to fail; stderr.
-    fn fails(&self, token: Option<&str>, args: &[&str]) -> String {
-        let out = self.kubectl(token, args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} as {token:?} should fail: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
+impl AuthServe for Serve {
+    /// `kubectl create -f -` as `token`'s user with `yaml` on stdin.
     fn apply(&self, token: Option<&str>, yaml: &str) -> Output {
-        let mut command = Command::new(&self.kubectl);
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST");
-        if let Some(token) = token {
-            command.arg(format!("--token={token}"));
-        }
-        let mut child = command
-            .args(["create", "-f", "-"])
+        let mut child = self
+            .kubectl_command_as(token, &["create", "-f", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -154,9 +88,7 @@ impl Serve {
         } else {
             serde_json::to_vec(body).expect("json")
         };
-        let (code, text) = https::request(
-            &self.address,
-            &self.dir.join("pki/ca.crt"),
+        let (code, text) = self.http_as(
             token,
             method,
             path,
@@ -165,13 +97,6 @@ impl Serve {
         );
         let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         (code, value)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -190,7 +115,7 @@ fn tls_kubeconfig_and_bearer_tokens() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, false);
+    let serve = start(dir.path(), &kubectl, false);
     // The kubeconfig works unmodified: https, the CA inline, the admin token.
     let kubeconfig = std::fs::read_to_string(&serve.kubeconfig).expect("kubeconfig");
     assert!(
@@ -205,10 +130,10 @@ fn tls_kubeconfig_and_bearer_tokens() {
         !kubeconfig.contains("insecure-skip-tls-verify"),
         "{kubeconfig}"
     );
-    let out = serve.ok(None, &["get", "namespaces", "-o", "name"]);
+    let out = serve.ok_as(None, &["get", "namespaces", "-o", "name"]);
     assert!(out.contains("namespace/default"), "{out}");
     // DATA_DIR/tokens.csv was created with an admin in system:masters.
-    let tokens = std::fs::read_to_string(serve.dir.join("tokens.csv")).expect("tokens");
+    let tokens = std::fs::read_to_string(serve.data_dir.join("tokens.csv")).expect("tokens");
     assert!(
         tokens
             .trim_end()
@@ -216,10 +141,10 @@ fn tls_kubeconfig_and_bearer_tokens() {
         "{tokens}"
     );
     for file in ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key"] {
-        assert!(serve.dir.join("pki").join(file).exists(), "pki/{file}");
+        assert!(serve.data_dir.join("pki").join(file).exists(), "pki/{file}");
     }
     // A token that is not in the file is 401, in kubectl's words and as a Status.
-    let err = serve.fails(Some("wrong"), &["get", "pods"]);
+    let err = serve.fails_as(Some("wrong"), &["get", "pods"]);
     assert!(
         err.contains("You must be logged in to the server (Unauthorized)"),
         "{err}"
@@ -261,20 +186,23 @@ fn tls_kubeconfig_and_bearer_tokens() {
         "plain HTTP was served"
     );
     // A restart reuses the CA and the serving certificate: the old kubeconfig keeps working.
-    let ca = std::fs::read(serve.dir.join("pki/ca.crt")).expect("ca");
-    let crt = std::fs::read(serve.dir.join("pki/apiserver.crt")).expect("crt");
+    let ca = std::fs::read(serve.data_dir.join("pki/ca.crt")).expect("ca");
+    let crt = std::fs::read(serve.data_dir.join("pki/apiserver.crt")).expect("crt");
     drop(serve);
-    let serve = Serve::start(dir.path(), &kubectl, false);
-    assert_eq!(ca, std::fs::read(serve.dir.join("pki/ca.crt")).expect("ca"));
+    let serve = start(dir.path(), &kubectl, false);
+    assert_eq!(
+        ca,
+        std::fs::read(serve.data_dir.join("pki/ca.crt")).expect("ca")
+    );
     assert_eq!(
         crt,
-        std::fs::read(serve.dir.join("pki/apiserver.crt")).expect("crt")
+        std::fs::read(serve.data_dir.join("pki/apiserver.crt")).expect("crt")
     );
     assert_eq!(
         tokens,
-        std::fs::read_to_string(serve.dir.join("tokens.csv")).expect("tokens")
+        std::fs::read_to_string(serve.data_dir.join("tokens.csv")).expect("tokens")
     );
-    serve.ok(None, &["get", "namespaces"]);
+    serve.ok_as(None, &["get", "namespaces"]);
 }
 
 #[test]
@@ -283,11 +211,11 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, true);
+    let serve = start(dir.path(), &kubectl, true);
     let bob = Some("bob-token");
     serve.create(None, &namespace("team", false));
     // No binding: 403 worded as upstream, through kubectl.
-    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "team"]);
+    let err = serve.fails_as(bob, &["get", "resourceclaims", "-n", "team"]);
     assert!(
         err.contains("Error from server (Forbidden): resourceclaims.resource.k8s.io is forbidden: User \"bob\" cannot list resource \"resourceclaims\" in API group \"resource.k8s.io\" in the namespace \"team\""),
         "{err}"
@@ -300,25 +228,25 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         None,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: claims\n  namespace: team\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourceclaims]\n  verbs: [get, list, watch, create, delete]\n- apiGroups: [rbac.authorization.k8s.io]\n  resources: [rolebindings]\n  verbs: [create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: bob-claims\n  namespace: team\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: Role\n  name: claims\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    let out = serve.ok(None, &["get", "roles,rolebindings", "-n", "team"]);
+    let out = serve.ok_as(None, &["get", "roles,rolebindings", "-n", "team"]);
     assert!(
         out.contains("claims") && out.contains("Role/claims"),
         "{out}"
     );
-    serve.ok(bob, &["get", "resourceclaims", "-n", "team"]);
+    serve.ok_as(bob, &["get", "resourceclaims", "-n", "team"]);
     serve.create(
         bob,
         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: mine\n  namespace: team\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n",
     );
-    let out = serve.ok(
+    let out = serve.ok_as(
         bob,
         &["get", "resourceclaim", "mine", "-n", "team", "-o", "name"],
     );
     assert_eq!(out.trim(), "resourceclaim.resource.k8s.io/mine");
     // Only there, and only those verbs.
-    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "default"]);
+    let err = serve.fails_as(bob, &["get", "resourceclaims", "-n", "default"]);
     assert!(err.contains("in the namespace \"default\""), "{err}");
-    let err = serve.fails(bob, &["get", "pods", "-n", "team"]);
+    let err = serve.fails_as(bob, &["get", "pods", "-n", "team"]);
     assert!(err.contains("cannot list resource \"pods\""), "{err}");
     let (code, body) = serve.https(
         bob,
@@ -345,7 +273,7 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         bob,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dev-claims\n  namespace: team\nsubjects:\n- kind: Group\n  name: dev\nroleRef:\n  kind: Role\n  name: claims\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    serve.ok(
+    serve.ok_as(
         Some("carol-token"),
         &["get", "resourceclaims", "-n", "team"],
     );
@@ -355,9 +283,9 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         None,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dra-reader\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [deviceclasses, resourceslices, resourceclaims, resourceclaimtemplates]\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: bob-dra-reader\nsubjects:\n- kind: User\n  name: bob\n  apiGroup: rbac.authorization.k8s.io\nroleRef:\n  kind: ClusterRole\n  name: dra-reader\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    serve.ok(bob, &["get", "deviceclasses"]);
-    serve.ok(bob, &["get", "resourceclaims", "-A"]);
-    let err = serve.fails(bob, &["get", "resourcepoolstatusrequests"]);
+    serve.ok_as(bob, &["get", "deviceclasses"]);
+    serve.ok_as(bob, &["get", "resourceclaims", "-A"]);
+    let err = serve.fails_as(bob, &["get", "resourcepoolstatusrequests"]);
     assert!(
         err.contains("User \"bob\" cannot list resource \"resourcepoolstatusrequests\" in API group \"resource.k8s.io\" at the cluster scope"),
         "{err}"
@@ -366,13 +294,13 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         None,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: pool-status\nrules:\n- apiGroups: [resource.k8s.io]\n  resources: [resourcepoolstatusrequests]\n  verbs: [get, list, watch, create, delete]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: bob-pool-status\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: ClusterRole\n  name: pool-status\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    serve.ok(bob, &["get", "resourcepoolstatusrequests"]);
+    serve.ok_as(bob, &["get", "resourcepoolstatusrequests"]);
     // A binding to a role that does not exist grants nothing and says why.
     serve.create(
         None,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dangling\n  namespace: team\nsubjects:\n- kind: User\n  name: driver\nroleRef:\n  kind: Role\n  name: nope\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    let err = serve.fails(Some("driver-token"), &["get", "pods", "-n", "team"]);
+    let err = serve.fails_as(Some("driver-token"), &["get", "pods", "-n", "team"]);
     assert!(
         err.contains("RBAC: role.rbac.authorization.k8s.io \"nope\" not found"),
         "{err}"
@@ -387,11 +315,11 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
         "{err}"
     );
     drop(serve);
-    let serve = Serve::start(dir.path(), &kubectl, true);
-    serve.ok(bob, &["get", "resourcepoolstatusrequests"]);
-    serve.ok(None, &["delete", "clusterrolebinding", "bob-pool-status"]);
-    serve.fails(bob, &["get", "resourcepoolstatusrequests"]);
-    let out = serve.ok(None, &["get", "clusterroles", "-o", "name"]);
+    let serve = start(dir.path(), &kubectl, true);
+    serve.ok_as(bob, &["get", "resourcepoolstatusrequests"]);
+    serve.ok_as(None, &["delete", "clusterrolebinding", "bob-pool-status"]);
+    serve.fails_as(bob, &["get", "resourcepoolstatusrequests"]);
+    let out = serve.ok_as(None, &["get", "clusterroles", "-o", "name"]);
     assert!(
         out.contains("clusterrole.rbac.authorization.k8s.io/cluster-admin"),
         "{out}"
@@ -404,7 +332,7 @@ fn admin_access_only_in_labelled_namespaces() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, true);
+    let serve = start(dir.path(), &kubectl, true);
     serve.create(None, &namespace("plain", false));
     serve.create(None, &namespace("admins", true));
     let claim = |ns: &str| {
@@ -440,10 +368,10 @@ fn admin_access_only_in_labelled_namespaces() {
     );
     let file = dir.path().join("claim.yaml");
     std::fs::write(&file, claim("plain")).expect("writes");
-    let err = serve.fails(None, &["apply", "-f", file.to_str().unwrap_or_default()]);
+    let err = serve.fails_as(None, &["apply", "-f", file.to_str().unwrap_or_default()]);
     assert!(err.contains(message), "{err}");
     // Changing other fields of an admin-access claim in a labelled namespace is fine.
-    serve.ok(
+    serve.ok_as(
         None,
         &["label", "resourceclaim", "monitor", "-n", "admins", "x=y"],
     );
@@ -469,7 +397,7 @@ fn claim_status_is_authorized_per_field_and_driver() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, true);
+    let serve = start(dir.path(), &kubectl, true);
     serve.create(None, &namespace("team", false));
     serve.create(None, STATUS_CLAIM);
     // Both may write resourceclaims/status, as the hardening guide's first rule.
@@ -576,7 +504,7 @@ fn claim_status_is_authorized_per_field_and_driver() {
             format!("Impersonate-Extra-authentication.kubernetes.io%2fnode-name: {node}");
         let (code, text) = https::request(
             &serve.address,
-            &serve.dir.join("pki/ca.crt"),
+            &serve.data_dir.join("pki/ca.crt"),
             Some("admin-token"),
             "PUT",
             path,
@@ -619,11 +547,11 @@ fn kubectl_generators_access_reviews_and_impersonation() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, true);
+    let serve = start(dir.path(), &kubectl, true);
     let bob = Some("bob-token");
     serve.create(None, &namespace("team", false));
     // kubectl's generators send protobuf bodies.
-    serve.ok(
+    serve.ok_as(
         None,
         &[
             "create",
@@ -633,7 +561,7 @@ fn kubectl_generators_access_reviews_and_impersonation() {
             "--resource=resourceclaims.resource.k8s.io",
         ],
     );
-    serve.ok(
+    serve.ok_as(
         None,
         &[
             "create",
@@ -645,7 +573,7 @@ fn kubectl_generators_access_reviews_and_impersonation() {
             "team",
         ],
     );
-    let out = serve.ok(
+    let out = serve.ok_as(
         None,
         &[
             "get",
@@ -662,7 +590,7 @@ fn kubectl_generators_access_reviews_and_impersonation() {
     let can = |token: Option<&str>, args: &[&str]| {
         let mut full = vec!["auth", "can-i"];
         full.extend_from_slice(args);
-        let out = serve.kubectl(token, &full);
+        let out = serve.kubectl_as(token, &full);
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(
@@ -712,22 +640,22 @@ fn kubectl_generators_access_reviews_and_impersonation() {
     );
     assert_eq!(can(None, &["*", "*"]), "yes");
     // Impersonation needs the impersonate verb: the admin may, bob may not.
-    let out = serve.ok(None, &["get", "resourceclaims", "-n", "team", "--as=bob"]);
+    let out = serve.ok_as(None, &["get", "resourceclaims", "-n", "team", "--as=bob"]);
     assert!(
         out.contains("No resources found") || out.is_empty(),
         "{out}"
     );
-    let err = serve.fails(None, &["get", "pods", "-n", "team", "--as=bob"]);
+    let err = serve.fails_as(None, &["get", "pods", "-n", "team", "--as=bob"]);
     assert!(
         err.contains("User \"bob\" cannot list resource \"pods\""),
         "{err}"
     );
-    let err = serve.fails(bob, &["get", "resourceclaims", "-n", "team", "--as=admin"]);
+    let err = serve.fails_as(bob, &["get", "resourceclaims", "-n", "team", "--as=admin"]);
     assert!(
         err.contains("users \"admin\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
         "{err}"
     );
-    let err = serve.fails(
+    let err = serve.fails_as(
         bob,
         &[
             "get",
@@ -765,7 +693,7 @@ fn rbac_objects_take_client_and_server_side_apply() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl, true);
+    let serve = start(dir.path(), &kubectl, true);
     // A watch sees the role come, change and go.
     let mut watcher = Command::new(&serve.kubectl)
         .env("KUBECONFIG", &serve.kubeconfig)
@@ -799,18 +727,18 @@ fn rbac_objects_take_client_and_server_side_apply() {
     };
     let path = file.to_str().unwrap_or_default();
     let verbs = || {
-        serve.ok(
+        serve.ok_as(
             None,
             &["get", "role", "claims", "-o", "jsonpath={.rules[0].verbs}"],
         )
     };
     std::fs::write(&file, role("get")).expect("writes");
-    serve.ok(None, &["apply", "-f", path]);
+    serve.ok_as(None, &["apply", "-f", path]);
     std::fs::write(&file, role("get, list")).expect("writes");
-    let out = serve.ok(None, &["apply", "-f", path]);
+    let out = serve.ok_as(None, &["apply", "-f", path]);
     assert!(out.contains("configured"), "{out}");
     assert_eq!(verbs(), "[\"get\",\"list\"]");
-    serve.ok(None, &["delete", "-f", path]);
+    serve.ok_as(None, &["delete", "-f", path]);
     let mut events = Vec::new();
     while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(20)) {
         if line.contains("claims") {
@@ -829,10 +757,10 @@ fn rbac_objects_take_client_and_server_side_apply() {
     let _ = watcher.wait();
     assert_eq!(events, ["ADDED", "MODIFIED", "DELETED"]);
     std::fs::write(&file, role("get, list")).expect("writes");
-    serve.ok(None, &["apply", "-f", path]);
+    serve.ok_as(None, &["apply", "-f", path]);
     // Server-side apply by another manager conflicts on the atomic rules list, then wins.
     std::fs::write(&file, role("get, list, watch")).expect("writes");
-    let err = serve.fails(
+    let err = serve.fails_as(
         None,
         &[
             "apply",
@@ -846,7 +774,7 @@ fn rbac_objects_take_client_and_server_side_apply() {
         err.contains("Apply failed with") && err.contains(".rules"),
         "{err}"
     );
-    serve.ok(
+    serve.ok_as(
         None,
         &[
             "apply",
@@ -858,7 +786,7 @@ fn rbac_objects_take_client_and_server_side_apply() {
         ],
     );
     assert_eq!(verbs(), "[\"get\",\"list\",\"watch\"]");
-    let managers = serve.ok(
+    let managers = serve.ok_as(
         None,
         &[
             "get",
@@ -870,7 +798,7 @@ fn rbac_objects_take_client_and_server_side_apply() {
     );
     assert!(managers.contains("other"), "{managers}");
     // JSON patch; the escalation check still applies to every write path.
-    serve.ok(
+    serve.ok_as(
         None,
         &[
             "patch",
@@ -886,7 +814,7 @@ fn rbac_objects_take_client_and_server_side_apply() {
         None,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: role-editor\n  namespace: default\nrules:\n- apiGroups: [rbac.authorization.k8s.io]\n  resources: [roles]\n  verbs: [get, patch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: bob-role-editor\n  namespace: default\nsubjects:\n- kind: User\n  name: bob\nroleRef:\n  kind: Role\n  name: role-editor\n  apiGroup: rbac.authorization.k8s.io\n",
     );
-    let err = serve.fails(
+    let err = serve.fails_as(
         Some("bob-token"),
         &[
             "patch",
@@ -901,4 +829,52 @@ fn rbac_objects_take_client_and_server_side_apply() {
         err.contains("is attempting to grant RBAC permissions not currently held"),
         "{err}"
     );
+}
+
+/// Starts `allot serve` with `tokens` as its tokens file and `RUST_LOG` as given, waits until it
+/// serves, stops it and returns what it wrote on stderr.
+fn serve_stderr(dir: &Path, tokens: &str, rust_log: Option<&str>) -> String {
+    let file = dir.join("users.csv");
+    std::fs::write(&file, tokens).expect("writes tokens");
+    let log = dir.join("stderr.log");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.join("data"))
+        .arg("--token-auth-file")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("creates the log"));
+    if let Some(filter) = rust_log {
+        command.env("RUST_LOG", filter);
+    }
+    let mut child = command.spawn().expect("allot serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let served = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("kubeconfig: "));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(served, "allot serve did not start");
+    std::fs::read_to_string(&log).expect("reads the log")
+}
+
+#[test]
+fn warnings_reach_stderr_unless_rust_log_silences_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = "t1,alice,1\nt1,bob,2\n";
+    let err = serve_stderr(dir.path(), tokens, None);
+    let line = format!(
+        "{}:2: duplicate token",
+        dir.path().join("users.csv").display()
+    );
+    assert!(
+        err.lines().any(|l| l.contains("WARN") && l.contains(&line)),
+        "no warning on stderr:\n{err}"
+    );
+    let quiet = tempfile::tempdir().expect("tempdir");
+    let err = serve_stderr(quiet.path(), tokens, Some("error"));
+    assert!(!err.contains("duplicate token"), "{err}");
 }

@@ -4,14 +4,14 @@
 //! and kill -9 under a stream of writes. Without an `etcd` binary the tests print a skip
 //! notice (and fail under CI, whose .ci/run installs it).
 
-// The suite (serve.rs) loads support/https.rs as its own private module; the tests here need it
-// too and cannot reach the suite's copy.
+// The suites (serve.rs, serve_patch.rs, serve_misc.rs) load support/serve.rs as their own private module; the
+// tests here need it too and cannot reach the suites' copies.
 #![allow(clippy::duplicate_mod)]
 
 #[path = "support/etcd.rs"]
 mod etcd;
-#[path = "support/https.rs"]
-mod https;
+#[path = "support/serve.rs"]
+mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 #[path = "serve.rs"]
@@ -19,12 +19,17 @@ mod suite;
 // The write-path tests (patches, server-side apply, dry run, validation, namespace deletion).
 #[path = "serve_patch.rs"]
 mod patch_suite;
+// Repeated keys, managedFields of the controllers' writes, node checkpoints across a restart.
+#[path = "serve_misc.rs"]
+mod misc_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use harness::Serve;
 
 /// Leader election fast enough for tests.
 const ELECTION: [&str; 6] = [
@@ -38,7 +43,7 @@ const ELECTION: [&str; 6] = [
 
 /// The suite's hook: an etcd on `DATA_DIR/etcd` for each server start (a restart finds the
 /// same etcd data).
-fn backend(data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+fn backend(data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
     let binary = etcd::binary().expect("checked by backend_available");
     let etcd = etcd::Etcd::start(&binary, &data_dir.join("etcd"));
     let mut args = vec!["--etcd-servers".to_string(), etcd.url.clone()];
@@ -50,95 +55,11 @@ fn backend_available() -> bool {
     etcd::binary_or_skip().is_some()
 }
 
-/// One `allot serve` on a given etcd; killed (SIGKILL) when dropped.
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-    address: String,
-    kubectl: PathBuf,
-}
-
-impl Server {
-    fn start(data_dir: &Path, etcd_url: &str, kubectl: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .args(["--etcd-servers", etcd_url])
-            .args(ELECTION)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut address = String::new();
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some((_, rest)) = line.split_once("serving on https://") {
-                address = rest.to_string();
-            }
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig");
-        Server {
-            child,
-            kubeconfig,
-            address,
-            kubectl: kubectl.to_path_buf(),
-        }
-    }
-
-    fn kubectl(&self, args: &[&str]) -> std::process::Output {
-        Command::new(&self.kubectl)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// A raw request as the admin user; (status code, body).
-    fn http(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
-        let token = https::kubeconfig_token(&self.kubeconfig);
-        let ca = self
-            .kubeconfig
-            .parent()
-            .map(|d| d.join("pki/ca.crt"))
-            .unwrap_or_default();
-        https::request(
-            &self.address,
-            &ca,
-            token.as_deref(),
-            method,
-            path,
-            &["Content-Type: application/json"],
-            body,
-        )
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill9();
-    }
+/// One `allot serve` on the etcd at `etcd_url`, with fast leader election.
+fn start(data_dir: &Path, etcd_url: &str, kubectl: &Path) -> Serve {
+    let mut args = vec!["--etcd-servers", etcd_url];
+    args.extend(ELECTION);
+    Serve::start(data_dir, kubectl, &args)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -210,8 +131,8 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
-    let mut a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
-    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let mut a = start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = start(&dir.path().join("b"), &etcd.url, &kubectl);
     let (setup, pods) = contended_cluster(24);
     let setup = write(dir.path(), "setup.yaml", &setup);
     a.ok(&["apply", "-f", setup.to_str().unwrap_or_default()]);
@@ -224,7 +145,7 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
                     let mut code = 0;
                     for _ in 0..20 {
                         (code, _) =
-                            server.http("POST", "/api/v1/namespaces/ha/pods", pod.as_bytes());
+                            server.http_json("POST", "/api/v1/namespaces/ha/pods", pod.as_bytes());
                         if code == 201 {
                             break;
                         }
@@ -280,13 +201,13 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
 
 /// One private etcd and two servers on it (`None`, after saying why, when etcd or kubectl is
 /// missing outside CI). The temporary directory must outlive the servers.
-fn two_servers() -> Option<(tempfile::TempDir, etcd::Etcd, Server, Server)> {
+fn two_servers() -> Option<(tempfile::TempDir, etcd::Etcd, Serve, Serve)> {
     let binary = etcd::binary_or_skip()?;
     let kubectl = kubectl::find_or_skip()?;
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
-    let a = Server::start(&dir.path().join("a"), &etcd.url, &kubectl);
-    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let a = start(&dir.path().join("a"), &etcd.url, &kubectl);
+    let b = start(&dir.path().join("b"), &etcd.url, &kubectl);
     Some((dir, etcd, a, b))
 }
 
@@ -300,7 +221,7 @@ fn both_servers_see_each_others_writes_and_conflicts() {
             "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
         )
     };
-    let (code, created) = a.http("POST", "/api/v1/namespaces", ns("from-a").as_bytes());
+    let (code, created) = a.http_json("POST", "/api/v1/namespaces", ns("from-a").as_bytes());
     assert_eq!(code, 201, "{created}");
     let created: serde_json::Value = serde_json::from_str(&created).expect("json");
     let rv = created["metadata"]["resourceVersion"]
@@ -333,14 +254,14 @@ fn both_servers_see_each_others_writes_and_conflicts() {
     // An update on B with A's resourceVersion works; the same stale update on A then conflicts.
     let mut update = created.clone();
     update["metadata"]["labels"] = serde_json::json!({"by": "b"});
-    let (code, body) = b.http(
+    let (code, body) = b.http_json(
         "PUT",
         "/api/v1/namespaces/from-a",
         update.to_string().as_bytes(),
     );
     assert_eq!(code, 200, "{body}");
     update["metadata"]["labels"] = serde_json::json!({"by": "a"});
-    let (code, body) = a.http(
+    let (code, body) = a.http_json(
         "PUT",
         "/api/v1/namespaces/from-a",
         update.to_string().as_bytes(),
@@ -348,8 +269,8 @@ fn both_servers_see_each_others_writes_and_conflicts() {
     assert_eq!(code, 409, "{body}");
     assert!(body.contains("\"reason\":\"Conflict\""), "{body}");
     // Creating one name on both: one wins, the other gets AlreadyExists.
-    let (code_a, _) = a.http("POST", "/api/v1/namespaces", ns("both").as_bytes());
-    let (code_b, body_b) = b.http("POST", "/api/v1/namespaces", ns("both").as_bytes());
+    let (code_a, _) = a.http_json("POST", "/api/v1/namespaces", ns("both").as_bytes());
+    let (code_b, body_b) = b.http_json("POST", "/api/v1/namespaces", ns("both").as_bytes());
     assert_eq!((code_a, code_b), (201, 409), "{body_b}");
     assert!(body_b.contains("AlreadyExists"), "{body_b}");
     // Unrelated writes on both interleave without errors, and both end with the same objects.
@@ -357,7 +278,7 @@ fn both_servers_see_each_others_writes_and_conflicts() {
         for (server, prefix) in [(&a, "x"), (&b, "y")] {
             s.spawn(move || {
                 for i in 0..20 {
-                    let (code, body) = server.http(
+                    let (code, body) = server.http_json(
                         "POST",
                         "/api/v1/namespaces",
                         ns(&format!("{prefix}{i}")).as_bytes(),
@@ -367,7 +288,7 @@ fn both_servers_see_each_others_writes_and_conflicts() {
             });
         }
     });
-    let list = |s: &Server| {
+    let list = |s: &Serve| {
         s.ok(&[
             "get",
             "namespaces",
@@ -398,7 +319,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let data = dir.path().join("a");
-    let mut server = Server::start(&data, &etcd.url, &kubectl);
+    let mut server = start(&data, &etcd.url, &kubectl);
     let mut acknowledged = Vec::new();
     let killed = std::thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -409,7 +330,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
                     "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
                 );
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    server.http("POST", "/api/v1/namespaces", body.as_bytes())
+                    server.http_json("POST", "/api/v1/namespaces", body.as_bytes())
                 }));
                 match result {
                     Ok((201, _)) => acked.push(name),
@@ -419,7 +340,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
             acked
         });
         std::thread::sleep(Duration::from_millis(1500));
-        let pid = server.child.id();
+        let pid = server.pid();
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         writer.join().expect("writer")
     });
@@ -427,7 +348,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     acknowledged.extend(killed);
     assert!(acknowledged.len() > 5, "too few writes before the kill");
     eprintln!("{} acknowledged writes before kill -9", acknowledged.len());
-    let server = Server::start(&data, &etcd.url, &kubectl);
+    let server = start(&data, &etcd.url, &kubectl);
     let names = server.ok(&[
         "get",
         "namespaces",
@@ -442,7 +363,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write() {
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
     // The restarted server holds no history from before its start: a watch from there is
     // told to re-list (410 Gone), as kube-apiserver's watch cache does.
-    let (code, body) = server.http(
+    let (code, body) = server.http_json(
         "GET",
         "/api/v1/namespaces?watch=true&resourceVersion=2&timeoutSeconds=1",
         b"",
@@ -512,7 +433,7 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
     for i in 0..200 {
         let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
         let name = format!("ryw-{i}");
-        let (code, body) = writer.http(
+        let (code, body) = writer.http_json(
             "POST",
             "/api/v1/namespaces",
             namespace_json(&name).as_bytes(),
@@ -524,7 +445,7 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
             let rv = created["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap_or_default();
-            let (code, body) = reader.http(
+            let (code, body) = reader.http_json(
                 "GET",
                 &format!("/api/v1/namespaces?resourceVersion={rv}"),
                 b"",
@@ -535,11 +456,11 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
                 "iteration {i}: list from resourceVersion {rv} on the other server"
             );
         }
-        let (code, body) = reader.http("GET", &format!("/api/v1/namespaces/{name}"), b"");
+        let (code, body) = reader.http_json("GET", &format!("/api/v1/namespaces/{name}"), b"");
         assert_eq!(code, 200, "iteration {i}: get on the other server: {body}");
         let read: serde_json::Value = serde_json::from_str(&body).expect("json");
         assert_eq!(read["metadata"], created["metadata"], "iteration {i}");
-        let (code, body) = reader.http("GET", "/api/v1/namespaces?resourceVersion=", b"");
+        let (code, body) = reader.http_json("GET", "/api/v1/namespaces?resourceVersion=", b"");
         assert_eq!(code, 200, "{body}");
         assert!(
             names_in(&body).contains(&name),
@@ -548,7 +469,7 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
     }
     // A resourceVersion etcd has not reached: upstream's 504 once the wait is over.
     let future = etcd::revision(&etcd.url) + 1000;
-    let (code, body) = b.http(
+    let (code, body) = b.http_json(
         "GET",
         &format!("/api/v1/namespaces?resourceVersion={future}"),
         b"",
@@ -576,15 +497,15 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let proxy = etcd::Proxy::start(&etcd.url);
-    let a = Server::start(&dir.path().join("a"), &proxy.url, &kubectl);
-    let b = Server::start(&dir.path().join("b"), &etcd.url, &kubectl);
-    let (code, body) = b.http(
+    let a = start(&dir.path().join("a"), &proxy.url, &kubectl);
+    let b = start(&dir.path().join("b"), &etcd.url, &kubectl);
+    let (code, body) = b.http_json(
         "POST",
         "/api/v1/namespaces",
         namespace_json("old").as_bytes(),
     );
     assert_eq!(code, 201, "{body}");
-    let (code, body) = a.http("GET", "/api/v1/namespaces/old", b"");
+    let (code, body) = a.http_json("GET", "/api/v1/namespaces/old", b"");
     assert_eq!(code, 200, "{body}");
     let old_rv = serde_json::from_str::<serde_json::Value>(&body).expect("json")["metadata"]
         ["resourceVersion"]
@@ -594,18 +515,18 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
     // A loses etcd; B changes things; etcd forgets the history A has not seen.
     proxy.cut();
     for i in 0..5 {
-        let (code, body) = b.http(
+        let (code, body) = b.http_json(
             "POST",
             "/api/v1/namespaces",
             namespace_json(&format!("new-{i}")).as_bytes(),
         );
         assert_eq!(code, 201, "{body}");
     }
-    let (code, body) = b.http("DELETE", "/api/v1/namespaces/old", b"");
+    let (code, body) = b.http_json("DELETE", "/api/v1/namespaces/old", b"");
     assert_eq!(code, 200, "{body}");
     // The namespace controller finishes the deletion (no content).
     let deadline = Instant::now() + Duration::from_secs(20);
-    while b.http("GET", "/api/v1/namespaces/old", b"").0 != 404 {
+    while b.http_json("GET", "/api/v1/namespaces/old", b"").0 != 404 {
         assert!(Instant::now() < deadline, "the namespace did not go");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -614,7 +535,7 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
     // A catches up from a new list.
     let deadline = Instant::now() + Duration::from_secs(30);
     let names = loop {
-        let (code, body) = a.http("GET", "/api/v1/namespaces?resourceVersion=0", b"");
+        let (code, body) = a.http_json("GET", "/api/v1/namespaces?resourceVersion=0", b"");
         assert_eq!(code, 200, "{body}");
         let names = names_in(&body);
         if names.contains("new-4") && !names.contains("old") || Instant::now() > deadline {
@@ -626,10 +547,10 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
         (0..5).all(|i| names.contains(&format!("new-{i}"))) && !names.contains("old"),
         "{names:?}"
     );
-    let (code, body) = a.http("GET", "/readyz", b"");
+    let (code, body) = a.http_json("GET", "/readyz", b"");
     assert_eq!((code, body.as_str()), (200, "ok"));
     // A watch from before the new list is too old: 410 Gone, the client lists again.
-    let (code, body) = a.http(
+    let (code, body) = a.http_json(
         "GET",
         &format!("/api/v1/namespaces?watch=1&resourceVersion={old_rv}&timeoutSeconds=1"),
         b"",
@@ -640,21 +561,21 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
         "{body}"
     );
     // Writes on A go on, and B sees them; A sees B's.
-    let (code, body) = a.http(
+    let (code, body) = a.http_json(
         "POST",
         "/api/v1/namespaces",
         namespace_json("after").as_bytes(),
     );
     assert_eq!(code, 201, "{body}");
-    assert_eq!(b.http("GET", "/api/v1/namespaces/after", b"").0, 200);
-    let (code, body) = b.http(
+    assert_eq!(b.http_json("GET", "/api/v1/namespaces/after", b"").0, 200);
+    let (code, body) = b.http_json(
         "POST",
         "/api/v1/namespaces",
         namespace_json("after-b").as_bytes(),
     );
     assert_eq!(code, 201, "{body}");
-    assert_eq!(a.http("GET", "/api/v1/namespaces/after-b", b"").0, 200);
-    let (code, _) = a.http("GET", "/readyz", b"");
+    assert_eq!(a.http_json("GET", "/api/v1/namespaces/after-b", b"").0, 200);
+    let (code, _) = a.http_json("GET", "/readyz", b"");
     assert_eq!(code, 200);
     drop(etcd);
 }
@@ -669,7 +590,7 @@ fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
     };
     for i in 0..5 {
         let name = format!("w-{i}");
-        let (code, body) = a.http(
+        let (code, body) = a.http_json(
             "POST",
             "/api/v1/namespaces",
             namespace_json(&name).as_bytes(),
@@ -681,13 +602,13 @@ fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
             .and_then(|r| r.parse().ok())
             .expect("a resourceVersion");
         // Label it on A, then watch on B from the create: the label change comes.
-        let (code, body) = a.http(
+        let (code, body) = a.http_json(
             "PUT",
             &format!("/api/v1/namespaces/{name}"),
             serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"i": i.to_string()}, "resourceVersion": rv.to_string()}}).to_string().as_bytes(),
         );
         assert_eq!(code, 200, "{body}");
-        let (code, body) = b.http(
+        let (code, body) = b.http_json(
             "GET",
             &format!("/api/v1/namespaces?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
             b"",
@@ -701,7 +622,7 @@ fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
     }
     let current = etcd::revision(&etcd.url);
     let started = Instant::now();
-    let (code, body) = b.http(
+    let (code, body) = b.http_json(
         "GET",
         &format!(
             "/api/v1/namespaces?watch=1&resourceVersion={}&timeoutSeconds=10",

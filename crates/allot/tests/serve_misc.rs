@@ -6,98 +6,58 @@
 //! object, as upstream's does) and raw HTTPS for the patches. kubectl comes from `ALLOT_KUBECTL`
 //! or PATH; without it the tests fail under CI and print a loud skip message otherwise.
 
+// Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
+#[allow(dead_code)]
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-#[path = "support/https.rs"]
-mod https;
+#[path = "support/serve.rs"]
+mod harness;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 
+use harness::Serve;
 use serde_json::Value;
 
-/// A running `allot serve`; killed when dropped.
-struct Serve {
-    child: Child,
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-    dir: PathBuf,
-    address: String,
+/// The storage these tests run on: the embedded log here; tests/serve_etcd.rs includes this
+/// file and runs them again on etcd. Returns extra `allot serve` arguments and what must live as
+/// long as the server.
+#[allow(dead_code)]
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
+    (Vec::new(), None)
 }
 
-impl Serve {
-    fn start(dir: &Path, kubectl: &Path) -> Serve {
-        Serve::start_with(dir, kubectl, &[])
-    }
+/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
+#[allow(dead_code)]
+fn backend_available() -> bool {
+    true
+}
 
-    fn start_with(dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut kubeconfig = PathBuf::new();
-        let mut address = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("serving on https://") {
-                address = rest.trim().to_string();
-            }
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig");
-        assert!(!address.is_empty(), "allot serve printed no address");
-        Serve {
-            child,
-            kubeconfig,
-            kubectl: kubectl.to_path_buf(),
-            dir: dir.to_path_buf(),
-            address,
-        }
+fn kubectl_or_skip() -> Option<PathBuf> {
+    if !crate::backend_available() {
+        return None;
     }
+    crate::kubectl::find_or_skip()
+}
 
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(&self.kubectl)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
+/// `allot serve` on this suite's storage with `extra` arguments.
+fn start_on(data_dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
+    let (mut args, backend) = crate::backend(data_dir);
+    args.extend(extra.iter().map(ToString::to_string));
+    Serve::start_on(data_dir, kubectl, &args, backend)
+}
 
-    /// (success, stdout, stderr) of a kubectl run.
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = self.kubectl(args);
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
+/// What these tests add to the shared harness.
+trait MiscServe {
+    fn request(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String);
+    fn labels(&self, namespace: &str) -> Value;
+}
 
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.join(name);
-        std::fs::write(&path, text).expect("writes");
-        path.to_string_lossy().into_owned()
-    }
-
-    /// A raw HTTPS request with the admin token; returns status, body and Warning headers.
+impl MiscServe for Serve {
+    /// A raw HTTPS request with the admin token; returns status and body.
     fn request(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
-        let token = https::kubeconfig_token(&self.kubeconfig);
         let header = format!("Content-Type: {content_type}");
-        https::request(
-            &self.address,
-            &self.dir.join("pki/ca.crt"),
-            token.as_deref(),
+        self.http(
             method,
             path,
             &[&header, "Accept: application/json"],
@@ -113,17 +73,10 @@ impl Serve {
     }
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start() -> Option<(tempfile::TempDir, Serve)> {
-    let kubectl = kubectl::find_or_skip()?;
+    let kubectl = kubectl_or_skip()?;
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let serve = start_on(dir.path(), &kubectl, &[]);
     Some((dir, serve))
 }
 
@@ -405,7 +358,7 @@ fn cpu_ids(serve: &Serve, pod: &str) -> Value {
 
 #[test]
 fn exclusive_cpus_of_running_pods_survive_a_restart() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
+    let Some(kubectl) = kubectl_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -418,7 +371,7 @@ fn exclusive_cpus_of_running_pods_survive_a_restart() {
     let config = config.to_string_lossy().into_owned();
     let data = dir.path().join("data");
     let extra = ["--kubelet-config", config.as_str()];
-    let serve = Serve::start_with(&data, &kubectl, &extra);
+    let serve = start_on(&data, &kubectl, &extra);
     let node = NODE_AND_POD
         .split("---")
         .next()
@@ -462,7 +415,7 @@ fn exclusive_cpus_of_running_pods_survive_a_restart() {
     assert!(data.join("nodes/n1/memory_manager_state").exists());
     drop(serve);
 
-    let serve = Serve::start_with(&data, &kubectl, &extra);
+    let serve = start_on(&data, &kubectl, &extra);
     // The restarted agent re-admits b with the CPU its checkpoint holds; give it a few ticks.
     std::thread::sleep(std::time::Duration::from_secs(2));
     let (ok, _, err) = serve.run(&["wait", "pod/b", "--for=condition=Ready", "--timeout=60s"]);

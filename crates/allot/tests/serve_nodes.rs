@@ -6,89 +6,33 @@
 //! `ALLOT_KUBECTL` (a path) or PATH; without it the tests fail under CI and skip loudly
 //! otherwise.
 
+#[path = "support/serve.rs"]
+mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A running `allot serve`, killed when dropped.
-struct Serve {
-    child: Child,
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
+use harness::Serve;
+
+trait Until {
+    fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String;
 }
 
-impl Serve {
-    fn start(data_dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "allot serve printed no kubeconfig");
-        Serve {
-            child,
-            kubeconfig,
-            kubectl: kubectl.to_path_buf(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        Command::new(&self.kubectl)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env(
-                "HOME",
-                self.kubeconfig.parent().unwrap_or(Path::new("/tmp")),
-            )
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
+impl Until for Serve {
     /// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
     fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let out = self.run(args);
+            let out = self.kubectl(args);
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             if (out.status.success() && done(&text)) || Instant::now() > deadline {
                 return text;
             }
             std::thread::sleep(Duration::from_millis(250));
         }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -184,7 +128,7 @@ fn spec_examples_run_on_simulated_nodes() {
         if text.contains("kind: KubeSchedulerConfiguration") {
             continue;
         }
-        let out = serve.run(&["apply", "-f", &file.display().to_string()]);
+        let out = serve.kubectl(&["apply", "-f", &file.display().to_string()]);
         if out.status.success() {
             applied += 1;
         } else {
@@ -378,7 +322,7 @@ fn claims_run_evict_and_deallocate_through_kubectl() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(&dir.path().join("data"), &kubectl, &[]);
+    let serve = Serve::start(&dir.path().join("data"), &kubectl, &[] as &[&str]);
     serve.ok(&["apply", "-f", &write(dir.path(), "gpu.yaml", GPU_CLUSTER)]);
     let running = serve.until(
         &[
@@ -497,13 +441,13 @@ fn bad_kubelet_config_and_topologies_are_refused() {
         err.contains("bad.yaml:3") && err.contains("cpuManagerPolicyy"),
         "{err}"
     );
-    let serve = Serve::start(&dir.path().join("data2"), &kubectl, &[]);
+    let serve = Serve::start(&dir.path().join("data2"), &kubectl, &[] as &[&str]);
     let topology = write(
         dir.path(),
         "t.yaml",
         "apiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: node-a\ncpus:\n- {id: 0, core: 0, socket: 0, numa: 0, colour: red}\n",
     );
-    let out = serve.run(&["apply", "-f", &topology]);
+    let out = serve.kubectl(&["apply", "-f", &topology]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

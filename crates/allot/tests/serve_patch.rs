@@ -6,22 +6,23 @@
 //! loud skip message otherwise.
 
 // Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
+#[path = "support/serve.rs"]
+mod harness;
 #[allow(dead_code)]
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use harness::Serve;
 use serde_json::Value;
 
 /// The storage these tests run on: the embedded log here; tests/serve_etcd.rs includes this
 /// file and runs them again on etcd. Returns extra `allot serve` arguments and what must live as
 /// long as the server.
 #[allow(dead_code)]
-fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any>>) {
+fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
     (Vec::new(), None)
 }
 
@@ -38,112 +39,11 @@ fn kubectl_or_skip() -> Option<PathBuf> {
     crate::kubectl::find_or_skip()
 }
 
-/// A running `allot serve`; killed when dropped.
-struct Serve {
-    child: Child,
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-    dir: PathBuf,
-    /// Dropped after the server is killed (an etcd, on etcd).
-    _backend: Option<Box<dyn std::any::Any>>,
-}
-
-impl Serve {
-    fn start(dir: &Path, kubectl: &Path) -> Serve {
-        let (backend_args, backend) = crate::backend(dir);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir)
-            .args(&backend_args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(
-            kubeconfig.exists(),
-            "allot serve printed no kubeconfig path"
-        );
-        Serve {
-            child,
-            kubeconfig,
-            kubectl: kubectl.to_path_buf(),
-            dir: dir.to_path_buf(),
-            _backend: backend,
-        }
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(&self.kubectl)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    /// stdout of a kubectl run that must succeed; stderr goes to `warnings` when asked.
-    fn ok_with_stderr(&self, args: &[&str]) -> (String, String) {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_with_stderr(args).0
-    }
-
-    /// stderr of a kubectl run that must fail.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should fail: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all)).expect("kubectl prints JSON")
-    }
-
-    /// Writes a file into the data directory's parent test folder and returns its path.
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.join(name);
-        std::fs::write(&path, text).expect("writes");
-        path.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start() -> Option<(tempfile::TempDir, Serve)> {
     let kubectl = kubectl_or_skip()?;
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start(dir.path(), &kubectl);
+    let (args, backend) = crate::backend(dir.path());
+    let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
     Some((dir, serve))
 }
 

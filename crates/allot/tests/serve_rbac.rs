@@ -7,41 +7,35 @@
 
 #[path = "support/etcd.rs"]
 mod etcd;
+#[path = "support/serve.rs"]
+mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use harness::Serve;
+use serde_json::json;
 
 /// The users: token, name, uid, groups.
 const TOKENS: &str = "admin-token,admin,0,\"system:masters\"\n\
 bob-token,bob,1\n\
 carol-token,carol,2\n";
 
-/// One `allot serve`; killed (SIGKILL) when dropped.
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-}
-
-impl Server {
-    /// Starts a server on `data_dir` with the test users, on etcd when `etcd` is given.
-    fn start(dir: &Path, data_dir: &Path, etcd: Option<&str>, kubectl: &Path) -> Server {
-        let tokens = dir.join("users.csv");
-        std::fs::write(&tokens, TOKENS).expect("writes tokens");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_allot"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .arg("--token-auth-file")
-            .arg(&tokens);
-        if let Some(url) = etcd {
-            command.args([
+/// Starts a server on `data_dir` with the test users, on etcd when `etcd` is given.
+fn start(dir: &Path, data_dir: &Path, etcd: Option<&str>, kubectl: &Path) -> Serve {
+    let tokens = dir.join("users.csv");
+    std::fs::write(&tokens, TOKENS).expect("writes tokens");
+    let mut args = vec![
+        "--token-auth-file".to_string(),
+        tokens.display().to_string(),
+    ];
+    if let Some(url) = etcd {
+        args.extend(
+            [
                 "--etcd-servers",
                 url,
                 "--leader-elect-lease-duration",
@@ -50,57 +44,24 @@ impl Server {
                 "1500ms",
                 "--leader-elect-retry-period",
                 "300ms",
-            ]);
-        }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("allot serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut kubeconfig = PathBuf::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("reads stdout");
-            if let Some(rest) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = PathBuf::from(rest);
-                break;
-            }
-        }
-        assert!(kubeconfig.exists(), "no kubeconfig printed");
-        Server {
-            child,
-            kubeconfig,
-            kubectl: kubectl.to_path_buf(),
-        }
-    }
-
-    fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
-        let mut command = Command::new(&self.kubectl);
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST");
-        if let Some(token) = token {
-            command.arg(format!("--token={token}"));
-        }
-        command.args(args).output().expect("kubectl runs")
-    }
-
-    fn ok(&self, token: Option<&str>, args: &[&str]) -> String {
-        let out = self.kubectl(token, args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} as {token:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            ]
+            .map(str::to_string),
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
     }
+    Serve::start(data_dir, kubectl, &args)
+}
 
+trait Eventually {
+    fn eventually(&self, token: Option<&str>, args: &[&str], wanted: bool) -> Output;
+}
+
+impl Eventually for Serve {
     /// Retries `kubectl args` as `token` for up to 15 s until its success is `wanted`; the
     /// last output.
     fn eventually(&self, token: Option<&str>, args: &[&str], wanted: bool) -> Output {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let out = self.kubectl(token, args);
+            let out = self.kubectl_as(token, args);
             if out.status.success() == wanted || Instant::now() > deadline {
                 assert_eq!(
                     out.status.success(),
@@ -113,19 +74,6 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(None, &all)).expect("kubectl prints JSON")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -162,10 +110,10 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).expect("creates");
     std::fs::write(data.join("rbac.json"), old_rbac_json()).expect("writes");
-    let server = Server::start(dir.path(), &data, None, &kubectl);
+    let server = start(dir.path(), &data, None, &kubectl);
 
     // The old file's grant holds, and the file was imported once.
-    server.ok(Some("carol-token"), &["get", "pods", "-n", "default"]);
+    server.ok_as(Some("carol-token"), &["get", "pods", "-n", "default"]);
     assert!(!data.join("rbac.json").exists());
     assert!(data.join("rbac.json.imported").exists());
     let imported = server.json(&["get", "role", "pod-reader", "-n", "default"]);
@@ -175,7 +123,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     );
 
     // A role created through kubectl grants access.
-    let denied = server.kubectl(
+    let denied = server.kubectl_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
@@ -185,7 +133,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         "{}",
         String::from_utf8_lossy(&denied.stderr)
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -197,7 +145,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--resource=resourceclaims.resource.k8s.io",
         ],
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -209,11 +157,11 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--user=bob",
         ],
     );
-    server.ok(
+    server.ok_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
-    let table = server.ok(
+    let table = server.ok_as(
         None,
         &["get", "rolebindings", "-n", "default", "-o", "wide"],
     );
@@ -223,10 +171,12 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     );
     // Optimistic concurrency like every kind: a stale resourceVersion is a conflict.
     let mut role = server.json(&["get", "role", "claims", "-n", "default"]);
+    // Upstream's RBAC strategies set no generation.
+    assert_eq!(role["metadata"].get("generation"), None, "{role}");
     role["metadata"]["resourceVersion"] = json!("1");
     let stale = dir.path().join("stale.json");
     std::fs::write(&stale, role.to_string()).expect("writes");
-    let out = server.kubectl(None, &["replace", "-f", stale.to_str().unwrap_or_default()]);
+    let out = server.kubectl_as(None, &["replace", "-f", stale.to_str().unwrap_or_default()]);
     assert!(
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("modified"),
         "{}",
@@ -239,7 +189,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         view["rules"].to_string().contains("resourceclaims"),
         "view aggregates the bootstrap aggregate-to-view role: {view}"
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -249,7 +199,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             "--resource=leases.coordination.k8s.io",
         ],
     );
-    server.ok(
+    server.ok_as(
         None,
         &[
             "label",
@@ -263,7 +213,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
             .to_string()
             .contains("leases")
     });
-    server.ok(
+    server.ok_as(
         None,
         &[
             "create",
@@ -288,7 +238,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
                 .contains("leases")
         },
     );
-    server.ok(None, &["delete", "clusterrole", "lease-viewer"]);
+    server.ok_as(None, &["delete", "clusterrole", "lease-viewer"]);
     server.eventually(
         Some("carol-token"),
         &["get", "leases", "-n", "kube-system"],
@@ -298,12 +248,12 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     // The controllers' leader is a Lease in kube-system.
     wait_for("the controllers' Lease", || {
         server
-            .kubectl(None, &["get", "lease", "-n", "kube-system"])
+            .kubectl_as(None, &["get", "lease", "-n", "kube-system"])
             .stdout
             .windows(24)
             .any(|w| w == b"allot-controller-manager")
     });
-    let table = server.ok(None, &["get", "lease", "-n", "kube-system"]);
+    let table = server.ok_as(None, &["get", "lease", "-n", "kube-system"]);
     let header = table.lines().next().unwrap_or_default();
     assert!(
         header.contains("HOLDER") && header.contains("AGE"),
@@ -316,6 +266,7 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
         "-n",
         "kube-system",
     ]);
+    assert_eq!(lease["metadata"].get("generation"), None, "{lease}");
     assert!(
         lease["spec"]["holderIdentity"]
             .as_str()
@@ -325,12 +276,12 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
     drop(server);
 
     // Restart: the grants are still there, the old file is not imported again.
-    let server = Server::start(dir.path(), &data, None, &kubectl);
-    server.ok(
+    let server = start(dir.path(), &data, None, &kubectl);
+    server.ok_as(
         Some("bob-token"),
         &["get", "resourceclaims", "-n", "default"],
     );
-    server.ok(Some("carol-token"), &["get", "pods", "-n", "default"]);
+    server.ok_as(Some("carol-token"), &["get", "pods", "-n", "default"]);
     assert!(!data.join("rbac.json").exists());
 }
 
@@ -346,14 +297,12 @@ fn two_servers_on_one_etcd_share_grants() {
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     // Both start at once: each bootstraps what the other has not.
     let (a, b) = std::thread::scope(|s| {
-        let a =
-            s.spawn(|| Server::start(dir.path(), &dir.path().join("a"), Some(&etcd.url), &kubectl));
-        let b =
-            s.spawn(|| Server::start(dir.path(), &dir.path().join("b"), Some(&etcd.url), &kubectl));
+        let a = s.spawn(|| start(dir.path(), &dir.path().join("a"), Some(&etcd.url), &kubectl));
+        let b = s.spawn(|| start(dir.path(), &dir.path().join("b"), Some(&etcd.url), &kubectl));
         (a.join().expect("a starts"), b.join().expect("b starts"))
     });
     for server in [&a, &b] {
-        let names = server.ok(None, &["get", "clusterroles", "-o", "name"]);
+        let names = server.ok_as(None, &["get", "clusterroles", "-o", "name"]);
         for role in [
             "cluster-admin",
             "admin",
@@ -368,7 +317,7 @@ fn two_servers_on_one_etcd_share_grants() {
         }
     }
     b.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], false);
-    a.ok(
+    a.ok_as(
         None,
         &[
             "create",
@@ -380,7 +329,7 @@ fn two_servers_on_one_etcd_share_grants() {
             "--resource=pods",
         ],
     );
-    a.ok(
+    a.ok_as(
         None,
         &[
             "create",
@@ -394,13 +343,13 @@ fn two_servers_on_one_etcd_share_grants() {
     );
     b.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], true);
     // A change on b takes effect on a.
-    b.ok(
+    b.ok_as(
         None,
         &["delete", "rolebinding", "bob-pods", "-n", "default"],
     );
     a.eventually(Some("bob-token"), &["get", "pods", "-n", "default"], false);
     // Both see one leader.
-    let holder = |s: &Server| {
+    let holder = |s: &Serve| {
         s.json(&[
             "get",
             "lease",
@@ -419,4 +368,171 @@ fn two_servers_on_one_etcd_share_grants() {
     drop(a);
     drop(b);
     drop(etcd);
+}
+
+/// The resource.k8s.io part of a ClusterRole's rules: resource (with `[names]` when the rule
+/// names objects) -> verbs, merged over the rules.
+fn dra_rules(role: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    let mut merged: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for rule in role["rules"].as_array().into_iter().flatten() {
+        let groups = rule["apiGroups"].as_array().cloned().unwrap_or_default();
+        if !groups.iter().any(|g| g == "resource.k8s.io") {
+            continue;
+        }
+        let verbs: Vec<String> = rule["verbs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        for resource in rule["resources"].as_array().into_iter().flatten() {
+            let key = resource.as_str().unwrap_or_default().to_string();
+            merged.entry(key).or_default().extend(verbs.clone());
+        }
+    }
+    merged
+}
+
+/// resource -> verbs from a compact "resource: verb verb" table.
+fn table(lines: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    lines
+        .iter()
+        .map(|line| {
+            let (resource, verbs) = line.split_once(':').expect("resource: verbs");
+            (
+                resource.trim().to_string(),
+                verbs.split_whitespace().map(str::to_string).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The default ClusterRoles' resource.k8s.io rules as upstream's bootstrap policy has them
+/// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles-featuregates.yaml
+/// and controller-roles-featuregates.yaml), read back through kubectl once the aggregation of
+/// admin, edit and view has run.
+#[test]
+fn default_cluster_roles_grant_dra_resources_as_upstream() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &dir.path().join("data"), None, &kubectl);
+    let write = "create delete deletecollection patch update";
+    let read = "get list watch";
+    let view = table(&[
+        &format!("resourceclaims: {read}"),
+        &format!("resourceclaims/status: {read}"),
+        &format!("resourceclaimtemplates: {read}"),
+    ]);
+    let edit = table(&[
+        &format!("resourceclaims: {read} {write}"),
+        &format!("resourceclaims/status: {read}"),
+        &format!("resourceclaimtemplates: {read} {write}"),
+    ]);
+    let expected: Vec<(&str, BTreeMap<String, BTreeSet<String>>)> = vec![
+        (
+            "system:aggregate-to-edit",
+            table(&[
+                &format!("resourceclaims: {write}"),
+                &format!("resourceclaimtemplates: {write}"),
+            ]),
+        ),
+        ("system:aggregate-to-view", view.clone()),
+        ("system:aggregate-to-admin", BTreeMap::new()),
+        ("view", view),
+        ("edit", edit.clone()),
+        ("admin", edit),
+        (
+            "system:kube-scheduler",
+            table(&[
+                &format!("deviceclasses: {read}"),
+                &format!("resourceclaims: {read} patch update"),
+                &format!("resourceclaims/status: {read} patch update"),
+                "resourceclaims/binding: patch update",
+                &format!("resourceslices: {read}"),
+                &format!("devicetaintrules: {read}"),
+            ]),
+        ),
+        (
+            "system:controller:resource-claim-controller",
+            table(&[
+                "resourceclaims: create delete get list watch patch update",
+                "resourceclaims/status: patch update",
+                "resourceclaims/binding: patch update",
+            ]),
+        ),
+        (
+            "system:controller:device-taint-eviction-controller",
+            table(&[
+                &format!("resourceclaims: {read}"),
+                &format!("resourceslices: {read}"),
+                &format!("deviceclasses: {read}"),
+                &format!("devicetaintrules: {read}"),
+                "devicetaintrules/status: patch update",
+            ]),
+        ),
+        (
+            "system:controller:resourcepoolstatusrequest-controller",
+            table(&[
+                "resourcepoolstatusrequests: delete get list watch",
+                "resourcepoolstatusrequests/status: patch update",
+                &format!("resourceslices: {read}"),
+                &format!("resourceclaims: {read}"),
+                &format!("devicetaintrules: {read}"),
+            ]),
+        ),
+    ];
+    for (name, wanted) in &expected {
+        let mut served = BTreeMap::new();
+        // Aggregated roles fill in once the aggregation has run.
+        wait_for(&format!("{name} to carry upstream's DRA rules"), || {
+            served = dra_rules(&server.json(&["get", "clusterrole", name]));
+            served == *wanted
+        });
+        assert_eq!(&served, wanted, "{name}");
+    }
+    // The scheduler user and the controllers' service accounts hold them.
+    for (binding, subject) in [
+        ("system:kube-scheduler", "User/system:kube-scheduler"),
+        (
+            "system:controller:resource-claim-controller",
+            "ServiceAccount/kube-system/resource-claim-controller",
+        ),
+    ] {
+        let object = server.json(&["get", "clusterrolebinding", binding]);
+        let subjects: Vec<String> = object["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                [&s["kind"], &s["namespace"], &s["name"]]
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .collect();
+        assert_eq!(subjects, vec![subject.to_string()], "{binding}");
+        assert_eq!(object["roleRef"]["name"], *binding);
+    }
+    // The scheduler may allocate a claim; a plain user may not.
+    let can = |user: &str| {
+        server
+            .kubectl_as(
+                None,
+                &[
+                    "auth",
+                    "can-i",
+                    "update",
+                    "resourceclaims/binding.resource.k8s.io",
+                    "--as",
+                    user,
+                ],
+            )
+            .status
+            .success()
+    };
+    assert!(can("system:kube-scheduler"));
+    assert!(!can("bob"));
 }
