@@ -262,6 +262,13 @@ struct Usage {
     consumed: Option<Consumed>,
 }
 
+impl Usage {
+    /// Whether some existing claim holds the device (exclusively or a share of it).
+    fn in_use(&self) -> bool {
+        self.dedicated || self.shared
+    }
+}
+
 /// Runs one allocation.
 pub(crate) fn run(
     input: &AllocationInput<'_>,
@@ -306,7 +313,16 @@ impl<'a> Problem<'a> {
         let view = cache.views.get(input.node, &features, input.slices);
         let pools = view.pools(input.slices, input.node, &features)?;
 
-        // Devices in use by existing claims: one map, one lookup per visible device.
+        // Devices in use by existing claims: by device index for the devices the node sees
+        // (numbered once per view), by name for the others (devices of slices that do not
+        // target the node, which only matter for counters).
+        let index = view.index(&pools);
+        let n_devs: usize = pools
+            .iter()
+            .flat_map(|pool| &pool.slices)
+            .map(|slice| slice.spec.devices.len())
+            .sum();
+        let mut dev_usage: Vec<Usage> = Vec::new();
         let mut usage: HashMap<Id<'_>, Usage, crate::cel::FxBuild> = HashMap::default();
         for claim in input.allocated_claims {
             let Some(allocation) = &claim.status.allocation else {
@@ -317,12 +333,21 @@ impl<'a> Problem<'a> {
                 if result.admin_access == Some(true) {
                     continue;
                 }
-                let id = (
-                    result.driver.as_str(),
-                    result.pool.as_str(),
-                    result.device.as_str(),
-                );
-                let entry = usage.entry(id).or_default();
+                let entry = match index.get(&result.driver, &result.pool, &result.device) {
+                    Some(d) => {
+                        if dev_usage.is_empty() {
+                            dev_usage.resize_with(n_devs, Usage::default);
+                        }
+                        &mut dev_usage[d]
+                    }
+                    None => usage
+                        .entry((
+                            result.driver.as_str(),
+                            result.pool.as_str(),
+                            result.device.as_str(),
+                        ))
+                        .or_default(),
+                };
                 if features.consumable_capacity && result.share_id.is_some() {
                     entry.shared = true;
                     if !result.consumed_capacity.is_empty() {
@@ -336,7 +361,13 @@ impl<'a> Problem<'a> {
                 entry.dedicated = true;
             }
         }
-        let is_allocated = |id: &Id<'_>| !usage.is_empty() && usage.contains_key(id);
+        let is_allocated = |id: &Id<'_>| {
+            !dev_usage.is_empty()
+                && index
+                    .get(id.0, id.1, id.2)
+                    .is_some_and(|d| dev_usage[d].in_use())
+                || !usage.is_empty() && usage.contains_key(id)
+        };
 
         // Counters per pool.
         let mut counters = Vec::with_capacity(pools.len());
@@ -401,15 +432,7 @@ impl<'a> Problem<'a> {
         for (pool_index, pool) in pools.iter().enumerate() {
             for slice in &pool.slices {
                 for device in &slice.spec.devices {
-                    let used = if usage.is_empty() {
-                        None
-                    } else {
-                        usage.get(&(
-                            slice.spec.driver.as_str(),
-                            slice.spec.pool.name.as_str(),
-                            device.name.as_str(),
-                        ))
-                    };
+                    let used = dev_usage.get(devs.len()).filter(|u| u.in_use());
                     let uses = (!device.consumes_counters.is_empty()).then(|| {
                         let mut device_counters = Vec::new();
                         for consumption in &device.consumes_counters {

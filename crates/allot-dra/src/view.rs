@@ -84,6 +84,8 @@ pub(crate) struct NodeView {
     columns: RefCell<HashMap<(String, bool), Rc<Column>, FxBuild>>,
     /// The pools the node sees, once gathered.
     pools: RefCell<Option<Vec<PoolShape>>>,
+    /// Device indexes by name, once numbered.
+    index: RefCell<Option<Rc<DeviceIndex>>>,
 }
 
 impl NodeView {
@@ -94,6 +96,7 @@ impl NodeView {
             hashes: RefCell::default(),
             columns: RefCell::default(),
             pools: RefCell::default(),
+            index: RefCell::default(),
         }
     }
 
@@ -328,5 +331,53 @@ mod tests {
         assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
         assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
         assert_eq!(cache.views.len(), 0);
+    }
+}
+
+/// The allocator's device index (search order) of each visible device, by driver, pool and
+/// device name.
+#[derive(Default)]
+pub(crate) struct DeviceIndex {
+    pools: Vec<(String, String, HashMap<String, usize, FxBuild>)>,
+}
+
+impl DeviceIndex {
+    /// Numbers the devices of `pools` in search order (pools, their slices, their devices).
+    fn of(pools: &[Pool<'_>]) -> Self {
+        let mut index = DeviceIndex::default();
+        let mut d = 0;
+        for pool in pools {
+            let mut names = HashMap::default();
+            for slice in &pool.slices {
+                for device in &slice.spec.devices {
+                    names.insert(device.name.clone(), d);
+                    d += 1;
+                }
+            }
+            index
+                .pools
+                .push((pool.driver.to_string(), pool.name.to_string(), names));
+        }
+        index
+    }
+
+    /// The index of a visible device.
+    pub(crate) fn get(&self, driver: &str, pool: &str, device: &str) -> Option<usize> {
+        self.pools
+            .iter()
+            .find(|(d, p, _)| d == driver && p == pool)
+            .and_then(|(_, _, names)| names.get(device).copied())
+    }
+}
+
+impl NodeView {
+    /// The device index of `pools` (the pools this view gathered), built on first use.
+    pub(crate) fn index(&self, pools: &[Pool<'_>]) -> Rc<DeviceIndex> {
+        if let Some(index) = self.index.borrow().as_ref() {
+            return Rc::clone(index);
+        }
+        let index = Rc::new(DeviceIndex::of(pools));
+        *self.index.borrow_mut() = Some(Rc::clone(&index));
+        index
     }
 }
