@@ -28,7 +28,11 @@ fn scenarios() -> Vec<(String, Scenario)> {
                 .unwrap_or_default()
                 .to_string();
             let text = std::fs::read_to_string(&path).expect("scenario");
-            (name, Scenario::parse(&text).expect("scenario parses"))
+            let mut scenario = Scenario::parse(&text).expect("scenario parses");
+            // Slices shared across calls as the scheduler shares its informer objects (which
+            // carry the uid and resourceVersion the store gave them).
+            scenario.assign_identities();
+            (name, scenario)
         })
         .collect()
 }

@@ -21,6 +21,8 @@ pub struct CelCache {
     /// and comparing the text is cheaper than hashing it.
     last: RefCell<Option<(String, usize, Compiled)>>,
     verdicts: RefCell<HashMap<(usize, u128), bool, FxBuild>>,
+    /// What is known of each node's devices, kept while its slices stay the same objects.
+    pub(crate) views: crate::view::Views,
 }
 
 /// A compiled expression, or the compiler's message.

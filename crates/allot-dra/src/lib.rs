@@ -29,6 +29,7 @@ mod nodes;
 mod pools;
 mod scenario;
 mod search;
+mod view;
 
 /// The allocation result type, re-exported for callers that only need to print it.
 pub use allot_api::resource::v1::AllocationResult;

@@ -121,6 +121,21 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// Gives every ResourceSlice without a `metadata.uid` or `metadata.resourceVersion` one, as
+    /// a store assigns them when it admits objects: the allocator recognises slices it already
+    /// prepared by these two (see [`crate::CelCache`]), so callers that keep a cache across
+    /// calls over the same objects (benchmarks, simulations) should call this first.
+    pub fn assign_identities(&mut self) {
+        for (index, slice) in self.slices.iter_mut().enumerate() {
+            if slice.metadata.uid.is_empty() {
+                slice.metadata.uid = format!("scenario-slice-{index}");
+            }
+            if slice.metadata.resource_version.is_empty() {
+                slice.metadata.resource_version = "1".to_string();
+            }
+        }
+    }
+
     /// The feature gates: Kubernetes 1.37 defaults, then the options document.
     pub fn features(&self) -> Result<Features, Error> {
         let mut features = Features::default();

@@ -19,7 +19,7 @@ use crate::attributes::{self, Constraint, ConstraintKind};
 use crate::capacity::{self, CapacityError, Consumed};
 use crate::cel::{self, CelCache};
 use crate::explain;
-use crate::pools::{Pool, gather_pools};
+use crate::pools::Pool;
 use crate::{AllocationInput, Error, Features, Outcome};
 
 mod compat;
@@ -222,8 +222,8 @@ pub(crate) struct Problem<'a> {
     unread_consumption: std::rc::Rc<Consumed>,
     /// CEL views of devices, converted on first use (warm verdict caches rarely need one).
     cel_devices: HashMap<usize, Result<allot_cel::CelDevice, String>, crate::cel::FxBuild>,
-    /// Content hashes of devices, for the cross-call verdict cache.
-    dev_hashes: Vec<Option<u128>>,
+    /// What is known of the node's devices across calls (content hashes, attribute columns).
+    view: std::rc::Rc<crate::view::NodeView>,
     /// Whether every selector and capacity check was evaluated up front without errors, which
     /// the look-ahead pruning needs.
     clean: bool,
@@ -239,7 +239,7 @@ pub(crate) struct Problem<'a> {
     /// Per (request, index of a constraint of its claim): every device's attribute, looked up
     /// once per call for the pigeonhole bound, and then also read by the constraint checks
     /// (requests without derived attributes only).
-    columns: HashMap<(usize, usize), std::rc::Rc<Column<'a>>, crate::cel::FxBuild>,
+    columns: HashMap<(usize, usize), std::rc::Rc<Column>, crate::cel::FxBuild>,
     /// Per request: the devices that pass every check that does not depend on the search
     /// state (selectors, capacity pre-check, taints, partitionable gate, existing
     /// allocations), for the pigeonhole bound; `Some(None)` when one of them raises an error,
@@ -247,13 +247,7 @@ pub(crate) struct Problem<'a> {
     candidates: Vec<Option<Option<std::rc::Rc<[usize]>>>>,
 }
 
-/// One attribute of every device, as a request sees it, with its `matchAttribute` keys
-/// interned to small numbers so that the bound counts in arrays instead of hash maps.
-pub(crate) struct Column<'a> {
-    pub attrs: Vec<Option<&'a DeviceAttribute>>,
-    pub keys: Vec<smallvec::SmallVec<[u32; 2]>>,
-    pub ids: HashMap<attributes::Value, u32, crate::cel::FxBuild>,
-}
+pub(crate) use crate::view::Column;
 
 type Id<'a> = (&'a str, &'a str, &'a str);
 
@@ -266,6 +260,13 @@ struct Usage {
     shared: bool,
     /// Capacity consumed by the shares.
     consumed: Option<Consumed>,
+}
+
+impl Usage {
+    /// Whether some existing claim holds the device (exclusively or a share of it).
+    fn in_use(&self) -> bool {
+        self.dedicated || self.shared
+    }
 }
 
 /// Runs one allocation.
@@ -309,9 +310,19 @@ impl<'a> Problem<'a> {
         cache: &'a CelCache,
     ) -> Result<Self, Error> {
         let features = *features;
-        let pools = gather_pools(input.slices, input.node, &features)?;
+        let view = cache.views.get(input.node, &features, input.slices);
+        let pools = view.pools(input.slices, input.node, &features)?;
 
-        // Devices in use by existing claims: one map, one lookup per visible device.
+        // Devices in use by existing claims: by device index for the devices the node sees
+        // (numbered once per view), by name for the others (devices of slices that do not
+        // target the node, which only matter for counters).
+        let index = view.index(&pools);
+        let n_devs: usize = pools
+            .iter()
+            .flat_map(|pool| &pool.slices)
+            .map(|slice| slice.spec.devices.len())
+            .sum();
+        let mut dev_usage: Vec<Usage> = Vec::new();
         let mut usage: HashMap<Id<'_>, Usage, crate::cel::FxBuild> = HashMap::default();
         for claim in input.allocated_claims {
             let Some(allocation) = &claim.status.allocation else {
@@ -322,12 +333,21 @@ impl<'a> Problem<'a> {
                 if result.admin_access == Some(true) {
                     continue;
                 }
-                let id = (
-                    result.driver.as_str(),
-                    result.pool.as_str(),
-                    result.device.as_str(),
-                );
-                let entry = usage.entry(id).or_default();
+                let entry = match index.get(&result.driver, &result.pool, &result.device) {
+                    Some(d) => {
+                        if dev_usage.is_empty() {
+                            dev_usage.resize_with(n_devs, Usage::default);
+                        }
+                        &mut dev_usage[d]
+                    }
+                    None => usage
+                        .entry((
+                            result.driver.as_str(),
+                            result.pool.as_str(),
+                            result.device.as_str(),
+                        ))
+                        .or_default(),
+                };
                 if features.consumable_capacity && result.share_id.is_some() {
                     entry.shared = true;
                     if !result.consumed_capacity.is_empty() {
@@ -341,7 +361,13 @@ impl<'a> Problem<'a> {
                 entry.dedicated = true;
             }
         }
-        let is_allocated = |id: &Id<'_>| !usage.is_empty() && usage.contains_key(id);
+        let is_allocated = |id: &Id<'_>| {
+            !dev_usage.is_empty()
+                && index
+                    .get(id.0, id.1, id.2)
+                    .is_some_and(|d| dev_usage[d].in_use())
+                || !usage.is_empty() && usage.contains_key(id)
+        };
 
         // Counters per pool.
         let mut counters = Vec::with_capacity(pools.len());
@@ -406,15 +432,7 @@ impl<'a> Problem<'a> {
         for (pool_index, pool) in pools.iter().enumerate() {
             for slice in &pool.slices {
                 for device in &slice.spec.devices {
-                    let used = if usage.is_empty() {
-                        None
-                    } else {
-                        usage.get(&(
-                            slice.spec.driver.as_str(),
-                            slice.spec.pool.name.as_str(),
-                            device.name.as_str(),
-                        ))
-                    };
+                    let used = dev_usage.get(devs.len()).filter(|u| u.in_use());
                     let uses = (!device.consumes_counters.is_empty()).then(|| {
                         let mut device_counters = Vec::new();
                         for consumption in &device.consumes_counters {
@@ -468,7 +486,6 @@ impl<'a> Problem<'a> {
                 counters[dev.pool].available_nano = None;
             }
         }
-        let n_devs = devs.len();
         let mut problem = Problem {
             input,
             features,
@@ -483,7 +500,7 @@ impl<'a> Problem<'a> {
             cap_verdicts: Vec::new(),
             unread_consumption: std::rc::Rc::new(Consumed::new()),
             cel_devices: HashMap::default(),
-            dev_hashes: vec![None; n_devs],
+            view,
             clean: false,
             prune: true,
             compat_baseline,
@@ -890,30 +907,19 @@ impl<'a> Problem<'a> {
 
     /// The column of the attribute of constraint `ci` of the claim of request `r` (which has
     /// no derived attributes).
-    fn column(&mut self, r: usize, ci: usize) -> std::rc::Rc<Column<'a>> {
+    fn column(&mut self, r: usize, ci: usize) -> std::rc::Rc<Column> {
         if let Some(column) = self.columns.get(&(r, ci)) {
             return std::rc::Rc::clone(column);
         }
         let constraint = &self.constraints[self.reqs[r].claim][ci];
         let (name, list) = (constraint.attribute.as_str(), constraint.list_semantics());
-        let mut column = Column {
-            attrs: Vec::with_capacity(self.devs.len()),
-            keys: Vec::with_capacity(self.devs.len()),
-            ids: HashMap::default(),
-        };
-        for dev in &self.devs {
-            let attribute = attributes::lookup(&dev.device.attributes, dev.driver, name);
-            let mut keys = smallvec::SmallVec::new();
-            if let Some(attribute) = attribute {
-                for value in attributes::match_keys(attribute, list) {
-                    let next = column.ids.len() as u32;
-                    keys.push(*column.ids.entry(value).or_insert(next));
-                }
-            }
-            column.attrs.push(attribute);
-            column.keys.push(keys);
-        }
-        let column = std::rc::Rc::new(column);
+        let column = self.view.column(
+            name,
+            list,
+            self.devs
+                .iter()
+                .map(|dev| (dev.driver, &dev.device.attributes)),
+        );
         self.columns.insert((r, ci), std::rc::Rc::clone(&column));
         column
     }
@@ -1115,8 +1121,14 @@ impl<'a> Problem<'a> {
     fn selector_verdict(&mut self, r: usize, d: usize, i: usize) -> Result<bool, (bool, String)> {
         let selector = &self.reqs[r].compiled[i];
         let (id, compiled) = (selector.id, std::rc::Rc::clone(&selector.compiled));
-        let hash = *self.dev_hashes[d]
-            .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device));
+        let hash = {
+            let mut hashes = self.view.hashes.borrow_mut();
+            if hashes.len() <= d {
+                hashes.resize(self.devs.len().max(d + 1), None);
+            }
+            *hashes[d]
+                .get_or_insert_with(|| cel::device_hash(self.devs[d].driver, self.devs[d].device))
+        };
         if let Some(verdict) = self.cache.verdict(id, hash) {
             return Ok(verdict);
         }
@@ -1781,7 +1793,7 @@ impl Search {
                 problem.columns.get(&(r, ci))
             };
             let attribute = match column {
-                Some(column) => column.attrs[d],
+                Some(column) => column.attrs[d].as_ref(),
                 None => attribute_for(req, values, dev, &constraint.attribute),
             };
             if !constraint.admits(attribute) {
@@ -1996,7 +2008,7 @@ impl Search {
         let plain = problem.reqs[r].derived.is_empty();
         // The constraints that apply, with their attribute columns (when the request has no
         // derived attributes, whose values are only known per device).
-        let mut applicable: Vec<(usize, Option<std::rc::Rc<Column<'_>>>)> = Vec::new();
+        let mut applicable: Vec<(usize, Option<std::rc::Rc<Column>>)> = Vec::new();
         for ci in 0..problem.constraints[claim].len() {
             let constraint = &problem.constraints[claim][ci];
             if !constraint.applies(parent, sub) {
@@ -2040,7 +2052,7 @@ impl Search {
             let admitted = applicable.iter().all(|(ci, column)| {
                 let constraint = &problem.constraints[claim][*ci];
                 let attribute = match column {
-                    Some(column) => column.attrs[d],
+                    Some(column) => column.attrs[d].as_ref(),
                     None => problem.attribute(r, d, &constraint.attribute),
                 };
                 constraint.admits(attribute)

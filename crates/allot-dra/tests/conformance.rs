@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use allot_dra::{Error, Outcome, Scenario, allocate};
+use allot_dra::{CelCache, Error, Outcome, Scenario, allocate, allocate_with_cache};
 use serde_json::Value;
 
 const DRA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/dra");
@@ -48,13 +48,31 @@ enum Actual {
     Error(String),
 }
 
-fn run(scenario: &Scenario) -> Result<Actual, Error> {
+fn run(scenario: &Scenario, cache: Option<&CelCache>) -> Result<Actual, Error> {
     let features = scenario.features()?;
     let node = scenario.node(None)?;
     let claims = scenario.claims_to_allocate()?;
     let allocated = scenario.allocated_claims(&claims);
     let input = scenario.input(node, &claims, &allocated);
-    Ok(match allocate(&input, &features) {
+    let outcome = match cache {
+        None => allocate(&input, &features),
+        Some(cache) => {
+            // Twice: the second call works from what the first one prepared and kept.
+            let first = allocate_with_cache(&input, &features, cache);
+            let second = allocate_with_cache(&input, &features, cache);
+            let same = match (&first, &second) {
+                (Ok(a), Ok(b)) => a == b,
+                (Err(a), Err(b)) => a.to_string() == b.to_string(),
+                _ => false,
+            };
+            assert!(
+                same,
+                "a second call with the kept cache answered differently"
+            );
+            second
+        }
+    };
+    Ok(match outcome {
         Ok(Outcome::Allocated(results)) => Actual::Allocated(
             claims
                 .iter()
@@ -121,15 +139,23 @@ fn normalise(value: &Value, unordered: bool) -> Value {
     walk(value, unordered, "")
 }
 
-fn check(path: &Path) -> Result<(), String> {
+fn check(path: &Path, cache: Option<&CelCache>) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|err| format!("read: {err}"))?;
-    let scenario = Scenario::parse(&text).map_err(|err| format!("parse: {err}"))?;
+    let mut scenario = Scenario::parse(&text).map_err(|err| format!("parse: {err}"))?;
     let expected = scenario.expected.clone().ok_or("no Expected document")?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let actual = run(&scenario).map_err(|err| format!("scenario: {err}"))?;
+    if cache.is_some() {
+        // Identities unique across scenarios, as a store gives them, so that the cache kept
+        // across scenarios (whose nodes share names) recognises only the same slices.
+        for (i, slice) in scenario.slices.iter_mut().enumerate() {
+            slice.metadata.uid = format!("{name}-{i}");
+            slice.metadata.resource_version = "1".to_string();
+        }
+    }
+    let actual = run(&scenario, cache).map_err(|err| format!("scenario: {err}"))?;
     let deviation = KNOWN_DEVIATIONS.iter().find(|(case, _, _)| *case == name);
     let want = match deviation {
         Some((_, result, _)) => result,
@@ -229,7 +255,7 @@ fn compare(expected: &Value, actual: &[(String, Value)]) -> Result<(), String> {
     Ok(())
 }
 
-fn run_dir(dir: &str) -> (usize, Vec<String>) {
+fn run_dir(dir: &str, cache: Option<&CelCache>) -> (usize, Vec<String>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("conformance directory")
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -239,7 +265,7 @@ fn run_dir(dir: &str) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     for path in &entries {
         let started = std::time::Instant::now();
-        let checked = check(path);
+        let checked = check(path, cache);
         if started.elapsed().as_millis() > 500 {
             eprintln!("slow: {} took {:?}", path.display(), started.elapsed());
         }
@@ -260,7 +286,7 @@ fn conformance_table() {
     let mut total = 0;
     let mut failures = Vec::new();
     for dir in [DRA, DRA_RANDOM] {
-        let (count, mut failed) = run_dir(dir);
+        let (count, mut failed) = run_dir(dir, None);
         eprintln!("{dir}: {}/{count} pass", count - failed.len());
         total += count;
         failures.append(&mut failed);
@@ -272,6 +298,30 @@ fn conformance_table() {
     assert!(
         failures.is_empty(),
         "{} of {total} scenarios failed",
+        failures.len()
+    );
+}
+
+/// The whole table again with one cache kept across every scenario and each scenario
+/// allocated twice, as the scheduler keeps its cache across cycles: what the allocator keeps
+/// per node must never change an answer, and must be replaced when the slices are others.
+#[test]
+fn conformance_table_with_a_kept_cache() {
+    let cache = CelCache::default();
+    let mut total = 0;
+    let mut failures = Vec::new();
+    for dir in [DRA, DRA_RANDOM] {
+        let (count, mut failed) = run_dir(dir, Some(&cache));
+        total += count;
+        failures.append(&mut failed);
+    }
+    for failure in &failures {
+        eprintln!("FAIL {failure}");
+    }
+    assert!(total >= 526, "expected all 526 scenarios, found {total}");
+    assert!(
+        failures.is_empty(),
+        "{} of {total} scenarios failed with a kept cache",
         failures.len()
     );
 }

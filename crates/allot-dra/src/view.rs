@@ -1,0 +1,383 @@
+//! What the allocator works out from a node and the slices it sees, kept across calls.
+//!
+//! kube-scheduler builds a fresh allocator per scheduling cycle over informer objects that do
+//! not change between cycles. Everything here depends only on the node (its name and labels,
+//! which node selectors read), the feature gates and the slices, so it is prepared once per
+//! node and reused while those are the same objects: slices are recognised by
+//! `metadata.uid` and `metadata.resourceVersion` (which change whenever a slice does, as the
+//! store assigns them), never by hashing their content. Slices without both are not
+//! recognisable: their view serves one call only.
+//!
+//! The devices a view speaks about are the allocator's devices in search order (index `d`),
+//! which the same node, gates and slices always produce.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use allot_api::core::v1::Node;
+use allot_api::resource::v1::{DeviceAttribute, ResourceSlice};
+
+use crate::Features;
+use crate::attributes;
+use crate::cel::FxBuild;
+use crate::pools::{Pool, gather_pools};
+
+/// Views kept beyond this many (nodes) are dropped, all at once, to bound memory.
+const MAX_VIEWS: usize = 4096;
+
+/// One attribute of every device, with its `matchAttribute` keys interned to small numbers so
+/// that the pigeonhole bound counts in arrays instead of hash maps.
+pub(crate) struct Column {
+    pub attrs: Vec<Option<DeviceAttribute>>,
+    pub keys: Vec<smallvec::SmallVec<[u32; 2]>>,
+    pub ids: HashMap<attributes::Value, u32, FxBuild>,
+}
+
+/// Identity of the inputs a view depends on.
+#[derive(PartialEq, Eq)]
+struct Key {
+    node: String,
+    labels: BTreeMap<String, String>,
+    features: Features,
+    /// `(uid, resourceVersion)` of every slice, in input order.
+    slices: Vec<(String, String)>,
+}
+
+impl Key {
+    /// Whether the key describes these inputs, without building a key for them.
+    fn matches(&self, node: &Node, features: &Features, slices: &[ResourceSlice]) -> bool {
+        self.features == *features
+            && self.node == node.metadata.name
+            && self.slices.len() == slices.len()
+            && self.labels == node.metadata.labels
+            && self.slices.iter().zip(slices).all(|((uid, rv), slice)| {
+                *uid == slice.metadata.uid && *rv == slice.metadata.resource_version
+            })
+    }
+
+    /// The key of these inputs, or `None` when a slice cannot be recognised again.
+    fn of(node: &Node, features: &Features, slices: &[ResourceSlice]) -> Option<Self> {
+        let slices = slices
+            .iter()
+            .map(|slice| {
+                let (uid, rv) = (&slice.metadata.uid, &slice.metadata.resource_version);
+                (!uid.is_empty() && !rv.is_empty()).then(|| (uid.clone(), rv.clone()))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Key {
+            node: node.metadata.name.clone(),
+            labels: node.metadata.labels.clone(),
+            features: *features,
+            slices,
+        })
+    }
+}
+
+/// Per-device facts of one node's slices, filled on first use.
+#[derive(Default)]
+pub(crate) struct NodeView {
+    key: Option<Key>,
+    /// Content hashes of devices, for the cross-call verdict cache.
+    pub hashes: RefCell<Vec<Option<u128>>>,
+    /// Attribute columns by (attribute name, list semantics).
+    columns: RefCell<HashMap<(String, bool), Rc<Column>, FxBuild>>,
+    /// The pools the node sees, once gathered.
+    pools: RefCell<Option<Vec<PoolShape>>>,
+    /// Device indexes by name, once numbered.
+    index: RefCell<Option<Rc<DeviceIndex>>>,
+}
+
+impl NodeView {
+    /// A view that serves one call only.
+    fn transient() -> Self {
+        NodeView {
+            key: None,
+            hashes: RefCell::default(),
+            columns: RefCell::default(),
+            pools: RefCell::default(),
+            index: RefCell::default(),
+        }
+    }
+
+    /// The column of attribute `name` over `devices` (driver and attributes per device in
+    /// search order), built on first use.
+    pub(crate) fn column<'d>(
+        &self,
+        name: &str,
+        list: bool,
+        devices: impl Iterator<Item = (&'d str, &'d BTreeMap<String, DeviceAttribute>)>,
+    ) -> Rc<Column> {
+        if let Some(column) = self.columns.borrow().get(&(name.to_string(), list)) {
+            return Rc::clone(column);
+        }
+        let mut column = Column {
+            attrs: Vec::new(),
+            keys: Vec::new(),
+            ids: HashMap::default(),
+        };
+        for (driver, attrs) in devices {
+            let attribute = attributes::lookup(attrs, driver, name);
+            let mut keys = smallvec::SmallVec::new();
+            if let Some(attribute) = attribute {
+                for value in attributes::match_keys(attribute, list) {
+                    let next = column.ids.len() as u32;
+                    keys.push(*column.ids.entry(value).or_insert(next));
+                }
+            }
+            column.attrs.push(attribute.cloned());
+            column.keys.push(keys);
+        }
+        let column = Rc::new(column);
+        self.columns
+            .borrow_mut()
+            .insert((name.to_string(), list), Rc::clone(&column));
+        column
+    }
+}
+
+/// The views of the nodes seen so far, by node name.
+#[derive(Default)]
+pub(crate) struct Views {
+    by_node: RefCell<HashMap<String, Rc<NodeView>, FxBuild>>,
+}
+
+impl Views {
+    /// The view of `node` with these gates and slices: the kept one when the inputs are the
+    /// same objects, else a new one (kept when the slices can be recognised again).
+    pub(crate) fn get(
+        &self,
+        node: &Node,
+        features: &Features,
+        slices: &[ResourceSlice],
+    ) -> Rc<NodeView> {
+        if let Some(view) = self.by_node.borrow().get(&node.metadata.name)
+            && view
+                .key
+                .as_ref()
+                .is_some_and(|key| key.matches(node, features, slices))
+        {
+            return Rc::clone(view);
+        }
+        let mut view = NodeView::transient();
+        let Some(key) = Key::of(node, features, slices) else {
+            return Rc::new(view);
+        };
+        view.key = Some(key);
+        let view = Rc::new(view);
+        let mut by_node = self.by_node.borrow_mut();
+        if by_node.len() >= MAX_VIEWS && !by_node.contains_key(&node.metadata.name) {
+            by_node.clear();
+        }
+        by_node.insert(node.metadata.name.clone(), Rc::clone(&view));
+        view
+    }
+
+    /// How many nodes have a view kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.by_node.borrow().len()
+    }
+}
+
+/// A gathered pool with its slices as positions in the input's slices.
+pub(crate) struct PoolShape {
+    /// A slice of the pool (for its driver and pool name).
+    named_by: usize,
+    incomplete: bool,
+    invalid: Option<String>,
+    slices: Vec<usize>,
+    not_targeting: Vec<usize>,
+    /// Counter sets in name order, as (slice, position in its `sharedCounters`).
+    counter_sets: Vec<(usize, usize)>,
+}
+
+/// The position of `slice` in `slices` (it is one of them).
+fn position(slices: &[ResourceSlice], slice: &ResourceSlice) -> Option<usize> {
+    slices.iter().position(|s| std::ptr::eq(s, slice))
+}
+
+impl PoolShape {
+    /// The shape of `pool`, gathered from `slices`.
+    fn of(pool: &Pool<'_>, slices: &[ResourceSlice]) -> Option<Self> {
+        let named_by = slices
+            .iter()
+            .position(|s| s.spec.driver == pool.driver && s.spec.pool.name == pool.name)?;
+        let positions = |list: &[&ResourceSlice]| -> Option<Vec<usize>> {
+            list.iter().map(|slice| position(slices, slice)).collect()
+        };
+        let mut counter_sets = Vec::with_capacity(pool.counter_sets.len());
+        for set in pool.counter_sets.values() {
+            let found = slices.iter().enumerate().find_map(|(i, slice)| {
+                slice
+                    .spec
+                    .shared_counters
+                    .iter()
+                    .position(|s| std::ptr::eq(s, *set))
+                    .map(|j| (i, j))
+            })?;
+            counter_sets.push(found);
+        }
+        Some(PoolShape {
+            named_by,
+            incomplete: pool.incomplete,
+            invalid: pool.invalid.clone(),
+            slices: positions(&pool.slices)?,
+            not_targeting: positions(&pool.slices_not_targeting)?,
+            counter_sets,
+        })
+    }
+
+    /// The pool again, over the same slices.
+    fn pool<'a>(&self, slices: &'a [ResourceSlice]) -> Pool<'a> {
+        let named = &slices[self.named_by].spec;
+        Pool {
+            driver: named.driver.as_str(),
+            name: named.pool.name.as_str(),
+            incomplete: self.incomplete,
+            invalid: self.invalid.clone(),
+            slices: self.slices.iter().map(|&i| &slices[i]).collect(),
+            slices_not_targeting: self.not_targeting.iter().map(|&i| &slices[i]).collect(),
+            counter_sets: self
+                .counter_sets
+                .iter()
+                .map(|&(i, j)| {
+                    let set = &slices[i].spec.shared_counters[j];
+                    (set.name.as_str(), set)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl NodeView {
+    /// The pools `node` sees (see [`gather_pools`]), gathered on first use; a gathering that
+    /// fails is not kept.
+    pub(crate) fn pools<'a>(
+        &self,
+        slices: &'a [ResourceSlice],
+        node: &Node,
+        features: &Features,
+    ) -> Result<Vec<Pool<'a>>, crate::Error> {
+        if let Some(shapes) = self.pools.borrow().as_ref() {
+            return Ok(shapes.iter().map(|shape| shape.pool(slices)).collect());
+        }
+        let pools = gather_pools(slices, node, features)?;
+        if self.key.is_some() {
+            let shapes: Option<Vec<PoolShape>> = pools
+                .iter()
+                .map(|pool| PoolShape::of(pool, slices))
+                .collect();
+            *self.pools.borrow_mut() = shapes;
+        }
+        Ok(pools)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CelCache, Outcome, Scenario, allocate_with_cache};
+
+    const GPU8: &str = include_str!("../../../bench/dra/gpu8-1claim-1gpu.yaml");
+
+    /// The device allocated to the scenario's one claim.
+    fn allocated_device(scenario: &Scenario, cache: &CelCache) -> String {
+        let features = scenario.features().expect("features");
+        let node = scenario.node(None).expect("node");
+        let claims = scenario.claims_to_allocate().expect("claims");
+        let allocated = scenario.allocated_claims(&claims);
+        let input = scenario.input(node, &claims, &allocated);
+        match allocate_with_cache(&input, &features, cache) {
+            Ok(Outcome::Allocated(results)) => results[0].devices.results[0].device.clone(),
+            other => panic!("expected an allocation, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_view_is_kept_for_the_same_slices_and_replaced_for_changed_ones() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        assert_eq!(cache.views.len(), 1);
+        let node = scenario.node(None).expect("node").clone();
+        let features = scenario.features().expect("features");
+        let kept = cache.views.get(&node, &features, &scenario.slices);
+        assert!(std::rc::Rc::ptr_eq(
+            &kept,
+            &cache.views.get(&node, &features, &scenario.slices)
+        ));
+        // The driver rewrites the slice: gpu-0 is no GPU any more, and the store gives the
+        // slice a new resourceVersion; the kept view must not answer for it.
+        let device = &mut scenario.slices[0].spec.devices[0];
+        device
+            .attributes
+            .get_mut("type")
+            .expect("type attribute")
+            .string_value = Some("nic".to_string());
+        scenario.slices[0].metadata.resource_version = "2".to_string();
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
+        assert!(!std::rc::Rc::ptr_eq(
+            &kept,
+            &cache.views.get(&node, &features, &scenario.slices)
+        ));
+        assert_eq!(cache.views.len(), 1, "one view per node");
+    }
+
+    #[test]
+    fn slices_without_identity_are_prepared_per_call() {
+        let cache = CelCache::default();
+        let scenario = Scenario::parse(GPU8).expect("scenario");
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        assert_eq!(cache.views.len(), 0);
+    }
+}
+
+/// The allocator's device index (search order) of each visible device, by driver, pool and
+/// device name.
+#[derive(Default)]
+pub(crate) struct DeviceIndex {
+    pools: Vec<(String, String, HashMap<String, usize, FxBuild>)>,
+}
+
+impl DeviceIndex {
+    /// Numbers the devices of `pools` in search order (pools, their slices, their devices).
+    fn of(pools: &[Pool<'_>]) -> Self {
+        let mut index = DeviceIndex::default();
+        let mut d = 0;
+        for pool in pools {
+            let mut names = HashMap::default();
+            for slice in &pool.slices {
+                for device in &slice.spec.devices {
+                    names.insert(device.name.clone(), d);
+                    d += 1;
+                }
+            }
+            index
+                .pools
+                .push((pool.driver.to_string(), pool.name.to_string(), names));
+        }
+        index
+    }
+
+    /// The index of a visible device.
+    pub(crate) fn get(&self, driver: &str, pool: &str, device: &str) -> Option<usize> {
+        self.pools
+            .iter()
+            .find(|(d, p, _)| d == driver && p == pool)
+            .and_then(|(_, _, names)| names.get(device).copied())
+    }
+}
+
+impl NodeView {
+    /// The device index of `pools` (the pools this view gathered), built on first use.
+    pub(crate) fn index(&self, pools: &[Pool<'_>]) -> Rc<DeviceIndex> {
+        if let Some(index) = self.index.borrow().as_ref() {
+            return Rc::clone(index);
+        }
+        let index = Rc::new(DeviceIndex::of(pools));
+        *self.index.borrow_mut() = Some(Rc::clone(&index));
+        index
+    }
+}
