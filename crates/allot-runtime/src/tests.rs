@@ -435,3 +435,32 @@ fn compaction_keeps_what_log_readers_have_not_read() {
     assert_eq!(kept.len(), 600);
     assert_eq!(kept[0].key.name, "late-000");
 }
+
+#[test]
+fn a_fanout_offers_an_event_to_the_members_of_its_topics_only() {
+    let mut store = Store::new();
+    let mut fanout = Fanout::new();
+    fanout.subscriptions(0).add(Topic::Node("a".into()));
+    fanout.subscriptions(1).add(Topic::Node("b".into()));
+    let mut moved = store.create(pod("p", Some("a"), None), "t").unwrap();
+    moved.spec.node_name = Some("b".into());
+    store.update(moved).unwrap_or_else(|e| panic!("{e}"));
+    let targets: Vec<BTreeSet<usize>> = store
+        .events_since(0)
+        .iter()
+        .map(|event| {
+            let mut out = BTreeSet::new();
+            fanout.targets(event, &mut out);
+            out
+        })
+        .collect();
+    // Bound to a: a's member only; moved to b: both (the node it left, the node it is on).
+    assert_eq!(targets, vec![BTreeSet::from([0]), BTreeSet::from([0, 1])]);
+    fanout.forget(0);
+    store
+        .delete(&ObjectKey::new(Kind::Pod, "ns", "p"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut out = BTreeSet::new();
+    fanout.targets(store.events_since(0).last().unwrap(), &mut out);
+    assert_eq!(out, BTreeSet::from([1]));
+}
