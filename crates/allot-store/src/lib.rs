@@ -350,6 +350,15 @@ macro_rules! stored_kinds {
             }
         }
 
+        impl Store {
+            /// [`Store::update`] of an object of any kind. Returns the stored copy, shared.
+            pub fn update_stored(&mut self, object: Stored) -> Result<Stored, StoreError> {
+                match object {
+                    $(Stored::$variant(o) => self.write(o).map(Resource::into_stored_shared),)*
+                }
+            }
+        }
+
         $(
             impl Resource for $ty {
                 const KIND: Kind = Kind::$variant;
@@ -699,36 +708,6 @@ impl Store {
     pub fn update<R: Resource>(&mut self, object: R) -> Result<R, StoreError> {
         self.write(Arc::new(object))
             .map(|stored| Arc::unwrap_or_clone(stored))
-    }
-
-    /// [`Store::update`] of an object of any kind. Returns the stored copy, shared.
-    pub fn update_stored(&mut self, object: Stored) -> Result<Stored, StoreError> {
-        macro_rules! write_as {
-            ($($variant:ident),*) => {
-                match object {
-                    $(Stored::$variant(o) => self.write(o).map(Resource::into_stored_shared),)*
-                }
-            };
-        }
-        write_as!(
-            Namespace,
-            Node,
-            DeviceClass,
-            ResourceSlice,
-            DeviceTaintRule,
-            ResourcePoolStatusRequest,
-            ResourceClaimTemplate,
-            ResourceClaim,
-            PodGroup,
-            Pod,
-            Event,
-            NodeTopology,
-            Role,
-            ClusterRole,
-            RoleBinding,
-            ClusterRoleBinding,
-            Lease
-        )
     }
 
     /// [`Store::update`] of a shared object: copied only when the caller still shares it and
