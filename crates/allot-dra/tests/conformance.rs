@@ -281,13 +281,14 @@ fn run_dir(dir: &str, cache: Option<&CelCache>) -> (usize, Vec<String>) {
     (entries.len(), failures)
 }
 
-#[test]
-fn conformance_table() {
+/// Runs both tables (upstream's and the randomized one) with `cache`, and asserts that all
+/// 526 scenarios were found and passed; `how` ends the failure message.
+fn assert_tables_pass(cache: Option<&CelCache>, how: &str) {
     let mut total = 0;
     let mut failures = Vec::new();
     for dir in [DRA, DRA_RANDOM] {
-        let (count, mut failed) = run_dir(dir, None);
-        eprintln!("{dir}: {}/{count} pass", count - failed.len());
+        let (count, mut failed) = run_dir(dir, cache);
+        eprintln!("{dir}: {}/{count} pass{how}", count - failed.len());
         total += count;
         failures.append(&mut failed);
     }
@@ -297,9 +298,14 @@ fn conformance_table() {
     assert!(total >= 526, "expected all 526 scenarios, found {total}");
     assert!(
         failures.is_empty(),
-        "{} of {total} scenarios failed",
+        "{} of {total} scenarios failed{how}",
         failures.len()
     );
+}
+
+#[test]
+fn conformance_table() {
+    assert_tables_pass(None, "");
 }
 
 /// The whole table again with one cache kept across every scenario and each scenario
@@ -307,23 +313,7 @@ fn conformance_table() {
 /// per node must never change an answer, and must be replaced when the slices are others.
 #[test]
 fn conformance_table_with_a_kept_cache() {
-    let cache = CelCache::default();
-    let mut total = 0;
-    let mut failures = Vec::new();
-    for dir in [DRA, DRA_RANDOM] {
-        let (count, mut failed) = run_dir(dir, Some(&cache));
-        total += count;
-        failures.append(&mut failed);
-    }
-    for failure in &failures {
-        eprintln!("FAIL {failure}");
-    }
-    assert!(total >= 526, "expected all 526 scenarios, found {total}");
-    assert!(
-        failures.is_empty(),
-        "{} of {total} scenarios failed with a kept cache",
-        failures.len()
-    );
+    assert_tables_pass(Some(&CelCache::default()), " with a kept cache");
 }
 
 /// Runs one scenario (named by `ALLOT_CASE`) with and without pruning; for debugging.
