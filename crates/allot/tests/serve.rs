@@ -17,27 +17,7 @@ use std::time::Duration;
 
 use harness::Serve;
 
-/// The storage this suite runs on: the embedded log here; tests/serve_etcd.rs includes this
-/// file and runs every test again on etcd. Returns extra `allot serve` arguments and what must
-/// live as long as the server.
-#[allow(dead_code)]
-fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
-    (Vec::new(), None)
-}
-
-/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
-#[allow(dead_code)]
-fn backend_available() -> bool {
-    true
-}
-
-/// The kubectl to use, or `None` after a loud skip message (a failure under CI).
-fn kubectl_or_skip() -> Option<PathBuf> {
-    if !crate::backend_available() {
-        return None;
-    }
-    crate::kubectl::find_or_skip()
-}
+include!("support/embedded.rs");
 
 /// Starts `allot serve` on this suite's storage, with a 50-revision watch window and bookmarks
 /// every second.

@@ -12,32 +12,12 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness::Serve;
 use serde_json::Value;
 
-/// The storage these tests run on: the embedded log here; tests/serve_etcd.rs includes this
-/// file and runs them again on etcd. Returns extra `allot serve` arguments and what must live as
-/// long as the server.
-#[allow(dead_code)]
-fn backend(_data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
-    (Vec::new(), None)
-}
-
-/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
-#[allow(dead_code)]
-fn backend_available() -> bool {
-    true
-}
-
-fn kubectl_or_skip() -> Option<PathBuf> {
-    if !crate::backend_available() {
-        return None;
-    }
-    crate::kubectl::find_or_skip()
-}
+include!("support/embedded.rs");
 
 fn start() -> Option<(tempfile::TempDir, Serve)> {
     let kubectl = kubectl_or_skip()?;
