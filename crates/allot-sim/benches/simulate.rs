@@ -10,6 +10,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn bench(c: &mut Criterion) {
+    // As the `allot` binary does.
+    allot_sim::memory::disable_transparent_huge_pages();
     let mut group = c.benchmark_group("simulate");
     group.sample_size(10);
     // The full issue-5 size (5,000 nodes x 8 devices, 50,000 pods) takes minutes per sample;

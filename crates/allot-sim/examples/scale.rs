@@ -33,6 +33,8 @@ fn peak_rss_mib() -> Option<u64> {
 }
 
 fn main() {
+    // As the `allot` binary does.
+    allot_sim::memory::disable_transparent_huge_pages();
     let args: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

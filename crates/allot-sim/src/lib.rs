@@ -15,6 +15,7 @@ pub mod example;
 pub mod generate;
 pub mod input;
 pub mod invariants;
+pub mod memory;
 pub mod output;
 pub mod progress;
 pub mod run;

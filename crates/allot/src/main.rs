@@ -63,6 +63,8 @@ fn log_to_stderr() {
 }
 
 fn main() -> ExitCode {
+    // Simulations and servers build large stores: normal pages cost far less to fault in here.
+    allot_sim::memory::disable_transparent_huge_pages();
     let cli = Cli::parse();
     let result: anyhow::Result<u8> = match cli.command {
         Command::Validate(args) => cmd::validate::run(args),
