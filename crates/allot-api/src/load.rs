@@ -380,10 +380,22 @@ fn line_of_location(location: &serde_saphyr::Location) -> u32 {
     u32::try_from(location.line()).unwrap_or(u32::MAX)
 }
 
+/// Where a piece of a file starts: the number of lines before it, added to every line the
+/// parser reports for the piece.
+#[derive(Debug, Clone, Copy, Default)]
+struct LineOffset(u32);
+
+impl LineOffset {
+    fn of(self, location: &serde_saphyr::Location) -> u32 {
+        line_of_location(location).saturating_add(self.0)
+    }
+}
+
 /// Converts a YAML tree to JSON, recording each path's line; reports the first duplicate key.
 /// `path` is the canonical path of `node` (see [`join_path`]), extended and truncated in place.
 fn to_json(
     node: YNode,
+    offset: LineOffset,
     path: &mut String,
     map: &mut SourceMap,
     duplicate: &mut Option<(String, u32)>,
@@ -404,8 +416,8 @@ fn to_json(
                 path.push('[');
                 path.push_str(&index.to_string());
                 path.push(']');
-                map.insert(path.clone(), line_of_location(&item.referenced));
-                out.push(to_json(item.value, path, map, duplicate));
+                map.insert(path.clone(), offset.of(&item.referenced));
+                out.push(to_json(item.value, offset, path, map, duplicate));
                 path.truncate(base);
             }
             serde_json::Value::Array(out)
@@ -418,7 +430,7 @@ fn to_json(
                     path.push('.');
                 }
                 path.push_str(&key.value);
-                let line = line_of_location(&key.referenced);
+                let line = offset.of(&key.referenced);
                 if out.contains_key(&key.value) {
                     if duplicate.is_none() {
                         *duplicate = Some((path.clone(), line));
@@ -426,7 +438,7 @@ fn to_json(
                 } else {
                     map.insert(path.clone(), line);
                 }
-                let converted = to_json(value.value, path, map, duplicate);
+                let converted = to_json(value.value, offset, path, map, duplicate);
                 path.truncate(base);
                 out.insert(key.value, converted);
             }
@@ -438,25 +450,52 @@ fn to_json(
 /// Parses one file's text (YAML, possibly multi-document, or JSON) into raw documents.
 /// A `kind: List` (or `*List`) document is expanded into its items.
 pub fn parse_str(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> {
+    let nodes = parse_yaml(file, text, LineOffset::default())?;
+    convert(file, nodes, LineOffset::default())
+}
+
+/// The YAML parser's step: the documents of `text` as trees with positions, or the first
+/// syntax error.
+fn parse_yaml(
+    file: &str,
+    text: &str,
+    offset: LineOffset,
+) -> Result<Vec<Spanned<YNode>>, LoadError> {
+    // The parser's default budget stops a stream at 1,024 documents and 250,000 nodes, which
+    // a cluster's worth of Pods in one file passes. Those counts are bounded by the text's
+    // size anyway (every document and node takes at least a byte), so they grow with it;
+    // the limits that guard against amplification (aliases, anchors, depth) stay as they are.
+    let size = text.len();
+    let budget = serde_saphyr::budget! {
+        max_documents: size.max(1_024),
+        max_nodes: size.saturating_mul(2).max(250_000),
+        max_events: size.saturating_mul(8).max(1_000_000),
+        max_total_scalar_bytes: size.max(64 * 1024 * 1024),
+    };
     // YAML 1.2 booleans (only true/false), as Kubernetes' YAML reader treats `y`/`on` as text
     // in the places this domain uses them.
-    let options = serde_saphyr::options! { strict_booleans: true };
-    let nodes: Vec<Spanned<YNode>> = serde_saphyr::from_multiple_with_options(text, options)
-        .map_err(|err| LoadError::Syntax {
-            file: file.to_string(),
-            line: err
-                .location()
-                .map(|l| line_of_location(&l))
-                .unwrap_or_default(),
-            message: strip_position(
-                &err.without_snippet()
-                    .to_string()
-                    .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
-            ),
-        })?;
+    let options = serde_saphyr::options! { strict_booleans: true, budget: budget };
+    serde_saphyr::from_multiple_with_options(text, options).map_err(|err| LoadError::Syntax {
+        file: file.to_string(),
+        line: err.location().map(|l| offset.of(&l)).unwrap_or_default(),
+        message: strip_position(
+            &err.without_snippet()
+                .to_string()
+                .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+        ),
+    })
+}
+
+/// The second step: parsed trees into raw documents (JSON values with source maps), stopping
+/// at the first document that is not an object or repeats a key.
+fn convert(
+    file: &str,
+    nodes: Vec<Spanned<YNode>>,
+    offset: LineOffset,
+) -> Result<Vec<RawDocument>, LoadError> {
     let mut documents = Vec::new();
     for node in nodes {
-        let line = line_of_location(&node.referenced);
+        let line = offset.of(&node.referenced);
         if matches!(node.value, YNode::Null) {
             continue;
         }
@@ -464,6 +503,7 @@ pub fn parse_str(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> 
         let mut duplicate = None;
         let value = to_json(
             node.value,
+            offset,
             &mut String::new(),
             &mut source_map,
             &mut duplicate,
@@ -539,27 +579,6 @@ fn expand_list(list: RawDocument) -> Result<Vec<RawDocument>, LoadError> {
         out.push(new_document(&list.file, line, item, source_map)?);
     }
     Ok(out)
-}
-
-/// Reads files and directories (their `.yaml`, `.yml` and `.json` files, sorted by name, not
-/// recursing) and parses them. Errors are collected, so one bad file does not hide the others.
-pub fn read_paths<P: AsRef<Path>>(paths: &[P]) -> (Vec<RawDocument>, Vec<LoadError>) {
-    let mut documents = Vec::new();
-    let mut errors = Vec::new();
-    for file in expand_paths(paths, &mut errors) {
-        let name = file.display().to_string();
-        match std::fs::read_to_string(&file) {
-            Ok(text) => match parse_str(&name, &text) {
-                Ok(docs) => documents.extend(docs),
-                Err(err) => errors.push(err),
-            },
-            Err(err) => errors.push(LoadError::Io {
-                file: name,
-                message: err.to_string(),
-            }),
-        }
-    }
-    (documents, errors)
 }
 
 fn expand_paths<P: AsRef<Path>>(paths: &[P], errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
@@ -878,37 +897,371 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
 }
 
-/// Reads, parses and decodes files and directories; collects all errors.
+/// Reads, parses and decodes files and directories (their `.yaml`, `.yml` and `.json` files,
+/// sorted by name, not recursing); collects all errors, so one bad file does not hide the
+/// others: unreadable paths and files, then each file's syntax error, in file order, then the
+/// documents' decode errors in document order.
 pub fn load<P: AsRef<Path>>(paths: &[P], options: &LoadOptions) -> Loaded {
-    let (raws, errors) = read_paths(paths);
-    decode_all(raws, errors, options)
+    let mut errors = Vec::new();
+    let mut texts = Vec::new();
+    // Per file, in order: its text's index, or the error reading it.
+    let mut files = Vec::new();
+    for file in expand_paths(paths, &mut errors) {
+        let name = file.display().to_string();
+        match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                files.push(Ok(texts.len()));
+                texts.push((name, text));
+            }
+            Err(err) => files.push(Err(LoadError::Io {
+                file: name,
+                message: err.to_string(),
+            })),
+        }
+    }
+    let borrowed: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(f, t)| (f.as_str(), t.as_str()))
+        .collect();
+    let mut results: Vec<Option<TextLoaded>> =
+        load_each(&borrowed, options, threads_for(&borrowed))
+            .into_iter()
+            .map(Some)
+            .collect();
+    let mut documents = Vec::new();
+    let mut decode_errors = Vec::new();
+    for file in files {
+        match file.map(|index| results[index].take()) {
+            Err(err) => errors.push(err),
+            Ok(None) => {}
+            Ok(Some(TextLoaded::Unparsable(err))) => errors.push(err),
+            Ok(Some(TextLoaded::Parsed(entries))) => {
+                for entry in entries {
+                    match entry {
+                        Ok(document) => documents.push(document),
+                        Err(err) => decode_errors.push(err),
+                    }
+                }
+            }
+        }
+    }
+    errors.extend(decode_errors);
+    Loaded { documents, errors }
 }
 
 /// Parses and decodes one text; collects all decode errors.
 pub fn load_str(file: &str, text: &str, options: &LoadOptions) -> Loaded {
-    match parse_str(file, text) {
-        Ok(raws) => decode_all(raws, Vec::new(), options),
-        Err(err) => Loaded {
-            documents: Vec::new(),
-            errors: vec![err],
-        },
+    load_texts(&[(file, text)], options)
+}
+
+/// Parses and decodes several texts, `(file name, text)`; the documents in order, and per
+/// text either its syntax error or its documents' decode errors. Large inputs are parsed on
+/// every core: a text is cut at document markers into pieces parsed side by side, with the
+/// same documents, lines and errors as one pass over it.
+pub fn load_texts(texts: &[(&str, &str)], options: &LoadOptions) -> Loaded {
+    load_texts_on(texts, options, threads_for(texts))
+}
+
+fn load_texts_on(texts: &[(&str, &str)], options: &LoadOptions, threads: usize) -> Loaded {
+    let mut loaded = Loaded::default();
+    for result in load_each(texts, options, threads) {
+        match result {
+            TextLoaded::Unparsable(err) => loaded.errors.push(err),
+            TextLoaded::Parsed(entries) => {
+                for entry in entries {
+                    match entry {
+                        Ok(document) => loaded.documents.push(document),
+                        Err(err) => loaded.errors.push(err),
+                    }
+                }
+            }
+        }
+    }
+    loaded
+}
+
+/// What one text gave.
+enum TextLoaded {
+    /// A syntax error, or a document that is not an object or repeats a key: nothing of the
+    /// text is used.
+    Unparsable(LoadError),
+    /// Each document, decoded or the reason it could not be.
+    Parsed(Vec<Result<Document, LoadError>>),
+}
+
+/// A document-aligned piece of one text.
+struct Piece<'a> {
+    text: usize,
+    body: &'a str,
+    offset: LineOffset,
+}
+
+/// What one piece gave.
+enum PieceLoaded {
+    Syntax,
+    Invalid(LoadError),
+    Parsed(Vec<Result<Document, LoadError>>),
+}
+
+/// Below this many bytes in all, texts are loaded on the calling thread.
+const PARALLEL_BYTES: usize = 256 * 1024;
+
+/// How many threads loading `texts` is worth: every core for large inputs.
+fn threads_for(texts: &[(&str, &str)]) -> usize {
+    let total: usize = texts.iter().map(|(_, text)| text.len()).sum();
+    if total < PARALLEL_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, usize::from)
     }
 }
 
-fn decode_all(raws: Vec<RawDocument>, mut errors: Vec<LoadError>, options: &LoadOptions) -> Loaded {
-    let mut documents = Vec::new();
-    for raw in raws {
-        match decode_object(&raw, options) {
-            Ok(object) => documents.push(Document { raw, object }),
-            Err(err) => errors.push(err),
+/// Loads each text, its pieces spread over `threads` threads.
+fn load_each(texts: &[(&str, &str)], options: &LoadOptions, threads: usize) -> Vec<TextLoaded> {
+    let total: usize = texts.iter().map(|(_, text)| text.len()).sum();
+    // Several pieces per thread, so that one slow piece does not hold the others up.
+    let piece_bytes = (total / (threads * 8)).max(64 * 1024);
+    let pieces: Vec<Piece> = texts
+        .iter()
+        .enumerate()
+        .flat_map(|(index, (_, text))| {
+            let cuts = if threads > 1 {
+                document_cuts(text, piece_bytes)
+            } else {
+                vec![(0, 0)]
+            };
+            let ends: Vec<usize> = cuts.iter().skip(1).map(|&(at, _)| at).collect();
+            cuts.into_iter()
+                .zip(ends.into_iter().chain([text.len()]))
+                .map(move |((start, lines), end)| Piece {
+                    text: index,
+                    body: &text[start..end],
+                    offset: LineOffset(lines),
+                })
+        })
+        .collect();
+    let loaded = map_on_threads(&pieces, threads, |piece| {
+        let file = texts[piece.text].0;
+        match parse_yaml(file, piece.body, piece.offset) {
+            Err(_) => PieceLoaded::Syntax,
+            Ok(nodes) => match convert(file, nodes, piece.offset) {
+                Err(err) => PieceLoaded::Invalid(err),
+                Ok(raws) => PieceLoaded::Parsed(
+                    raws.into_iter()
+                        .map(|raw| {
+                            decode_object(&raw, options).map(|object| Document { raw, object })
+                        })
+                        .collect(),
+                ),
+            },
+        }
+    });
+    let mut out: Vec<Option<TextLoaded>> = (0..texts.len()).map(|_| None).collect();
+    for (piece, result) in pieces.iter().zip(loaded) {
+        let slot = &mut out[piece.text];
+        match (slot.as_mut(), result) {
+            (Some(TextLoaded::Unparsable(LoadError::Syntax { .. })), _) => {}
+            (_, PieceLoaded::Syntax) => {
+                // The error exactly as one pass over the whole text reports it (a piece ends
+                // where the text did not, which can move the error's line).
+                let (file, text) = texts[piece.text];
+                if let Err(err) = parse_yaml(file, text, LineOffset::default()) {
+                    *slot = Some(TextLoaded::Unparsable(err));
+                }
+            }
+            (Some(TextLoaded::Unparsable(_)), _) => {}
+            (_, PieceLoaded::Invalid(err)) => *slot = Some(TextLoaded::Unparsable(err)),
+            (Some(TextLoaded::Parsed(entries)), PieceLoaded::Parsed(more)) => entries.extend(more),
+            (None, PieceLoaded::Parsed(entries)) => *slot = Some(TextLoaded::Parsed(entries)),
         }
     }
-    Loaded { documents, errors }
+    out.into_iter()
+        .map(|slot| slot.unwrap_or(TextLoaded::Parsed(Vec::new())))
+        .collect()
+}
+
+/// Where `text` may be cut into pieces of about `piece_bytes` that parse on their own: the
+/// start of a line `---` (a document marker, which YAML forbids inside any content), with the
+/// number of lines before it. The first cut is the start of the text. A text with directives
+/// (`%YAML`, `%TAG`, which apply to the document after them) is not cut.
+fn document_cuts(text: &str, piece_bytes: usize) -> Vec<(usize, u32)> {
+    let mut cuts = vec![(0, 0)];
+    if text.len() <= piece_bytes || text.starts_with('%') || text.contains("\n%") {
+        return cuts;
+    }
+    let bytes = text.as_bytes();
+    let (mut at, mut lines) = (0usize, 0u32);
+    let mut search = piece_bytes;
+    while search < text.len() {
+        let Some(found) = text[search..].find("\n---") else {
+            break;
+        };
+        let start = search + found + 1;
+        let marker_ends = matches!(
+            bytes.get(start + 3),
+            None | Some(b' ' | b'\t' | b'\r' | b'\n')
+        );
+        if marker_ends {
+            lines += count_lines(&bytes[at..start]);
+            at = start;
+            cuts.push((at, lines));
+            search = start + piece_bytes;
+        } else {
+            search = start + 3;
+        }
+    }
+    cuts
+}
+
+fn count_lines(bytes: &[u8]) -> u32 {
+    u32::try_from(bytes.iter().filter(|&&b| b == b'\n').count()).unwrap_or(u32::MAX)
+}
+
+/// `work` over `items` on up to `threads` threads; results in the items' order.
+fn map_on_threads<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.min(items.len());
+    if threads <= 1 {
+        return items.iter().map(work).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(index) else {
+                            break;
+                        };
+                        done.push((index, work(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            let done = worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (index, result) in done {
+                results[index] = Some(result);
+            }
+        }
+    });
+    results.into_iter().flatten().collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Many small documents, some that fail to decode, with a list and comments between.
+    fn many_documents(count: usize) -> String {
+        let mut text = String::from("# generated\n");
+        for i in 0..count {
+            if i > 0 {
+                text.push_str("---\n");
+            }
+            if i % 97 == 5 {
+                text.push_str(&format!(
+                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns-{i}\n  colour: red\n"
+                ));
+            } else if i % 211 == 7 {
+                text.push_str(&format!(
+                    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: a-{i}\n- apiVersion: v1\n  kind: Namespace\n  metadata: {{name: b-{i}}}\n"
+                ));
+            } else {
+                text.push_str(&format!(
+                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns-{i}\n  labels:\n    index: \"{i}\"\n"
+                ));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn pieces_parsed_side_by_side_give_what_one_pass_gives() {
+        let big = many_documents(2000);
+        let small = many_documents(10);
+        let texts = [("a.yaml", big.as_str()), ("b.yaml", small.as_str())];
+        assert!(document_cuts(&big, 64 * 1024).len() > 2, "the text is cut");
+        let options = LoadOptions::default();
+        let one = load_texts_on(&texts, &options, 1);
+        let four = load_texts_on(&texts, &options, 4);
+        assert!(
+            one.documents.len() > 1950 && !one.errors.is_empty(),
+            "{} documents, {:?}",
+            one.documents.len(),
+            one.errors.first()
+        );
+        assert_eq!(one, four);
+        // Lines count from the start of the file, not of the piece.
+        let last = four
+            .documents
+            .iter()
+            .rfind(|d| d.raw.file == "a.yaml")
+            .unwrap();
+        assert_eq!(last.raw.line as usize, big.lines().count() - 5);
+        assert_eq!(
+            last.raw.line_of("metadata.labels.index") as usize,
+            big.lines().count()
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_in_a_late_piece_is_the_one_pass_error() {
+        for broken in ["  labels: [unclosed\n", "metadata:\n\tname: tab\n"] {
+            let mut big = many_documents(1200);
+            assert!(document_cuts(&big, 64 * 1024).len() > 1, "the text is cut");
+            let at = big.len() - 100;
+            let at = at + big[at..].find("\n").unwrap() + 1;
+            big.insert_str(at, broken);
+            let texts = [("a.yaml", big.as_str())];
+            let one = load_texts_on(&texts, &LoadOptions::default(), 1);
+            let four = load_texts_on(&texts, &LoadOptions::default(), 4);
+            assert!(one.documents.is_empty(), "{broken:?}");
+            assert!(
+                matches!(one.errors[..], [LoadError::Syntax { .. }]),
+                "{broken:?}"
+            );
+            assert_eq!(one, four, "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_anywhere_rejects_the_whole_text() {
+        let mut big = many_documents(1200);
+        let at = big.rfind("kind: Namespace\n").unwrap();
+        big.insert_str(at, "kind: Namespace\n");
+        let texts = [("a.yaml", big.as_str())];
+        let four = load_texts_on(&texts, &LoadOptions::default(), 4);
+        assert!(four.documents.is_empty());
+        assert_eq!(four.errors.len(), 1, "{:?}", four.errors);
+        assert!(
+            four.errors[0].to_string().contains("duplicate"),
+            "{:?}",
+            four.errors
+        );
+        assert_eq!(four, load_texts_on(&texts, &LoadOptions::default(), 1));
+    }
+
+    #[test]
+    fn cuts_are_document_markers_only() {
+        let text = "a: 1\n---x: 1\n".repeat(10_000) + "---\nb: 2\n--- \nc: 3\n";
+        let cuts = document_cuts(&text, 1024);
+        assert_eq!(cuts.len(), 2, "only a real marker is a cut: {cuts:?}");
+        assert!(text[cuts[1].0..].starts_with("---\nb: 2"));
+        assert_eq!(cuts[1].1, 20_000);
+        // Directives apply to the next document: such a text stays whole.
+        let directive = format!("%YAML 1.2\n---\n{}", many_documents(2000));
+        assert_eq!(document_cuts(&directive, 1024).len(), 1);
+    }
 
     const SLICE: &str = "\
 # a comment

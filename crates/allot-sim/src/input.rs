@@ -439,13 +439,7 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Input, SimError> {
 
 /// Builds the input from named texts (`(file name, text)`), as the bundled example is kept.
 pub fn load_texts(texts: &[(&str, &str)]) -> Result<Input, SimError> {
-    let mut all = Loaded::default();
-    for (file, text) in texts {
-        let loaded = allot_api::load::load_str(file, text, &load_options());
-        all.documents.extend(loaded.documents);
-        all.errors.extend(loaded.errors);
-    }
-    build(all)
+    build(allot_api::load::load_texts(texts, &load_options()))
 }
 
 /// Decodes, defaults and validates one store object; `prefix` is where the document sits in
