@@ -1252,6 +1252,43 @@ mod tests {
     }
 
     #[test]
+    fn files_load_in_order_with_read_and_syntax_errors_before_decode_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = many_documents(1500);
+        std::fs::write(dir.path().join("a.yaml"), &big).unwrap();
+        std::fs::write(dir.path().join("b.yaml"), "a: [1\n").unwrap();
+        std::fs::write(dir.path().join("c.yaml"), many_documents(10)).unwrap();
+        let missing = dir.path().join("missing.yaml");
+        let loaded = load(
+            &[dir.path().to_path_buf(), missing],
+            &LoadOptions::default(),
+        );
+        // More than the parser's default budget of 1,024 documents in one file.
+        let from_a = loaded
+            .documents
+            .iter()
+            .filter(|d| d.raw.file.ends_with("a.yaml"));
+        assert!(from_a.count() > 1_024);
+        let kinds: Vec<(&str, u32)> = loaded
+            .errors
+            .iter()
+            .map(|e| match e {
+                LoadError::Syntax { file, line, .. } if file.ends_with("b.yaml") => {
+                    ("syntax", *line)
+                }
+                LoadError::Io { .. } => ("io", 0),
+                LoadError::UnknownField { .. } => ("field", e.line()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds[..2], [("syntax", 1), ("io", 0)], "{kinds:?}");
+        assert!(kinds[2..].iter().all(|(k, _)| *k == "field") && kinds.len() > 10);
+        // Decode errors in document order: file a's, then file c's.
+        let files: Vec<&str> = loaded.errors[2..].iter().map(LoadError::file).collect();
+        assert!(files.is_sorted(), "{files:?}");
+    }
+
+    #[test]
     fn cuts_are_document_markers_only() {
         let text = "a: 1\n---x: 1\n".repeat(10_000) + "---\nb: 2\n--- \nc: 3\n";
         let cuts = document_cuts(&text, 1024);
