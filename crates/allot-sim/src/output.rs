@@ -23,6 +23,37 @@ pub fn list(store: &Store) -> serde_json::Value {
     })
 }
 
+/// The same `v1 List` as [`list`], serialised object by object as a serializer asks for it,
+/// so writing a large cluster's final state never holds the whole list (as JSON values or as
+/// text) in memory. The keys come in `list`'s order.
+pub struct List<'a>(pub &'a Store);
+
+impl serde::Serialize for List<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("apiVersion", "v1")?;
+        map.serialize_entry("kind", "List")?;
+        map.serialize_entry("items", &Items(self.0))?;
+        map.serialize_entry("metadata", &serde_json::json!({"resourceVersion": ""}))?;
+        map.end()
+    }
+}
+
+/// The items of [`List`].
+struct Items<'a>(&'a Store);
+
+impl serde::Serialize for Items<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.iter().count()))?;
+        for (_, object) in self.0.iter() {
+            seq.serialize_element(&object.to_json())?;
+        }
+        seq.end()
+    }
+}
+
 /// The names of a pod's claims as `(pod claim name, ResourceClaim name)`; the second is empty
 /// while a claim from a template has not been created. The claim the scheduler made for the
 /// pod's extended resources (DRAExtendedResource) comes last, as `extended-resources`.
@@ -281,4 +312,22 @@ pub fn table(store: &Store, input: Option<&crate::Input>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod list_tests {
+    #[test]
+    fn the_streamed_list_is_the_list() {
+        let outcome =
+            crate::run(&crate::example::input().expect("example"), &mut |_| {}).expect("runs");
+        let streamed = super::List(&outcome.store);
+        let whole = super::list(&outcome.store);
+        let json = serde_json::to_string_pretty(&streamed).unwrap();
+        assert!(json.len() > 10_000 && json.contains("\"kind\": \"ResourceClaim\""));
+        // (Not assert_eq: a difference would print two copies of the whole cluster.)
+        assert!(json == serde_json::to_string_pretty(&whole).unwrap());
+        let yaml = serde_saphyr::to_string(&streamed).unwrap();
+        assert!(yaml.contains("kind: ResourceClaim"));
+        assert!(yaml == serde_saphyr::to_string(&whole).unwrap());
+    }
 }

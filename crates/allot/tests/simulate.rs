@@ -415,6 +415,36 @@ fn generated_clusters_simulate() {
 }
 
 #[test]
+fn a_reader_that_stops_early_ends_the_streamed_output_quietly() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().display().to_string();
+    let args = ["gen", "--nodes", "30", "--pods", "200", "-o", &path];
+    assert_eq!(allot(&args).code, 0);
+    for format in ["json", "yaml"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+            .args(["simulate", "-o", format, &path])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("allot runs");
+        // Far less than the output (several hundred kilobytes, more than a pipe holds).
+        let mut start = [0u8; 64];
+        let mut stdout = child.stdout.take().expect("stdout");
+        stdout
+            .read_exact(&mut start)
+            .expect("the start of the list");
+        drop(stdout);
+        let output = child.wait_with_output().expect("allot ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{format}: {stderr}");
+        assert!(stderr.is_empty(), "{format}: {stderr}");
+        let start = String::from_utf8_lossy(&start);
+        assert!(start.contains("apiVersion"), "{format}: {start}");
+    }
+}
+
+#[test]
 fn device_taint_rules_evict_after_the_toleration_expires() {
     let items = simulate_json(&[&scenario("taint-eviction")]);
     let victim = find(&items, "Pod", "victim");

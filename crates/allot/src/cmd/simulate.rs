@@ -83,6 +83,56 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Writes to standard output through a buffer as `render` produces the text; a reader that
+/// went away (a closed pipe) ends the output quietly, as [`write_stdout`] does.
+fn write_streamed(
+    render: impl FnOnce(&mut ClosablePipe) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = ClosablePipe {
+        inner: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        closed: false,
+    };
+    render(&mut out)
+        .and_then(|()| out.flush())
+        .context("writing the output")
+}
+
+/// Standard output that discards what comes after its reader closed the pipe.
+struct ClosablePipe {
+    inner: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    closed: bool,
+}
+
+impl ClosablePipe {
+    fn settle(&mut self, result: std::io::Result<()>) -> std::io::Result<()> {
+        match result {
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for ClosablePipe {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.closed {
+            let result = self.inner.write_all(buf);
+            self.settle(result)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.settle(result)
+    }
+}
+
 /// Reads the one Pod of a `--what-if` file.
 fn what_if_pod(path: &Path) -> Result<Pod, String> {
     let loaded = allot_api::load::load(&[path], &LoadOptions::default());
@@ -186,15 +236,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     display.finish();
     let outcome = outcome?;
     let elapsed = started.elapsed();
-    let text = match args.output {
-        Output::Table => allot_sim::output::table(&outcome.store, Some(&input)),
-        Output::Json => {
-            let mut text = serde_json::to_string_pretty(&allot_sim::output::list(&outcome.store))?;
-            text.push('\n');
-            text
-        }
-        Output::Yaml => serde_saphyr::to_string(&allot_sim::output::list(&outcome.store))
-            .context("rendering YAML")?,
+    let table = match args.output {
+        Output::Table => Some(allot_sim::output::table(&outcome.store, Some(&input))),
+        Output::Json | Output::Yaml => None,
     };
     if let Some(dir) = &args.out {
         for (path, bytes) in &outcome.metadata_files {
@@ -210,7 +254,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .with_context(|| format!("writing {}", target.display()))?;
         }
     }
-    write_stdout(&text)?;
+    // The list is written object by object as it is serialised (a large cluster's final
+    // state is hundreds of megabytes of text).
+    let list = allot_sim::output::List(&outcome.store);
+    match table {
+        Some(text) => write_stdout(&text)?,
+        None if args.output == Output::Json => write_streamed(|out| {
+            serde_json::to_writer_pretty(&mut *out, &list)?;
+            out.write_all(b"\n")
+        })?,
+        None => write_streamed(|out| {
+            serde_saphyr::to_io_writer(out, &list).map_err(std::io::Error::other)
+        })?,
+    }
     for message in &outcome.event_errors {
         eprintln!("timeline: {message}");
     }
