@@ -38,7 +38,7 @@ struct Request<'a> {
 
 /// Devices looked at per claim before the walk leaves the claim to the search (whose
 /// prunings cut what an unsatisfiable claim would otherwise explore).
-const MAX_VISITS: usize = 2048;
+const MAX_VISITS: usize = 1024;
 
 /// The depth-first walk of one claim, step for step as the search's (without its prunings,
 /// which never change an answer).

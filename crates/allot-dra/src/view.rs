@@ -91,7 +91,7 @@ pub(crate) struct NodeView {
     /// used, the selectors all accept it and per-device node selection admits it;
     /// `None` when some device raised an error (the search then evaluates per device, so that
     /// the error surfaces where upstream's does).
-    rows: RefCell<HashMap<Vec<usize>, Option<Rc<[bool]>>, FxBuild>>,
+    rows: RefCell<HashMap<Vec<usize>, Option<Row>, FxBuild>>,
     /// The devices in search order, for the fast path, once laid out.
     flat: RefCell<Option<Rc<Flat>>>,
 }
@@ -109,6 +109,9 @@ pub(crate) struct Flat {
     /// Device indexes by driver, pool and name.
     pub index: Rc<DeviceIndex>,
 }
+
+/// Per device of a view: selectable by some request.
+pub(crate) type Row = Rc<[bool]>;
 
 /// Selector rows kept per view beyond this many are dropped, all at once, to bound memory.
 const MAX_ROWS: usize = 1024;

@@ -167,15 +167,14 @@ fn scenario_yaml(devices: &[DeviceSpec], claims: &[ClaimSpec]) -> String {
     out
 }
 
+/// What an allocation call answers.
+type Answer = Result<Outcome, allot_dra::Error>;
+
 /// The fast path's answer after a first call prepared the node view, and the plain search's.
 fn answers(
     yaml: &str,
     features: &Features,
-) -> (
-    Option<Vec<allot_dra::AllocationResult>>,
-    Result<Outcome, allot_dra::Error>,
-    Result<Outcome, allot_dra::Error>,
-) {
+) -> (Option<Vec<allot_dra::AllocationResult>>, Answer, Answer) {
     let mut scenario = Scenario::parse(yaml).expect("generated scenario parses");
     scenario.assign_identities();
     let node = scenario.node(None).expect("one node");
