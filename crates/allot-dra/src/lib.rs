@@ -12,6 +12,13 @@
 //! exponentially where upstream does. The cost is that the prunings are only enabled when every
 //! selector evaluated cleanly up front; otherwise the plain search runs.
 //!
+//! In front of the search sits a fast path for the common shapes (plain `ExactCount` requests,
+//! attribute constraints, simple devices): the same depth-first walk without building the
+//! search's per-call state, over what the node view keeps across calls (device layout,
+//! selector rows, attribute columns). It answers only when its walk finds the search's first
+//! solution without meeting anything it does not model; otherwise the search runs, so
+//! answers, errors and explanations are the search's.
+//!
 //! "Does not fit" is an [`Outcome::Unschedulable`] with an [`Explanation`]; [`Error`] is
 //! reserved for bad input, as upstream separates `ErrFailedAllocationOnNode` from other errors.
 //! The engine is pure: no clocks, no I/O, no globals. Share IDs come from a deterministic
@@ -24,6 +31,7 @@ mod capacity;
 mod cel;
 mod error;
 mod explain;
+mod fast;
 mod features;
 mod nodes;
 mod pools;
@@ -93,7 +101,21 @@ pub fn allocate_with_cache(
     features: &Features,
     cache: &CelCache,
 ) -> Result<Outcome, Error> {
+    if let Some(results) = fast::allocate(input, features, cache) {
+        return Ok(Outcome::Allocated(results));
+    }
     search::run(input, features, cache, true)
+}
+
+/// The fast path's answer alone (see the `fast` module): `Some` when it settles the call,
+/// which must then be the search's answer; for tests that check it against the search.
+#[doc(hidden)]
+pub fn allocate_fast_path_only(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+) -> Option<Vec<AllocationResult>> {
+    fast::allocate(input, features, cache)
 }
 
 /// The same search without the prunings, exactly as upstream walks it; for tests that check

@@ -216,6 +216,9 @@ pub(crate) struct Problem<'a> {
     pub claims: Vec<ClaimData<'a>>,
     pub constraints: Vec<Vec<Constraint>>,
     pub verdicts: Vec<Vec<Verdict>>,
+    /// Per request: its selector row from the node view (see [`crate::view::NodeView`]), which
+    /// answers the selector part of [`Problem::selectable`] without a per-call verdict array.
+    rows: Vec<Option<std::rc::Rc<[bool]>>>,
     pub cap_verdicts: Vec<Vec<CapVerdict>>,
     /// The consumption of capacity checks whose amounts are never read (see
     /// [`Problem::capacity_check`]).
@@ -497,6 +500,7 @@ impl<'a> Problem<'a> {
             claims: Vec::new(),
             constraints: Vec::new(),
             verdicts: Vec::new(),
+            rows: Vec::new(),
             cap_verdicts: Vec::new(),
             unread_consumption: std::rc::Rc::new(Consumed::new()),
             cel_devices: HashMap::default(),
@@ -1006,7 +1010,13 @@ impl<'a> Problem<'a> {
             }
         }
         let req_index = self.reqs.len();
-        self.verdicts.push(vec![Verdict::Unknown; self.devs.len()]);
+        let row = self.row(&req.compiled);
+        self.verdicts.push(if row.is_some() {
+            Vec::new()
+        } else {
+            vec![Verdict::Unknown; self.devs.len()]
+        });
+        self.rows.push(row);
         self.cap_verdicts
             .push(vec![CapVerdict::Unknown; self.devs.len()]);
         self.derived_values.push(HashMap::new());
@@ -1108,6 +1118,9 @@ impl<'a> Problem<'a> {
         if !self.features.device_compatibility_groups && dev.compat_skip {
             return Verdict::No;
         }
+        if let Some(row) = &self.rows[r] {
+            return if row[d] { Verdict::Yes } else { Verdict::No };
+        }
         if !matches!(self.verdicts[r][d], Verdict::Unknown) {
             return self.verdicts[r][d].clone();
         }
@@ -1116,11 +1129,91 @@ impl<'a> Problem<'a> {
         verdict
     }
 
+    /// The selector row of a request with these compiled selectors: from the node view, or
+    /// worked out for every device now (kept views only; `None` elsewhere, and when some device
+    /// raises an error). It includes the binding-conditions gate of [`Problem::selectable`]
+    /// (which depends only on the gates, part of the view's key), not the compatibility-group
+    /// skip (which depends on existing allocations).
+    fn row(&mut self, compiled: &[Selector]) -> Option<std::rc::Rc<[bool]>> {
+        if !self.view.is_kept() {
+            return None;
+        }
+        let ids: Vec<usize> = compiled.iter().map(|selector| selector.id).collect();
+        if let Some(row) = self.view.row(&ids) {
+            return row;
+        }
+        let mut row = Vec::with_capacity(self.devs.len());
+        let mut clean = true;
+        let binding = self.features.binding_and_status();
+        'devices: for d in 0..self.devs.len() {
+            // As `selectable` checks it before the selectors.
+            if !binding && !self.devs[d].device.binding_conditions.is_empty() {
+                row.push(false);
+                continue;
+            }
+            for selector in compiled {
+                match self.selector_verdict_of(selector.id, &selector.compiled, d) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        row.push(false);
+                        continue 'devices;
+                    }
+                    Err(_) => {
+                        clean = false;
+                        break 'devices;
+                    }
+                }
+            }
+            match self.node_selection(d) {
+                Ok(admitted) => row.push(admitted),
+                Err(_) => {
+                    clean = false;
+                    break;
+                }
+            }
+        }
+        let row: Option<std::rc::Rc<[bool]>> = clean.then(|| row.into());
+        self.view.keep_row(ids, row.clone());
+        row
+    }
+
+    /// Per-device node selection of device `d` (true for devices of slices without it).
+    fn node_selection(&self, d: usize) -> Result<bool, Error> {
+        let dev = &self.devs[d];
+        if dev.slice.spec.per_device_node_selection != Some(true) {
+            return Ok(true);
+        }
+        crate::nodes::node_matches(
+            self.input.node,
+            dev.device.node_name.as_deref(),
+            dev.device.all_nodes == Some(true),
+            dev.device.node_selector.as_ref(),
+        )
+        .map_err(|message| Error::NodeSelection {
+            what: format!(
+                "device {} in slice {}",
+                dev.device.name, dev.slice.metadata.name
+            ),
+            message,
+        })
+    }
+
     /// Compiled selector `i` of request `r` on device `d`, through the cross-call verdict cache:
     /// `Ok(verdict)`, or the compiler's or the evaluator's error (`Err(true)` for compile errors).
     fn selector_verdict(&mut self, r: usize, d: usize, i: usize) -> Result<bool, (bool, String)> {
         let selector = &self.reqs[r].compiled[i];
         let (id, compiled) = (selector.id, std::rc::Rc::clone(&selector.compiled));
+        self.selector_verdict_of(id, &compiled, d)
+    }
+
+    /// Compiled expression `compiled` (id `id` in the compile cache) on device `d`; see
+    /// [`Problem::selector_verdict`].
+    fn selector_verdict_of(
+        &mut self,
+        id: usize,
+        compiled: &crate::cel::Compiled,
+        d: usize,
+    ) -> Result<bool, (bool, String)> {
         let hash = {
             let mut hashes = self.view.hashes.borrow_mut();
             if hashes.len() <= d {
@@ -1168,28 +1261,11 @@ impl<'a> Problem<'a> {
                 }
             }
         }
-        let dev = &self.devs[d];
-        if dev.slice.spec.per_device_node_selection == Some(true) {
-            match crate::nodes::node_matches(
-                self.input.node,
-                dev.device.node_name.as_deref(),
-                dev.device.all_nodes == Some(true),
-                dev.device.node_selector.as_ref(),
-            ) {
-                Ok(true) => {}
-                Ok(false) => return Verdict::No,
-                Err(message) => {
-                    return Verdict::Fail(Box::new(Error::NodeSelection {
-                        what: format!(
-                            "device {} in slice {}",
-                            dev.device.name, dev.slice.metadata.name
-                        ),
-                        message,
-                    }));
-                }
-            }
+        match self.node_selection(d) {
+            Ok(true) => Verdict::Yes,
+            Ok(false) => Verdict::No,
+            Err(err) => Verdict::Fail(Box::new(err)),
         }
-        Verdict::Yes
     }
 
     /// Whether the class's (`of_class`) or the request's own CEL selectors all accept device
@@ -2173,40 +2249,43 @@ impl Search {
                     share_counter += 1;
                     format!("00000000-0000-4000-8000-{share_counter:012x}")
                 });
-                let mut result = DeviceRequestAllocationResult {
-                    request: req.name(),
-                    driver: dev.driver.to_string(),
-                    pool: dev.pool_name.to_string(),
-                    device: dev.device.name.clone(),
-                    admin_access: req.admin.then_some(true),
-                    tolerations: req.tolerations.to_vec(),
-                    binding_conditions: Vec::new(),
-                    binding_failure_conditions: Vec::new(),
+                results.push(device_result(
+                    &features,
+                    req.name(),
+                    Picks {
+                        driver: dev.driver,
+                        pool: dev.pool_name,
+                        slice: dev.slice,
+                        device: dev.device,
+                    },
+                    req.admin,
+                    req.tolerations,
                     share_id,
-                    consumed_capacity: BTreeMap::new(),
-                    skip_node_operations: Vec::new(),
-                };
-                if let Some(consumed) = &picked.consumed {
-                    result.consumed_capacity = consumed.clone();
-                }
-                if features.binding_and_status() {
-                    result.binding_conditions = dev.device.binding_conditions.clone();
-                    result.binding_failure_conditions =
-                        dev.device.binding_failure_conditions.clone();
-                }
-                if features.optional_node_operations {
-                    result.skip_node_operations = dev.slice.spec.skip_node_operations.clone();
-                }
-                results.push(result);
+                    picked.consumed.as_ref(),
+                ));
             }
-            let config = self.configs(problem, claim_index);
-            let node_selector = self.node_selector(problem, claim_index)?;
+            let selected: Vec<(&DeviceClass, &str, String)> = self
+                .selected_reqs(problem, claim_index)
+                .into_iter()
+                .map(|r| {
+                    let req = &problem.reqs[r];
+                    (req.class, req.parent, req.name())
+                })
+                .collect();
+            let config = configs(&selected, claim.claim);
+            let node_selector = node_selector(
+                self.picked[claim_index].iter().map(|picked| {
+                    let dev = &problem.devs[picked.dev];
+                    (dev.slice, dev.device)
+                }),
+                &problem.input.node.metadata.name,
+                claim.claim,
+            )?;
             out.push(AllocationResult {
                 devices: DeviceAllocationResult { results, config },
                 node_selector,
                 allocation_timestamp: None,
             });
-            let _ = claim;
         }
         Ok(out)
     }
@@ -2222,128 +2301,171 @@ impl Search {
             })
             .collect()
     }
+}
 
-    fn configs(&self, problem: &Problem<'_>, claim: usize) -> Vec<DeviceAllocationConfiguration> {
-        let selected = self.selected_reqs(problem, claim);
-        let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
-        let mut class_ranges: Vec<(&str, usize, usize)> = Vec::new();
-        for &r in &selected {
-            let req = &problem.reqs[r];
-            let class = req.class;
-            if let Some((_, start, end)) = class_ranges
-                .iter()
-                .find(|(name, _, _)| *name == class.metadata.name)
-            {
-                for entry in &mut config[*start..*end] {
-                    entry.requests.push(req.name());
-                }
-                continue;
+/// A device as the results name it.
+pub(crate) struct Picks<'a> {
+    pub driver: &'a str,
+    pub pool: &'a str,
+    pub slice: &'a ResourceSlice,
+    pub device: &'a Device,
+}
+
+/// One device's entry of an allocation result, as upstream builds it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn device_result(
+    features: &Features,
+    request: String,
+    dev: Picks<'_>,
+    admin: bool,
+    tolerations: &[DeviceToleration],
+    share_id: Option<String>,
+    consumed: Option<&Consumed>,
+) -> DeviceRequestAllocationResult {
+    let mut result = DeviceRequestAllocationResult {
+        request,
+        driver: dev.driver.to_string(),
+        pool: dev.pool.to_string(),
+        device: dev.device.name.clone(),
+        admin_access: admin.then_some(true),
+        tolerations: tolerations.to_vec(),
+        binding_conditions: Vec::new(),
+        binding_failure_conditions: Vec::new(),
+        share_id,
+        consumed_capacity: BTreeMap::new(),
+        skip_node_operations: Vec::new(),
+    };
+    if let Some(consumed) = consumed {
+        result.consumed_capacity = consumed.clone();
+    }
+    if features.binding_and_status() {
+        result.binding_conditions = dev.device.binding_conditions.clone();
+        result.binding_failure_conditions = dev.device.binding_failure_conditions.clone();
+    }
+    if features.optional_node_operations {
+        result.skip_node_operations = dev.slice.spec.skip_node_operations.clone();
+    }
+    result
+}
+
+/// The configuration of a claim's result: class configs of the selected (sub)requests, given
+/// as (class, parent request name, full name), then the claim's own.
+pub(crate) fn configs(
+    selected: &[(&DeviceClass, &str, String)],
+    claim: &ResourceClaim,
+) -> Vec<DeviceAllocationConfiguration> {
+    let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
+    let mut class_ranges: Vec<(&str, usize, usize)> = Vec::new();
+    for (class, _, name) in selected {
+        if let Some((_, start, end)) = class_ranges
+            .iter()
+            .find(|(class_name, _, _)| *class_name == class.metadata.name)
+        {
+            for entry in &mut config[*start..*end] {
+                entry.requests.push(name.clone());
             }
-            let start = config.len();
-            for class_config in &class.spec.config {
-                config.push(DeviceAllocationConfiguration {
-                    source: AllocationConfigSource::FromClass,
-                    requests: vec![req.name()],
-                    opaque: class_config.opaque.clone(),
-                });
-            }
-            class_ranges.push((class.metadata.name.as_str(), start, config.len()));
+            continue;
         }
-        // Class configs that cover every request apply to all of them.
-        for entry in &mut config {
-            if entry.requests.len() == selected.len() {
-                entry.requests.clear();
-            }
-        }
-        for claim_config in &problem.claims[claim].claim.spec.devices.config {
-            if claim_config.requests.is_empty() {
-                config.push(DeviceAllocationConfiguration {
-                    source: AllocationConfigSource::FromClaim,
-                    requests: Vec::new(),
-                    opaque: claim_config.opaque.clone(),
-                });
-                continue;
-            }
-            let covered: Vec<bool> = selected
-                .iter()
-                .map(|&r| {
-                    let req = &problem.reqs[r];
-                    claim_config
-                        .requests
-                        .iter()
-                        .any(|name| name == req.parent || *name == req.name())
-                })
-                .collect();
-            if !covered.iter().any(|&c| c) {
-                continue;
-            }
+        let start = config.len();
+        for class_config in &class.spec.config {
             config.push(DeviceAllocationConfiguration {
-                source: AllocationConfigSource::FromClaim,
-                requests: if covered.iter().all(|&c| c) {
-                    Vec::new()
-                } else {
-                    claim_config.requests.clone()
-                },
-                opaque: claim_config.opaque.clone(),
+                source: AllocationConfigSource::FromClass,
+                requests: vec![name.clone()],
+                opaque: class_config.opaque.clone(),
             });
         }
-        config
+        class_ranges.push((class.metadata.name.as_str(), start, config.len()));
     }
-
-    fn node_selector(
-        &self,
-        problem: &Problem<'_>,
-        claim: usize,
-    ) -> Result<Option<NodeSelector>, Error> {
-        let mut term = NodeSelectorTerm::default();
-        for picked in &self.picked[claim] {
-            let dev = &problem.devs[picked.dev];
-            let (node_name, selector) = if dev.slice.spec.per_device_node_selection == Some(true) {
-                (
-                    dev.device.node_name.as_deref(),
-                    dev.device.node_selector.as_ref(),
-                )
+    // Class configs that cover every request apply to all of them.
+    for entry in &mut config {
+        if entry.requests.len() == selected.len() {
+            entry.requests.clear();
+        }
+    }
+    for claim_config in &claim.spec.devices.config {
+        if claim_config.requests.is_empty() {
+            config.push(DeviceAllocationConfiguration {
+                source: AllocationConfigSource::FromClaim,
+                requests: Vec::new(),
+                opaque: claim_config.opaque.clone(),
+            });
+            continue;
+        }
+        let covered: Vec<bool> = selected
+            .iter()
+            .map(|(_, parent, name)| {
+                claim_config
+                    .requests
+                    .iter()
+                    .any(|requested| requested.as_str() == *parent || requested == name)
+            })
+            .collect();
+        if !covered.iter().any(|&c| c) {
+            continue;
+        }
+        config.push(DeviceAllocationConfiguration {
+            source: AllocationConfigSource::FromClaim,
+            requests: if covered.iter().all(|&c| c) {
+                Vec::new()
             } else {
-                (
-                    dev.slice.spec.node_name.as_deref(),
-                    dev.slice.spec.node_selector.as_ref(),
-                )
-            };
-            if node_name.is_some() || dev.device.binds_to_node == Some(true) {
-                return Ok(Some(NodeSelector {
-                    node_selector_terms: vec![NodeSelectorTerm {
-                        match_expressions: Vec::new(),
-                        match_fields: vec![NodeSelectorRequirement {
-                            key: "metadata.name".to_string(),
-                            operator: NodeSelectorOperator::In,
-                            values: vec![problem.input.node.metadata.name.clone()],
-                        }],
+                claim_config.requests.clone()
+            },
+            opaque: claim_config.opaque.clone(),
+        });
+    }
+    config
+}
+
+/// The node selector of a claim's result, from the devices picked (slice and device).
+pub(crate) fn node_selector<'s>(
+    picked: impl Iterator<Item = (&'s ResourceSlice, &'s Device)>,
+    node: &str,
+    claim: &ResourceClaim,
+) -> Result<Option<NodeSelector>, Error> {
+    let mut term = NodeSelectorTerm::default();
+    for (slice, device) in picked {
+        let (node_name, selector) = if slice.spec.per_device_node_selection == Some(true) {
+            (device.node_name.as_deref(), device.node_selector.as_ref())
+        } else {
+            (
+                slice.spec.node_name.as_deref(),
+                slice.spec.node_selector.as_ref(),
+            )
+        };
+        if node_name.is_some() || device.binds_to_node == Some(true) {
+            return Ok(Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: Vec::new(),
+                    match_fields: vec![NodeSelectorRequirement {
+                        key: "metadata.name".to_string(),
+                        operator: NodeSelectorOperator::In,
+                        values: vec![node.to_string()],
                     }],
-                }));
-            }
-            if let Some(selector) = selector {
-                match selector.node_selector_terms.as_slice() {
-                    [] => {}
-                    [only] => {
-                        add_requirements(&only.match_fields, &mut term.match_fields);
-                        add_requirements(&only.match_expressions, &mut term.match_expressions);
-                    }
-                    terms => {
-                        return Err(Error::NodeSelectorTerms {
-                            claim: problem.claims[claim].claim.metadata.name.clone(),
-                            terms: terms.len(),
-                        });
-                    }
+                }],
+            }));
+        }
+        if let Some(selector) = selector {
+            match selector.node_selector_terms.as_slice() {
+                [] => {}
+                [only] => {
+                    add_requirements(&only.match_fields, &mut term.match_fields);
+                    add_requirements(&only.match_expressions, &mut term.match_expressions);
+                }
+                terms => {
+                    return Err(Error::NodeSelectorTerms {
+                        claim: claim.metadata.name.clone(),
+                        terms: terms.len(),
+                    });
                 }
             }
         }
-        if term.match_fields.is_empty() && term.match_expressions.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(NodeSelector {
-            node_selector_terms: vec![term],
-        }))
     }
+    if term.match_fields.is_empty() && term.match_expressions.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(NodeSelector {
+        node_selector_terms: vec![term],
+    }))
 }
 
 fn add_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorRequirement>) {

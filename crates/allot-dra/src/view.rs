@@ -86,7 +86,35 @@ pub(crate) struct NodeView {
     pools: RefCell<Option<Vec<PoolShape>>>,
     /// Device indexes by name, once numbered.
     index: RefCell<Option<Rc<DeviceIndex>>>,
+    /// Selector rows by the compile-cache ids of a request's selectors (its class's, then its
+    /// own): per device, whether it is selectable: its binding conditions (if any) may be
+    /// used, the selectors all accept it and per-device node selection admits it;
+    /// `None` when some device raised an error (the search then evaluates per device, so that
+    /// the error surfaces where upstream's does).
+    rows: RefCell<HashMap<Vec<usize>, Option<Row>, FxBuild>>,
+    /// The devices in search order, for the fast path, once laid out.
+    flat: RefCell<Option<Rc<Flat>>>,
 }
+
+/// The node's devices in search order (index `d`), laid out once per view for the fast path
+/// ([`crate::fast`]).
+pub(crate) struct Flat {
+    /// Per device: the position of its slice in the input's slices and its position in that
+    /// slice's devices.
+    pub devices: Vec<(u32, u32)>,
+    /// Per device: draws from no counter set, does not ask for multiple allocations, has no
+    /// capacity with a request policy and no taints of its own; only such devices are handed
+    /// out by the fast path.
+    pub simple: Vec<bool>,
+    /// Device indexes by driver, pool and name.
+    pub index: Rc<DeviceIndex>,
+}
+
+/// Per device of a view: selectable by some request.
+pub(crate) type Row = Rc<[bool]>;
+
+/// Selector rows kept per view beyond this many are dropped, all at once, to bound memory.
+const MAX_ROWS: usize = 1024;
 
 impl NodeView {
     /// A view that serves one call only.
@@ -97,7 +125,71 @@ impl NodeView {
             columns: RefCell::default(),
             pools: RefCell::default(),
             index: RefCell::default(),
+            rows: RefCell::default(),
+            flat: RefCell::default(),
         }
+    }
+
+    /// The devices in search order, laid out on first use; `None` for views that serve one
+    /// call only, and when gathering the pools fails (the general path reports that).
+    pub(crate) fn flat(
+        &self,
+        slices: &[ResourceSlice],
+        node: &Node,
+        features: &Features,
+    ) -> Option<Rc<Flat>> {
+        if !self.is_kept() {
+            return None;
+        }
+        if let Some(flat) = self.flat.borrow().as_ref() {
+            return Some(Rc::clone(flat));
+        }
+        let pools = self.pools(slices, node, features).ok()?;
+        let mut devices = Vec::new();
+        let mut simple = Vec::new();
+        for pool in &pools {
+            for slice in &pool.slices {
+                let at = position(slices, slice)?;
+                for (i, device) in slice.spec.devices.iter().enumerate() {
+                    devices.push((u32::try_from(at).ok()?, u32::try_from(i).ok()?));
+                    simple.push(
+                        device.consumes_counters.is_empty()
+                            && device.allow_multiple_allocations != Some(true)
+                            && device.taints.is_empty()
+                            && device
+                                .capacity
+                                .values()
+                                .all(|capacity| capacity.request_policy.is_none()),
+                    );
+                }
+            }
+        }
+        let flat = Rc::new(Flat {
+            devices,
+            simple,
+            index: self.index(&pools),
+        });
+        *self.flat.borrow_mut() = Some(Rc::clone(&flat));
+        Some(flat)
+    }
+
+    /// Whether this view is kept across calls (so that rows are worth keeping in it).
+    pub(crate) fn is_kept(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// The kept selector row of selector ids `ids`, if worked out before.
+    pub(crate) fn row(&self, ids: &[usize]) -> Option<Option<Rc<[bool]>>> {
+        self.rows.borrow().get(ids).cloned()
+    }
+
+    /// Keeps a selector row.
+    pub(crate) fn keep_row(&self, ids: Vec<usize>, row: Option<Rc<[bool]>>) {
+        let mut rows = self.rows.borrow_mut();
+        if rows.len() >= MAX_ROWS {
+            rows.clear();
+        }
+        rows.insert(ids, row);
     }
 
     /// The column of attribute `name` over `devices` (driver and attributes per device in
@@ -338,8 +430,11 @@ mod tests {
 /// device name.
 #[derive(Default)]
 pub(crate) struct DeviceIndex {
-    pools: Vec<(String, String, HashMap<String, usize, FxBuild>)>,
+    pools: Vec<(String, String, PoolIndex)>,
 }
+
+/// The device indexes of one pool, by device name.
+pub(crate) type PoolIndex = HashMap<String, usize, FxBuild>;
 
 impl DeviceIndex {
     /// Numbers the devices of `pools` in search order (pools, their slices, their devices).
@@ -363,10 +458,16 @@ impl DeviceIndex {
 
     /// The index of a visible device.
     pub(crate) fn get(&self, driver: &str, pool: &str, device: &str) -> Option<usize> {
+        self.pool(driver, pool)
+            .and_then(|names| names.get(device).copied())
+    }
+
+    /// The device indexes of a pool the node sees.
+    pub(crate) fn pool(&self, driver: &str, pool: &str) -> Option<&PoolIndex> {
         self.pools
             .iter()
             .find(|(d, p, _)| d == driver && p == pool)
-            .and_then(|(_, _, names)| names.get(device).copied())
+            .map(|(_, _, names)| names)
     }
 }
 
