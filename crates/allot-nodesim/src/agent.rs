@@ -39,8 +39,9 @@ pub struct MetadataLog {
 
 #[derive(Debug, Default)]
 struct MetadataState {
-    versions: Vec<(PathBuf, Vec<u8>)>,
-    current: BTreeMap<PathBuf, Vec<u8>>,
+    /// Every version written, sharing its bytes with `current` and the agent's generations.
+    versions: Vec<(Arc<Path>, Arc<[u8]>)>,
+    current: BTreeMap<Arc<Path>, Arc<[u8]>>,
 }
 
 impl MetadataLog {
@@ -49,16 +50,20 @@ impl MetadataLog {
         f(&mut guard)
     }
 
-    fn write(&self, path: &Path, bytes: &[u8]) {
+    fn write(&self, path: &Arc<Path>, bytes: &Arc<[u8]>) {
         self.with(|s| {
-            if s.current.get(path).map(Vec::as_slice) != Some(bytes) {
-                s.versions.push((path.to_path_buf(), bytes.to_vec()));
-                s.current.insert(path.to_path_buf(), bytes.to_vec());
+            let same = s
+                .current
+                .get(&**path)
+                .is_some_and(|b| Arc::ptr_eq(b, bytes) || **b == **bytes);
+            if !same {
+                s.versions.push((path.clone(), bytes.clone()));
+                s.current.insert(path.clone(), bytes.clone());
             }
         });
     }
 
-    fn remove(&self, path: &PathBuf) {
+    fn remove(&self, path: &Path) {
         self.with(|s| {
             s.current.remove(path);
         });
@@ -67,7 +72,12 @@ impl MetadataLog {
     /// Every version of every file in the order written (a file's later versions carry
     /// higher generations).
     pub fn versions(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        self.with(|s| s.versions.clone())
+        self.with(|s| {
+            s.versions
+                .iter()
+                .map(|(p, b)| (p.to_path_buf(), b.to_vec()))
+                .collect()
+        })
     }
 
     /// The files that exist now (pods still running), with their latest contents, in path
@@ -76,7 +86,7 @@ impl MetadataLog {
         self.with(|s| {
             s.current
                 .iter()
-                .map(|(p, b)| (p.clone(), b.clone()))
+                .map(|(p, b)| (p.to_path_buf(), b.to_vec()))
                 .collect()
         })
     }
@@ -93,11 +103,15 @@ struct AdmittedPod {
     /// Devices of its claims.
     devices: Vec<DeviceId>,
     /// Its metadata files.
-    files: BTreeSet<PathBuf>,
+    files: BTreeSet<Arc<Path>>,
     /// What it requests of the node (with its DRA node-allocatable resources).
     requests: Resources,
     /// What its metadata files were last written from ([`NodeAgent::metadata_inputs`]).
     metadata_inputs: MetadataInputs,
+    /// The pod's resourceVersion once its `allocatedResourcesStatus` is known to be current
+    /// and cannot change by itself (no health timeout pending); `None` otherwise. While the
+    /// pod and the metadata inputs stay as they were, a refresh has nothing to do.
+    settled: Option<String>,
 }
 
 /// What a pod's metadata files are made of: the slice events seen, and the resourceVersion of
@@ -534,7 +548,7 @@ impl NodeAgent {
         store: &Store,
         pod: &Pod,
         claims: &[PodClaim],
-    ) -> BTreeSet<PathBuf> {
+    ) -> BTreeSet<Arc<Path>> {
         let mut paths = BTreeSet::new();
         let prefix = PathBuf::from(&self.config.node_name)
             .join(&pod.metadata.namespace)
@@ -594,8 +608,7 @@ impl NodeAgent {
                                         && e.device == r.device
                                         && e.share_id == r.share_id
                                 })
-                                .and_then(|e| e.network_data.as_ref())
-                                .and_then(|n| serde_json::to_value(n).ok()),
+                                .and_then(|e| e.network_data.as_ref()),
                         })
                         .collect();
                     let content = metadata::content(claim, pod_claim, driver, &devices);
@@ -604,11 +617,11 @@ impl NodeAgent {
                     let bytes = self.generations.bytes(
                         uid,
                         &relative,
-                        content,
+                        &content,
                         &self.config.metadata_versions,
                     );
-                    let path = prefix.join(&relative);
-                    self.log.write(&path, bytes);
+                    let path: Arc<Path> = prefix.join(&relative).into();
+                    self.log.write(&path, &bytes);
                     paths.insert(path);
                 }
             }
@@ -856,12 +869,14 @@ impl NodeAgent {
                 files,
                 requests: footprint.clone(),
                 metadata_inputs,
+                settled: None,
             },
         );
         self.requested.add(&footprint);
         let annotation = self.annotation(store, pod, &admission, &claims);
         let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
         write_running(store, key, pod, &now, annotation, node_allocatable, &health)?;
+        self.settle(store, key, next);
         Ok(requeue(next, ctx.now))
     }
 
@@ -897,6 +912,19 @@ impl NodeAgent {
         )
     }
 
+    /// Records that the pod's status as stored now is current, unless a health answer changes
+    /// by itself at `next`.
+    fn settle(&mut self, store: &Store, key: &ObjectKey, next: Option<SimTime>) {
+        let version = next
+            .is_none()
+            .then(|| store.get::<Pod>(&key.namespace, &key.name))
+            .flatten()
+            .map(|p| p.metadata.resource_version.clone());
+        if let Some(admitted) = self.pods.get_mut(key) {
+            admitted.settled = version;
+        }
+    }
+
     /// A pod already running: metadata files and device health follow the store.
     fn refresh(
         &mut self,
@@ -910,11 +938,16 @@ impl NodeAgent {
         // The files follow the claims and the slices of their devices: when neither changed
         // since they were written, they would come out the same.
         let inputs = self.metadata_inputs(store, &claims);
-        if self
-            .pods
-            .get(key)
-            .is_none_or(|a| a.metadata_inputs != inputs)
-        {
+        let admitted = self.pods.get(key);
+        if admitted.is_some_and(|a| {
+            a.metadata_inputs == inputs
+                && a.settled.as_deref() == Some(pod.metadata.resource_version.as_str())
+        }) {
+            // Neither the pod nor what its files and health follow changed since its status
+            // was last known current: the files and the status would come out the same.
+            return Ok(Action::Done);
+        }
+        if admitted.is_none_or(|a| a.metadata_inputs != inputs) {
             let files = self.write_metadata(store, pod, &claims);
             if let Some(admitted) = self.pods.get_mut(key) {
                 admitted.files.extend(files);
@@ -929,6 +962,7 @@ impl NodeAgent {
                 })
                 .map_err(|e| e.to_string())?;
         }
+        self.settle(store, key, next);
         Ok(requeue(next, ctx.now))
     }
 }
@@ -1103,7 +1137,7 @@ fn write_waiting(
             p.status.conditions = conditions;
             p.status.phase = Some("Pending".into());
             p.status.qos_class = Some(qos.into());
-            p.status.container_statuses = Some(app_statuses.clone().into());
+            p.status.container_statuses = Some(app_statuses.into());
         })
         .map_err(|e| e.to_string())
 }
@@ -1199,23 +1233,22 @@ fn write_running(
             p.status.conditions = conditions;
             p.status.phase = Some("Running".into());
             p.status.qos_class = Some(qos.into());
-            p.status.start_time = Some(started.clone());
-            p.status.container_statuses = Some(app.clone().into());
+            p.status.start_time = Some(started);
+            p.status.container_statuses = Some(app.into());
             p.status.init_container_statuses = if init.is_empty() {
                 None
             } else {
-                Some(init.clone().into())
+                Some(init.into())
             };
             if !node_allocatable.is_empty()
                 && p.status.node_allocatable_resource_claim_statuses.is_none()
             {
-                p.status.node_allocatable_resource_claim_statuses =
-                    Some(node_allocatable.clone().into());
+                p.status.node_allocatable_resource_claim_statuses = Some(node_allocatable.into());
             }
             set_allocated_status(p, health);
             p.metadata
                 .annotations
-                .insert(RESOURCES_ANNOTATION.into(), annotation.clone());
+                .insert(RESOURCES_ANNOTATION.into(), annotation);
         })
         .map_err(|e| e.to_string())
 }

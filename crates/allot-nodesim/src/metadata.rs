@@ -9,9 +9,12 @@
 //! change of the content.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use allot_api::resource::v1::{Device, ResourceClaim};
+use allot_api::resource::v1::{Device, NetworkDeviceData, ResourceClaim};
+use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
 
 /// `metadata.resource.k8s.io/v1beta1`, required in every stream.
 pub const METADATA_API_V1BETA1: &str = "metadata.resource.k8s.io/v1beta1";
@@ -55,86 +58,176 @@ pub(crate) struct MetadataDevice<'a> {
     /// The device as its slice lists it, when the slice is known.
     pub device: Option<&'a Device>,
     /// Network data from the claim's `status.devices`, when the driver reported some.
-    pub network_data: Option<serde_json::Value>,
+    pub network_data: Option<&'a NetworkDeviceData>,
 }
 
-/// The `DeviceMetadata` content of one file, without `apiVersion`, `kind` and generation:
-/// what is compared to decide whether the generation grows.
-pub(crate) fn content(
-    claim: &ResourceClaim,
-    pod_claim_name: Option<&str>,
-    driver: &str,
-    devices: &[MetadataDevice<'_>],
-) -> serde_json::Value {
-    // Requests in the order of their first device, as the allocation lists them.
-    let mut requests: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
-    for d in devices {
-        let mut entry = serde_json::Map::new();
-        entry.insert("driver".into(), driver.into());
-        entry.insert("pool".into(), d.pool.into());
-        entry.insert("name".into(), d.name.into());
-        if let Some(device) = d.device.filter(|dev| !dev.attributes.is_empty()) {
-            let attributes: serde_json::Map<String, serde_json::Value> = device
-                .attributes
+/// What a metadata file says about one claim, request and driver, without `apiVersion`:
+/// serialized straight into the file's bytes (field order as upstream's `DeviceMetadata`).
+pub(crate) struct Content<'a> {
+    claim: &'a ResourceClaim,
+    pod_claim_name: Option<&'a str>,
+    driver: &'a str,
+    devices: &'a [MetadataDevice<'a>],
+}
+
+/// The `DeviceMetadata` content of one file: what is compared to decide whether the
+/// generation grows.
+pub(crate) fn content<'a>(
+    claim: &'a ResourceClaim,
+    pod_claim_name: Option<&'a str>,
+    driver: &'a str,
+    devices: &'a [MetadataDevice<'a>],
+) -> Content<'a> {
+    Content {
+        claim,
+        pod_claim_name,
+        driver,
+        devices,
+    }
+}
+
+/// A whole `DeviceMetadata` object of one version and generation.
+struct Object<'a> {
+    api_version: &'a str,
+    generation: i64,
+    content: &'a Content<'a>,
+}
+
+impl Serialize for Object<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.content;
+        let fields = if c.pod_claim_name.is_some() { 5 } else { 4 };
+        let mut object = serializer.serialize_struct("DeviceMetadata", fields)?;
+        object.serialize_field("kind", "DeviceMetadata")?;
+        object.serialize_field("apiVersion", self.api_version)?;
+        object.serialize_field(
+            "metadata",
+            &Meta {
+                claim: c.claim,
+                generation: self.generation,
+            },
+        )?;
+        if let Some(pod_claim) = c.pod_claim_name {
+            object.serialize_field("podClaimName", pod_claim)?;
+        }
+        object.serialize_field("requests", &Requests(c))?;
+        object.end()
+    }
+}
+
+struct Meta<'a> {
+    claim: &'a ResourceClaim,
+    generation: i64,
+}
+
+impl Serialize for Meta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let meta = &self.claim.metadata;
+        let mut object = serializer.serialize_struct("ObjectMeta", 4)?;
+        object.serialize_field("name", &meta.name)?;
+        object.serialize_field("namespace", &meta.namespace)?;
+        object.serialize_field("uid", &meta.uid)?;
+        object.serialize_field("generation", &self.generation)?;
+        object.end()
+    }
+}
+
+/// Requests in the order of their first device, as the allocation lists them, each with its
+/// devices in allocation order.
+struct Requests<'a>(&'a Content<'a>);
+
+impl Serialize for Requests<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let devices = self.0.devices;
+        let mut names: Vec<&str> = Vec::new();
+        for d in devices {
+            if !names.contains(&d.request) {
+                names.push(d.request);
+            }
+        }
+        let mut list = serializer.serialize_seq(Some(names.len()))?;
+        for name in names {
+            list.serialize_element(&Request {
+                name,
+                content: self.0,
+            })?;
+        }
+        list.end()
+    }
+}
+
+struct Request<'a> {
+    name: &'a str,
+    content: &'a Content<'a>,
+}
+
+impl Serialize for Request<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut object = serializer.serialize_struct("DeviceMetadataRequest", 2)?;
+        object.serialize_field("name", self.name)?;
+        object.serialize_field("devices", &RequestDevices(self))?;
+        object.end()
+    }
+}
+
+struct RequestDevices<'a>(&'a Request<'a>);
+
+impl Serialize for RequestDevices<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.0;
+        let content = request.content;
+        serializer.collect_seq(
+            content
+                .devices
                 .iter()
-                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
-                .collect();
-            entry.insert("attributes".into(), serde_json::Value::Object(attributes));
-        }
-        if let Some(net) = &d.network_data {
-            entry.insert("networkData".into(), net.clone());
-        }
-        match requests.iter_mut().find(|(name, _)| name == d.request) {
-            Some((_, list)) => list.push(serde_json::Value::Object(entry)),
-            None => requests.push((
-                d.request.to_string(),
-                vec![serde_json::Value::Object(entry)],
-            )),
-        }
+                .filter(|d| d.request == request.name)
+                .map(|d| DeviceEntry {
+                    driver: content.driver,
+                    device: d,
+                }),
+        )
     }
-    let mut meta = serde_json::Map::new();
-    meta.insert("name".into(), claim.metadata.name.clone().into());
-    meta.insert("namespace".into(), claim.metadata.namespace.clone().into());
-    meta.insert("uid".into(), claim.metadata.uid.clone().into());
-    let mut object = serde_json::Map::new();
-    object.insert("metadata".into(), serde_json::Value::Object(meta));
-    if let Some(pod_claim) = pod_claim_name {
-        object.insert("podClaimName".into(), pod_claim.into());
+}
+
+struct DeviceEntry<'a> {
+    driver: &'a str,
+    device: &'a MetadataDevice<'a>,
+}
+
+impl Serialize for DeviceEntry<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let d = self.device;
+        let attributes = d
+            .device
+            .map(|dev| &dev.attributes)
+            .filter(|a| !a.is_empty());
+        let mut object = serializer.serialize_struct("DeviceMetadataDevice", 5)?;
+        object.serialize_field("driver", self.driver)?;
+        object.serialize_field("pool", d.pool)?;
+        object.serialize_field("name", d.name)?;
+        if let Some(attributes) = attributes {
+            object.serialize_field("attributes", attributes)?;
+        }
+        if let Some(net) = d.network_data {
+            object.serialize_field("networkData", net)?;
+        }
+        object.end()
     }
-    object.insert(
-        "requests".into(),
-        requests
-            .into_iter()
-            .map(|(name, devices)| serde_json::json!({"name": name, "devices": devices}))
-            .collect(),
-    );
-    serde_json::Value::Object(object)
 }
 
 /// The file's bytes: one object per version, each on its own lines, with `kind`,
 /// `apiVersion` and the generation filled in.
-pub(crate) fn render(content: &serde_json::Value, generation: i64, versions: &[String]) -> Vec<u8> {
-    // One object serves every version: only `apiVersion` differs between them (the map keeps
-    // its keys in insertion order, so replacing the value keeps the field's place).
-    let mut object = serde_json::Map::new();
-    object.insert("kind".into(), "DeviceMetadata".into());
-    object.insert("apiVersion".into(), serde_json::Value::Null);
-    if let serde_json::Value::Object(fields) = content {
-        for (k, v) in fields {
-            let mut v = v.clone();
-            if k == "metadata"
-                && let serde_json::Value::Object(meta) = &mut v
-            {
-                meta.insert("generation".into(), generation.into());
-            }
-            object.insert(k.clone(), v);
-        }
-    }
-    let mut object = serde_json::Value::Object(object);
-    let mut out = Vec::new();
+pub(crate) fn render(content: &Content<'_>, generation: i64, versions: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
     for version in versions {
-        object["apiVersion"] = version.as_str().into();
+        let object = Object {
+            api_version: version,
+            generation,
+            content,
+        };
+        let start = out.len();
         if serde_json::to_writer_pretty(&mut out, &object).is_err() {
+            out.truncate(start);
             continue;
         }
         out.push(b'\n');
@@ -142,12 +235,15 @@ pub(crate) fn render(content: &serde_json::Value, generation: i64, versions: &[S
     out
 }
 
-/// Generations of the files of prepared claims: per file, the last content written, its
-/// generation and its bytes (so that an unchanged file is not rendered again).
+/// Generations of the files of prepared claims: per file, its generation and its bytes (which
+/// hold the content the generation was last counted for).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Generations {
-    files: BTreeMap<(String, PathBuf), (i64, serde_json::Value, Vec<u8>)>,
+    files: BTreeMap<FileKey, (i64, Arc<[u8]>)>,
 }
+
+/// A file of a prepared claim: the claim's uid and the file's relative path.
+type FileKey = (String, PathBuf);
 
 impl Generations {
     /// The bytes of the file `path` of the claim with uid `claim_uid` holding `content`, in
@@ -156,20 +252,26 @@ impl Generations {
         &mut self,
         claim_uid: &str,
         path: &Path,
-        content: serde_json::Value,
+        content: &Content<'_>,
         versions: &[String],
-    ) -> &[u8] {
+    ) -> Arc<[u8]> {
         let key = (claim_uid.to_string(), path.to_path_buf());
-        let entry = self
-            .files
-            .entry(key)
-            .or_insert((0, serde_json::Value::Null, Vec::new()));
-        if entry.0 == 0 || entry.1 != content {
-            entry.0 += 1;
-            entry.2 = render(&content, entry.0, versions);
-            entry.1 = content;
+        match self.files.entry(key) {
+            Entry::Vacant(entry) => entry
+                .insert((1, render(content, 1, versions).into()))
+                .1
+                .clone(),
+            Entry::Occupied(mut entry) => {
+                let (generation, bytes) = entry.get_mut();
+                // The same content renders to the same bytes at the same generation.
+                let now = render(content, *generation, versions);
+                if *now != **bytes {
+                    *generation += 1;
+                    *bytes = render(content, *generation, versions).into();
+                }
+                bytes.clone()
+            }
         }
-        &entry.2
     }
 
     /// Forgets the files of an unprepared claim.

@@ -11,8 +11,9 @@
 use std::collections::BTreeMap;
 
 use allot_api::core::v1::Pod;
-use allot_api::resource::v1::Device;
+use allot_api::resource::v1::{Device, DeviceRequestAllocationResult};
 use allot_kubelet::PodAdmission;
+use serde::Serialize;
 
 use crate::claims::PodClaim;
 
@@ -36,12 +37,94 @@ pub(crate) fn device_numa(device: &Device) -> Option<i64> {
     named("numaNode").or_else(|| named("numa"))
 }
 
-fn topology(nodes: impl IntoIterator<Item = i64>) -> serde_json::Value {
-    let nodes: Vec<serde_json::Value> = nodes
-        .into_iter()
-        .map(|id| serde_json::json!({"ID": id}))
-        .collect();
-    serde_json::json!({ "nodes": nodes })
+/// `{"nodes": [{"ID": ...}, ...]}`.
+#[derive(Serialize)]
+struct Topology {
+    nodes: Vec<NumaNode>,
+}
+
+#[derive(Serialize)]
+struct NumaNode {
+    #[serde(rename = "ID")]
+    id: i64,
+}
+
+fn topology(nodes: impl IntoIterator<Item = i64>) -> Topology {
+    Topology {
+        nodes: nodes.into_iter().map(|id| NumaNode { id }).collect(),
+    }
+}
+
+/// `v1.PodResources` as the annotation holds it.
+#[derive(Serialize)]
+struct PodResources<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    containers: Vec<ContainerResources<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerResources<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    devices: Vec<ContainerDevices<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cpu_ids: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    memory: Vec<ContainerMemory>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dynamic_resources: Vec<DynamicResource<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerDevices<'a> {
+    resource_name: &'a str,
+    device_ids: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    topology: Option<Topology>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerMemory {
+    memory_type: String,
+    size: u64,
+    topology: Topology,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DynamicResource<'a> {
+    claim_name: &'a str,
+    claim_namespace: &'a str,
+    claim_resources: Vec<ClaimResource<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClaimResource<'a> {
+    driver_name: &'a str,
+    pool_name: &'a str,
+    device_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    topology: Option<Topology>,
+}
+
+/// A DRA device of a container, with its NUMA node when its slice publishes one.
+fn claim_resource<'a, 'd>(
+    r: &'a DeviceRequestAllocationResult,
+    device_of: &dyn Fn(&str, &str, &str) -> Option<&'d Device>,
+) -> ClaimResource<'a> {
+    ClaimResource {
+        driver_name: &r.driver,
+        pool_name: &r.pool,
+        device_name: &r.device,
+        topology: device_of(&r.driver, &r.pool, &r.device)
+            .and_then(device_numa)
+            .map(|numa| topology([numa])),
+    }
 }
 
 /// Builds the annotation value.
@@ -67,8 +150,6 @@ pub(crate) fn annotation<'d>(
         .iter()
         .filter(|r| !completed_init(&r.name))
     {
-        let mut c = serde_json::Map::new();
-        c.insert("name".into(), result.name.clone().into());
         let mut devices = Vec::new();
         for (resource, ids) in &result.devices {
             let mut numa: Vec<i64> = ids
@@ -83,41 +164,27 @@ pub(crate) fn annotation<'d>(
                 .collect();
             numa.sort_unstable();
             numa.dedup();
-            let mut d = serde_json::Map::new();
-            d.insert("resourceName".into(), resource.clone().into());
-            d.insert("deviceIds".into(), ids.clone().into());
-            if !numa.is_empty() {
-                d.insert("topology".into(), topology(numa));
-            }
-            devices.push(serde_json::Value::Object(d));
+            devices.push(ContainerDevices {
+                resource_name: resource,
+                device_ids: ids,
+                topology: (!numa.is_empty()).then(|| topology(numa)),
+            });
         }
-        if !devices.is_empty() {
-            c.insert("devices".into(), devices.into());
-        }
-        if result.exclusive {
-            let ids: Vec<u64> = allot_topology::CpuSet::parse(&result.cpus)
+        let cpu_ids: Vec<u64> = if result.exclusive {
+            allot_topology::CpuSet::parse(&result.cpus)
                 .map(|set| set.iter().map(u64::from).collect())
-                .unwrap_or_default();
-            if !ids.is_empty() {
-                c.insert("cpuIds".into(), ids.into());
-            }
-        }
-        let blocks = memory(&result.name);
-        if !blocks.is_empty() {
-            c.insert(
-                "memory".into(),
-                blocks
-                    .into_iter()
-                    .map(|(kind, size, nodes)| {
-                        serde_json::json!({
-                            "memoryType": kind,
-                            "size": size,
-                            "topology": topology(nodes.into_iter().map(|n| n as i64)),
-                        })
-                    })
-                    .collect(),
-            );
-        }
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let memory: Vec<ContainerMemory> = memory(&result.name)
+            .into_iter()
+            .map(|(kind, size, nodes)| ContainerMemory {
+                memory_type: kind,
+                size,
+                topology: topology(nodes.into_iter().map(|n| n as i64)),
+            })
+            .collect();
         let mut dynamic = Vec::new();
         let spec_container = pod
             .spec
@@ -139,22 +206,13 @@ pub(crate) fn annotation<'d>(
                     if reference.request.as_deref().is_some_and(|want| want != top) {
                         continue;
                     }
-                    let mut d = serde_json::Map::new();
-                    d.insert("driverName".into(), r.driver.clone().into());
-                    d.insert("poolName".into(), r.pool.clone().into());
-                    d.insert("deviceName".into(), r.device.clone().into());
-                    if let Some(numa) =
-                        device_of(&r.driver, &r.pool, &r.device).and_then(device_numa)
-                    {
-                        d.insert("topology".into(), topology([numa]));
-                    }
-                    resources.push(serde_json::Value::Object(d));
+                    resources.push(claim_resource(r, device_of));
                 }
-                dynamic.push(serde_json::json!({
-                    "claimName": pc.claim.metadata.name,
-                    "claimNamespace": pc.claim.metadata.namespace,
-                    "claimResources": resources,
-                }));
+                dynamic.push(DynamicResource {
+                    claim_name: &pc.claim.metadata.name,
+                    claim_namespace: &pc.claim.metadata.namespace,
+                    claim_resources: resources,
+                });
             }
         }
         // The extended resource claim (DRAExtendedResource): the container's devices are those
@@ -177,37 +235,31 @@ pub(crate) fn annotation<'d>(
                 .find(|pc| Some(pc.claim.metadata.name.as_str()) == extended_name)
             && let Some(allocation) = &pc.claim.status.allocation
         {
-            let mut resources = Vec::new();
-            for r in allocation
+            let resources = allocation
                 .devices
                 .results
                 .iter()
                 .filter(|r| requests.contains(&r.request.as_str()))
-            {
-                let mut d = serde_json::Map::new();
-                d.insert("driverName".into(), r.driver.clone().into());
-                d.insert("poolName".into(), r.pool.clone().into());
-                d.insert("deviceName".into(), r.device.clone().into());
-                if let Some(numa) = device_of(&r.driver, &r.pool, &r.device).and_then(device_numa) {
-                    d.insert("topology".into(), topology([numa]));
-                }
-                resources.push(serde_json::Value::Object(d));
-            }
-            dynamic.push(serde_json::json!({
-                "claimName": pc.claim.metadata.name,
-                "claimNamespace": pc.claim.metadata.namespace,
-                "claimResources": resources,
-            }));
+                .map(|r| claim_resource(r, device_of))
+                .collect();
+            dynamic.push(DynamicResource {
+                claim_name: &pc.claim.metadata.name,
+                claim_namespace: &pc.claim.metadata.namespace,
+                claim_resources: resources,
+            });
         }
-        if !dynamic.is_empty() {
-            c.insert("dynamicResources".into(), dynamic.into());
-        }
-        containers.push(serde_json::Value::Object(c));
+        containers.push(ContainerResources {
+            name: &result.name,
+            devices,
+            cpu_ids,
+            memory,
+            dynamic_resources: dynamic,
+        });
     }
-    serde_json::json!({
-        "name": pod.metadata.name,
-        "namespace": pod.metadata.namespace,
-        "containers": containers,
-    })
-    .to_string()
+    let resources = PodResources {
+        name: &pod.metadata.name,
+        namespace: &pod.metadata.namespace,
+        containers,
+    };
+    serde_json::to_string(&resources).unwrap_or_default()
 }
