@@ -47,7 +47,7 @@ pub use explain::{
     ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, RequestExplanation,
 };
 pub use features::Features;
-pub use scenario::{AllocationOptions, Scenario, display_claim};
+pub use scenario::{AllocationOptions, InputRefs, Scenario, display_claim};
 
 use allot_api::core::v1::{Namespace, Node};
 use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
@@ -60,10 +60,10 @@ pub struct AllocationInput<'a> {
     /// All device classes.
     pub classes: &'a [DeviceClass],
     /// All resource slices of the cluster (the allocator picks those visible to the node).
-    pub slices: &'a [ResourceSlice],
+    pub slices: &'a [&'a ResourceSlice],
     /// Claims already allocated (their devices are in use); claims without an allocation are
     /// ignored here.
-    pub allocated_claims: &'a [ResourceClaim],
+    pub allocated_claims: &'a [&'a ResourceClaim],
     /// The claims to allocate together, in order.
     pub claims: &'a [ResourceClaim],
     /// DeviceTaintRules whose taints apply to matching devices (with `DRADeviceTaints`).

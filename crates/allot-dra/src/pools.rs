@@ -52,14 +52,14 @@ type PoolKey<'a> = (&'a str, &'a str);
 /// binding conditions last; slices within a pool are sorted by name (input position breaks
 /// ties).
 pub(crate) fn gather_pools<'a>(
-    slices: &'a [ResourceSlice],
+    slices: &'a [&'a ResourceSlice],
     node: &Node,
     features: &Features,
 ) -> Result<Vec<Pool<'a>>, Error> {
     // Per pool: the slices of the newest generation seen so far.
     let mut pools: HashMap<PoolKey<'a>, Vec<&'a ResourceSlice>, crate::cel::FxBuild> =
         HashMap::default();
-    for slice in slices {
+    for &slice in slices {
         let spec = &slice.spec;
         if !features.partitionable_devices
             && (spec.per_device_node_selection.is_some() || !spec.shared_counters.is_empty())
@@ -128,7 +128,7 @@ pub(crate) fn gather_pools<'a>(
         // the whole pool before calling it incomplete.
         let mut all_slices = Vec::new();
         let mut obsolete = false;
-        for slice in slices {
+        for &slice in slices {
             if slice.spec.driver != driver || slice.spec.pool.name != name {
                 continue;
             }

@@ -197,37 +197,52 @@ impl Scenario {
         Ok(out)
     }
 
-    /// Claims that already hold an allocation and are not being allocated again.
-    pub fn allocated_claims(&self, to_allocate: &[ResourceClaim]) -> Vec<ResourceClaim> {
-        self.claims
-            .iter()
-            .filter(|claim| claim.status.allocation.is_some())
-            .filter(|claim| {
-                !to_allocate
-                    .iter()
-                    .any(|other| claim_name(other) == claim_name(claim))
-            })
-            .cloned()
-            .collect()
+    /// Claims that already hold an allocation and are not being allocated again, with the
+    /// scenario's slices: what [`Scenario::input`] borrows besides the scenario.
+    pub fn allocated_claims(&self, to_allocate: &[ResourceClaim]) -> InputRefs<'_> {
+        InputRefs {
+            allocated: self
+                .claims
+                .iter()
+                .filter(|claim| claim.status.allocation.is_some())
+                .filter(|claim| {
+                    !to_allocate
+                        .iter()
+                        .any(|other| claim_name(other) == claim_name(claim))
+                })
+                .collect(),
+            slices: self.slices.iter().collect(),
+        }
     }
 
-    /// The allocation input for `node`, `claims` and `allocated`.
+    /// The allocation input for `node`, `claims` and `refs` (from
+    /// [`Scenario::allocated_claims`]).
     pub fn input<'a>(
         &'a self,
         node: &'a Node,
         claims: &'a [ResourceClaim],
-        allocated: &'a [ResourceClaim],
+        refs: &'a InputRefs<'a>,
     ) -> AllocationInput<'a> {
         AllocationInput {
             node,
             classes: &self.classes,
-            slices: &self.slices,
-            allocated_claims: allocated,
+            slices: &refs.slices,
+            allocated_claims: &refs.allocated,
             claims,
             taint_rules: &self.taint_rules,
             namespaces: &self.namespaces,
         }
     }
+}
+
+/// The references an [`AllocationInput`] of a [`Scenario`] holds: the claims already allocated
+/// and every slice.
+#[derive(Debug, Clone)]
+pub struct InputRefs<'a> {
+    /// Claims that already hold an allocation.
+    pub allocated: Vec<&'a ResourceClaim>,
+    /// The scenario's slices, in input order.
+    pub slices: Vec<&'a ResourceSlice>,
 }
 
 /// `namespace/name`, or `name` for a claim without a namespace.

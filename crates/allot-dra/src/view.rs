@@ -46,7 +46,7 @@ struct Key {
 
 impl Key {
     /// Whether the key describes these inputs, without building a key for them.
-    fn matches(&self, node: &Node, features: &Features, slices: &[ResourceSlice]) -> bool {
+    fn matches(&self, node: &Node, features: &Features, slices: &[&ResourceSlice]) -> bool {
         self.features == *features
             && self.node == node.metadata.name
             && self.slices.len() == slices.len()
@@ -57,7 +57,7 @@ impl Key {
     }
 
     /// The key of these inputs, or `None` when a slice cannot be recognised again.
-    fn of(node: &Node, features: &Features, slices: &[ResourceSlice]) -> Option<Self> {
+    fn of(node: &Node, features: &Features, slices: &[&ResourceSlice]) -> Option<Self> {
         let slices = slices
             .iter()
             .map(|slice| {
@@ -241,7 +241,7 @@ impl Views {
         &self,
         node: &Node,
         features: &Features,
-        slices: &[ResourceSlice],
+        slices: &[&ResourceSlice],
     ) -> Rc<NodeView> {
         if let Some(view) = self.by_node.borrow().get(&node.metadata.name)
             && view
@@ -285,13 +285,13 @@ pub(crate) struct PoolShape {
 }
 
 /// The position of `slice` in `slices` (it is one of them).
-fn position(slices: &[ResourceSlice], slice: &ResourceSlice) -> Option<usize> {
-    slices.iter().position(|s| std::ptr::eq(s, slice))
+fn position(slices: &[&ResourceSlice], slice: &ResourceSlice) -> Option<usize> {
+    slices.iter().position(|s| std::ptr::eq(*s, slice))
 }
 
 impl PoolShape {
     /// The shape of `pool`, gathered from `slices`.
-    fn of(pool: &Pool<'_>, slices: &[ResourceSlice]) -> Option<Self> {
+    fn of(pool: &Pool<'_>, slices: &[&ResourceSlice]) -> Option<Self> {
         let named_by = slices
             .iter()
             .position(|s| s.spec.driver == pool.driver && s.spec.pool.name == pool.name)?;
@@ -321,15 +321,15 @@ impl PoolShape {
     }
 
     /// The pool again, over the same slices.
-    fn pool<'a>(&self, slices: &'a [ResourceSlice]) -> Pool<'a> {
+    fn pool<'a>(&self, slices: &'a [&'a ResourceSlice]) -> Pool<'a> {
         let named = &slices[self.named_by].spec;
         Pool {
             driver: named.driver.as_str(),
             name: named.pool.name.as_str(),
             incomplete: self.incomplete,
             invalid: self.invalid.clone(),
-            slices: self.slices.iter().map(|&i| &slices[i]).collect(),
-            slices_not_targeting: self.not_targeting.iter().map(|&i| &slices[i]).collect(),
+            slices: self.slices.iter().map(|&i| slices[i]).collect(),
+            slices_not_targeting: self.not_targeting.iter().map(|&i| slices[i]).collect(),
             counter_sets: self
                 .counter_sets
                 .iter()
@@ -347,7 +347,7 @@ impl NodeView {
     /// fails is not kept.
     pub(crate) fn pools<'a>(
         &self,
-        slices: &'a [ResourceSlice],
+        slices: &'a [&'a ResourceSlice],
         node: &Node,
         features: &Features,
     ) -> Result<Vec<Pool<'a>>, crate::Error> {
@@ -394,10 +394,18 @@ mod tests {
         assert_eq!(cache.views.len(), 1);
         let node = scenario.node(None).expect("node").clone();
         let features = scenario.features().expect("features");
-        let kept = cache.views.get(&node, &features, &scenario.slices);
+        let kept = cache.views.get(
+            &node,
+            &features,
+            &scenario.slices.iter().collect::<Vec<_>>(),
+        );
         assert!(std::rc::Rc::ptr_eq(
             &kept,
-            &cache.views.get(&node, &features, &scenario.slices)
+            &cache.views.get(
+                &node,
+                &features,
+                &scenario.slices.iter().collect::<Vec<_>>()
+            )
         ));
         // The driver rewrites the slice: gpu-0 is no GPU any more, and the store gives the
         // slice a new resourceVersion; the kept view must not answer for it.
@@ -411,7 +419,11 @@ mod tests {
         assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
         assert!(!std::rc::Rc::ptr_eq(
             &kept,
-            &cache.views.get(&node, &features, &scenario.slices)
+            &cache.views.get(
+                &node,
+                &features,
+                &scenario.slices.iter().collect::<Vec<_>>()
+            )
         ));
         assert_eq!(cache.views.len(), 1, "one view per node");
     }

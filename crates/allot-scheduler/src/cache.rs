@@ -7,10 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
-use allot_api::resource::v1::{
-    AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimStatus,
-    ResourceSlice,
-};
+use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::resources::{Resources, node_allocatable, pod_non_zero_requests, pod_requests};
@@ -39,10 +36,10 @@ pub struct NodeState {
     pub pool_ids: Vec<usize>,
     /// The slices the allocator sees on this node (its own plus the cluster's non-local ones),
     /// rebuilt when `None`.
-    pub visible_slices: Option<Vec<ResourceSlice>>,
+    pub visible_slices: Option<Vec<Arc<ResourceSlice>>>,
     /// The allocated claims using devices the node sees, with the claims version they were
     /// gathered at.
-    in_use: Option<(u64, Vec<ResourceClaim>)>,
+    in_use: Option<(u64, Vec<Arc<ResourceClaim>>)>,
 }
 
 /// Devices of one pool and how many of them are allocated exclusively.
@@ -54,8 +51,8 @@ pub struct PoolState {
     multi: usize,
     /// The claims version of the last change to `claims`.
     changed_at: u64,
-    /// Claims with at least one device of this pool, reduced to their allocation.
-    pub claims: BTreeMap<ObjectKey, ResourceClaim>,
+    /// Allocated claims with at least one device of this pool (shared with the store).
+    pub claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
     /// Exclusively allocated devices of this pool, by name, with how many claims hold them.
     pub allocated: BTreeMap<String, usize>,
 }
@@ -94,7 +91,9 @@ pub struct Cache {
     claims_version: u64,
     nodes: Vec<Option<NodeState>>,
     node_index: BTreeMap<String, usize>,
-    order: Vec<usize>,
+    /// Node slots in name order, shared so that a scheduling cycle can walk it while it
+    /// changes the cache (no copy per pod).
+    order: Arc<[usize]>,
     order_dirty: bool,
     /// Slices not bound to one node (`allNodes`, `nodeSelector`, per-device node selection).
     pub global_slices: BTreeMap<String, Arc<ResourceSlice>>,
@@ -160,14 +159,14 @@ impl Cache {
     }
 
     /// Node slots in name order.
-    pub fn order(&mut self) -> &[usize] {
+    pub fn order(&mut self) -> Arc<[usize]> {
         if self.order_dirty {
             let mut order: Vec<usize> = self.node_index.values().copied().collect();
             order.sort_by(|a, b| self.node_name(*a).cmp(self.node_name(*b)).then(a.cmp(b)));
-            self.order = order;
+            self.order = order.into();
             self.order_dirty = false;
         }
-        &self.order
+        Arc::clone(&self.order)
     }
 
     fn node_name(&self, index: usize) -> &str {
@@ -384,7 +383,6 @@ impl Cache {
             self.epoch += 1;
         }
         let Some(allocation) = allocation else { return };
-        let reduced = reduced_claim(claim, allocation);
         let mut entries = Vec::new();
         for result in &allocation.devices.results {
             let pool: PoolKey = (result.driver.clone(), result.pool.clone());
@@ -392,7 +390,7 @@ impl Cache {
             let id = self.pool_id(&pool);
             let state = &mut self.pools[id];
             state.changed_at = version;
-            state.claims.insert(key.clone(), reduced.clone());
+            state.claims.insert(key.clone(), Arc::clone(claim));
             if dedicated {
                 *state.allocated.entry(result.device.clone()).or_insert(0) += 1;
             }
@@ -463,12 +461,8 @@ impl Cache {
             return;
         };
         if state.visible_slices.is_none() {
-            let mut all: Vec<ResourceSlice> = state
-                .slices
-                .values()
-                .map(|s| ResourceSlice::clone(s))
-                .collect();
-            all.extend(globals.values().map(|s| ResourceSlice::clone(s)));
+            let mut all: Vec<Arc<ResourceSlice>> = state.slices.values().cloned().collect();
+            all.extend(globals.values().cloned());
             state.visible_slices = Some(all);
         }
     }
@@ -512,7 +506,7 @@ impl Cache {
             };
             for (key, claim) in &pool_state.claims {
                 if keys.insert(key) {
-                    out.push(claim.clone());
+                    out.push(Arc::clone(claim));
                 }
             }
         }
@@ -523,25 +517,12 @@ impl Cache {
     }
 
     /// The claims gathered by [`Cache::prepare_in_use`].
-    pub fn in_use(&self, index: usize) -> &[ResourceClaim] {
+    pub fn in_use(&self, index: usize) -> &[Arc<ResourceClaim>] {
         self.node(index)
             .and_then(|s| s.in_use.as_ref())
             .map(|(_, v)| v.as_slice())
             .unwrap_or(&[])
     }
-}
-
-/// A claim reduced to what the allocator reads from in-use claims: its identity and allocation.
-fn reduced_claim(claim: &ResourceClaim, allocation: &AllocationResult) -> ResourceClaim {
-    let mut reduced = ResourceClaim::default();
-    reduced.metadata.name = claim.metadata.name.clone();
-    reduced.metadata.namespace = claim.metadata.namespace.clone();
-    reduced.metadata.uid = claim.metadata.uid.clone();
-    reduced.status = ResourceClaimStatus {
-        allocation: Some(allocation.clone()),
-        ..Default::default()
-    };
-    reduced
 }
 
 /// Whether a pod holds node resources: bound and not finished.

@@ -31,7 +31,9 @@ pub mod resources;
 use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::core::v1::{Pod, PodCondition};
-use allot_api::resource::v1::{AllocationResult, ResourceClaim, ResourceClaimConsumerReference};
+use allot_api::resource::v1::{
+    AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
+};
 use allot_api::scheduling::v1beta1::PodGroup;
 use allot_dra::{AllocationInput, CelCache, Explanation, Features, Outcome};
 use allot_runtime::{Action, Context, Controller, SimTime};
@@ -276,7 +278,8 @@ pub struct Scheduler {
     /// Pods waiting for a claim (namespace, name) to appear or change.
     claim_waiters: BTreeMap<(String, String), BTreeSet<ObjectKey>>,
     /// The resourceVersion of the scheduler's own last write of each pod.
-    own_writes: BTreeMap<ObjectKey, String>,
+    /// (A resourceVersion that is not a number is kept as `None`, which matches no event.)
+    own_writes: BTreeMap<ObjectKey, Option<u64>>,
     next_start: usize,
 }
 
@@ -619,7 +622,7 @@ impl Scheduler {
             Ok(()) => {
                 if let Some(pod) = store.get::<Pod>(&key.namespace, &key.name) {
                     self.own_writes
-                        .insert(key.clone(), pod.metadata.resource_version.clone());
+                        .insert(key.clone(), pod.metadata.resource_version.parse().ok());
                 }
                 Ok(())
             }
@@ -897,7 +900,7 @@ impl Scheduler {
             self.next_start = (self.next_start + failure.processed) % n;
             return self.mark_unschedulable(store, key, message, &claim_names, now);
         }
-        let order: Vec<usize> = self.cache.order().to_vec();
+        let order = self.cache.order();
         let to_find = self.nodes_to_find(n);
         let start = self.next_start % n;
         let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -908,9 +911,15 @@ impl Scheduler {
         let mut processed = 0usize;
         let mut chosen: Option<(usize, Vec<AllocationResult>)> = None;
         let mut first_batch = true;
-        // Nodes the free-device bound rejected before the other filters ran: (rank, slot).
-        let mut deferred: Vec<(usize, usize)> = Vec::new();
         let check_dra_bound = !to_allocate.is_empty() || extras.extended.is_some();
+        // Whether the free-device bound rejects a node before the other filters run (such
+        // nodes are counted only when the pod fits nowhere, see below).
+        let bound_rejects = |cache: &Cache, index: usize, state: &cache::NodeState| {
+            check_dra_bound
+                && cache.free_devices(index).is_some_and(|free| {
+                    free < needed_devices + extras.extended_devices(&state.allocatable, &request)
+                })
+        };
         // NodeAffinity has nothing to reject without a node selector or required affinity.
         let check_affinity = !pod.spec.node_selector.is_empty()
             || pod
@@ -925,7 +934,8 @@ impl Scheduler {
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
             // (slot, rank in name order)
-            let mut candidates: Vec<(usize, usize)> = Vec::new();
+            let mut candidates: Vec<(usize, usize)> =
+                Vec::with_capacity(to_find.min(n - processed));
             while processed < n && candidates.len() < to_find {
                 let rank = (start + processed) % n;
                 let index = order[rank];
@@ -933,15 +943,11 @@ impl Scheduler {
                 let Some(state) = self.cache.node(index) else {
                     continue;
                 };
-                if check_dra_bound
-                    && let Some(free) = self.cache.free_devices(index)
-                    && free < needed_devices + extras.extended_devices(&state.allocatable, &request)
-                {
+                if bound_rejects(&self.cache, index, state) {
                     // Not a candidate whatever the other filters say (a cheap check first:
                     // when most nodes are full, most nodes end here). Which filter rejects it
                     // first matters only for the message of a pod that fits nowhere, and is
                     // worked out then.
-                    deferred.push((rank, index));
                     continue;
                 }
                 if let Some(rejected) =
@@ -1100,11 +1106,17 @@ impl Scheduler {
         }
         let Some((node_index, results)) = chosen else {
             // Count the nodes the device bound rejected under the filter that rejects them
-            // first, as if every filter had run in order.
-            for (rank, index) in deferred {
+            // first, as if every filter had run in order. (Nothing the bound reads changed
+            // since the walk: those are the nodes it rejected then.)
+            for p in 0..processed {
+                let rank = (start + p) % n;
+                let index = order[rank];
                 let Some(state) = self.cache.node(index) else {
                     continue;
                 };
+                if !bound_rejects(&self.cache, index, state) {
+                    continue;
+                }
                 match filter_node(&pod, state, &request, check_affinity, &claims, &extras) {
                     Some(rejected) => rejected.count(&mut reasons, &mut taint_reasons),
                     None => {
@@ -1313,11 +1325,20 @@ impl Scheduler {
         let results = if claims.is_empty() {
             Vec::new()
         } else {
+            // References to the cache's shared objects: the allocator copies nothing.
+            let slices: Vec<&ResourceSlice> = state
+                .visible_slices
+                .iter()
+                .flatten()
+                .map(|s| &**s)
+                .collect();
+            let in_use: Vec<&ResourceClaim> =
+                self.cache.in_use(index).iter().map(|c| &**c).collect();
             let input = AllocationInput {
                 node: &state.node,
                 classes: &self.cache.classes,
-                slices: state.visible_slices.as_deref().unwrap_or(&[]),
-                allocated_claims: self.cache.in_use(index),
+                slices: &slices,
+                allocated_claims: &in_use,
                 claims,
                 taint_rules: &self.cache.taint_rules,
                 namespaces: &self.cache.namespaces,
@@ -1537,7 +1558,7 @@ impl Scheduler {
             .map_err(store_error("update pod", key.to_string()))?;
         if let Some(written) = store.get::<Pod>(&key.namespace, &key.name) {
             self.own_writes
-                .insert(key.clone(), written.metadata.resource_version.clone());
+                .insert(key.clone(), written.metadata.resource_version.parse().ok());
         }
         Ok(wait)
     }
@@ -1671,7 +1692,7 @@ impl Controller for Scheduler {
                 if self
                     .own_writes
                     .get(&event.key)
-                    .is_some_and(|rv| *rv == event.resource_version.to_string())
+                    .is_some_and(|rv| *rv == Some(event.resource_version))
                 {
                     return Vec::new();
                 }

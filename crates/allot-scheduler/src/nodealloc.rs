@@ -82,12 +82,13 @@ fn device_matches_node(slice: &ResourceSlice, device: &Device, node: &Node) -> b
 }
 
 /// The device an allocation result names, among the slices the node sees.
-pub fn find_device<'a>(
-    slices: &'a [ResourceSlice],
+pub fn find_device<'a, S: std::borrow::Borrow<ResourceSlice>>(
+    slices: &'a [S],
     result: &DeviceRequestAllocationResult,
     node: &Node,
 ) -> Result<&'a Device, String> {
     for slice in slices {
+        let slice: &ResourceSlice = slice.borrow();
         if slice.spec.driver != result.driver || slice.spec.pool.name != result.pool {
             continue;
         }
@@ -105,9 +106,9 @@ pub fn find_device<'a>(
 }
 
 /// Whether any device of the allocation declares node allocatable resources with a mapping.
-pub fn has_mapped_device(
+pub fn has_mapped_device<S: std::borrow::Borrow<ResourceSlice>>(
     allocation: &AllocationResult,
-    slices: &[ResourceSlice],
+    slices: &[S],
     node: &Node,
 ) -> bool {
     allocation.devices.results.iter().any(|r| {
@@ -122,10 +123,10 @@ pub fn has_mapped_device(
 /// The pod's claim statuses (upstream `buildNodeAllocatableDRAInfo`), sorted by claim name;
 /// claims whose devices declare nothing are left out. An error is a scheduling error (a device
 /// that cannot be found, or a capacity mapping without consumed capacity).
-pub fn claim_statuses(
+pub fn claim_statuses<S: std::borrow::Borrow<ResourceSlice>>(
     pod: &Pod,
     claims: &[AllocatedClaim<'_>],
-    slices: &[ResourceSlice],
+    slices: &[S],
     node: &Node,
 ) -> Result<Vec<ClaimStatus>, String> {
     let declares = |a: &AllocationResult| {
