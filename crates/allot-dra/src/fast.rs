@@ -164,7 +164,7 @@ pub(crate) fn allocate(
     }
     let device_at = |d: usize| {
         let (s, i) = flat.devices[d];
-        let slice = &input.slices[s as usize];
+        let slice = input.slices[s as usize];
         (slice, &slice.spec.devices[i as usize])
     };
     let mut out = Vec::with_capacity(input.claims.len());

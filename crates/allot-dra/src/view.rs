@@ -134,7 +134,7 @@ impl NodeView {
     /// call only, and when gathering the pools fails (the general path reports that).
     pub(crate) fn flat(
         &self,
-        slices: &[ResourceSlice],
+        slices: &[&ResourceSlice],
         node: &Node,
         features: &Features,
     ) -> Option<Rc<Flat>> {
