@@ -84,7 +84,8 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 }
 
 /// Writes to standard output through a buffer as `render` produces the text; a reader that
-/// went away (a closed pipe) ends the output quietly, as [`write_stdout`] does.
+/// went away (a closed pipe) ends the output quietly, as [`write_stdout`] does, and stops the
+/// rendering (`allot simulate -o json | head` does not serialise the rest of the cluster).
 fn write_streamed(
     render: impl FnOnce(&mut ClosablePipe) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
@@ -92,44 +93,39 @@ fn write_streamed(
         inner: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
         closed: false,
     };
-    render(&mut out)
-        .and_then(|()| out.flush())
-        .context("writing the output")
+    match render(&mut out).and_then(|()| out.flush()) {
+        // The serializers wrap the writer's error in their own; the flag says what it was.
+        Err(_) if out.closed => Ok(()),
+        other => other.context("writing the output"),
+    }
 }
 
-/// Standard output that discards what comes after its reader closed the pipe.
+/// Standard output that remembers its reader closed the pipe.
 struct ClosablePipe {
     inner: std::io::BufWriter<std::io::StdoutLock<'static>>,
     closed: bool,
 }
 
 impl ClosablePipe {
-    fn settle(&mut self, result: std::io::Result<()>) -> std::io::Result<()> {
-        match result {
-            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(())
-            }
-            other => other,
+    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(err) = &result
+            && err.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            self.closed = true;
         }
+        result
     }
 }
 
 impl Write for ClosablePipe {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.closed {
-            let result = self.inner.write_all(buf);
-            self.settle(result)?;
-        }
-        Ok(buf.len())
+        let result = self.inner.write(buf);
+        self.note(result)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
         let result = self.inner.flush();
-        self.settle(result)
+        self.note(result)
     }
 }
 
