@@ -72,20 +72,14 @@ fn print_input_errors(err: &allot_sim::SimError) {
     }
 }
 
+/// Writes `text` to standard output; a reader that went away ends the output quietly.
 fn write_stdout(text: &str) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the output"),
-    }
+    write_streamed(|out| out.write_all(text.as_bytes()))
 }
 
 /// Writes to standard output through a buffer as `render` produces the text; a reader that
-/// went away (a closed pipe) ends the output quietly, as [`write_stdout`] does, and stops the
-/// rendering (`allot simulate -o json | head` does not serialise the rest of the cluster).
+/// went away (a closed pipe) ends the output quietly and stops the rendering
+/// (`allot simulate -o json | head` does not serialise the rest of the cluster).
 fn write_streamed(
     render: impl FnOnce(&mut ClosablePipe) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
