@@ -17,7 +17,7 @@
 
 mod routing;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use allot_store::{Event, ObjectKey, Store};
@@ -181,8 +181,9 @@ pub struct Runtime {
     now: SimTime,
     /// Items due now or later: (due time, controller index, key), deduplicated.
     queue: BTreeSet<(SimTime, usize, ObjectKey)>,
-    /// The earliest due time of each queued (controller, key), for deduplication.
-    due: BTreeMap<(usize, ObjectKey), SimTime>,
+    /// The earliest due time of each queued (controller, key), for deduplication (looked up
+    /// on every push, never iterated: hashed).
+    due: HashMap<(usize, ObjectKey), SimTime, foldhash::fast::FixedState>,
     seen_rv: u64,
     errors: Vec<(SimTime, ReconcileError)>,
     reconciles: u64,
@@ -249,7 +250,7 @@ impl Runtime {
             controllers,
             now,
             queue: BTreeSet::new(),
-            due: BTreeMap::new(),
+            due: HashMap::default(),
             seen_rv: 0,
             errors: Vec::new(),
             reconciles: 0,
@@ -317,7 +318,7 @@ impl Runtime {
         // One lookup that takes the key by value: a queued item already due no later costs no
         // copy of the key.
         match self.due.entry((index, key)) {
-            std::collections::btree_map::Entry::Occupied(mut entry) => {
+            std::collections::hash_map::Entry::Occupied(mut entry) => {
                 let existing = *entry.get();
                 if existing <= at {
                     return;
@@ -328,7 +329,7 @@ impl Runtime {
                 let item = self.queue.take(&old).unwrap_or(old);
                 self.queue.insert((at, item.1, item.2));
             }
-            std::collections::btree_map::Entry::Vacant(entry) => {
+            std::collections::hash_map::Entry::Vacant(entry) => {
                 let key = entry.key().1.clone();
                 entry.insert(at);
                 self.queue.insert((at, index, key));

@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex};
 
 use allot_store::{Event, EventType, Kind, ObjectKey, Stored};
 
+/// Hash tables here are looked up per event and never iterated where order could show: a fast
+/// fixed hasher.
+type Fast = foldhash::fast::FixedState;
+
 /// A class of store events a controller can subscribe to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Topic {
@@ -33,7 +37,7 @@ pub enum Topic {
 /// Who subscribed to what.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    topics: HashMap<Topic, BTreeSet<usize>>,
+    topics: HashMap<Topic, BTreeSet<usize>, Fast>,
 }
 
 /// A controller's handle on its subscriptions. Cheap to clone; every clone acts for the same
@@ -108,11 +112,11 @@ struct PodHome {
 /// were bound, which nodes host each PodGroup's pods, where slices were published.
 #[derive(Debug, Default)]
 pub(crate) struct Router {
-    pods: HashMap<ObjectKey, PodHome>,
+    pods: HashMap<ObjectKey, PodHome, Fast>,
     /// (namespace, PodGroup) → node → pods of the group bound there.
     groups: BTreeMap<(String, String), BTreeMap<String, usize>>,
     /// Slice name → (its node, (driver, pool)).
-    slices: HashMap<String, (Option<String>, (String, String))>,
+    slices: HashMap<String, (Option<String>, (String, String)), Fast>,
 }
 
 impl Router {

@@ -81,7 +81,7 @@ impl Store {
         for (key, previous) in changed.into_iter().zip(journal.previous).rev() {
             match previous {
                 Some(object) => {
-                    self.put(key, object);
+                    self.put(&key, object);
                 }
                 None => {
                     self.take(&key);
@@ -134,7 +134,7 @@ impl Store {
         object.meta_mut().resource_version = rv.to_string();
         match event_type {
             EventType::Added | EventType::Modified => {
-                self.put(key.clone(), object.clone());
+                self.put(&key, object.clone());
             }
             EventType::Deleted => {
                 self.take(&key);

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod journal;
+mod objects;
 
 pub use journal::Uncommitted;
 use journal::key_of_stored;
@@ -484,7 +485,7 @@ pub enum StoreError {
 /// The store.
 #[derive(Debug, Clone, Default)]
 pub struct Store {
-    objects: BTreeMap<ObjectKey, Stored>,
+    objects: objects::Objects,
     resource_version: u64,
     uid_counter: u64,
     name_counter: u64,
@@ -520,9 +521,8 @@ impl Store {
     /// One object by namespace and name.
     pub fn get<R: Resource>(&self, namespace: &str, name: &str) -> Option<&R> {
         let namespace = if R::KIND.namespaced() { namespace } else { "" };
-        let key = (R::KIND, namespace, name);
         self.objects
-            .get(&key as &dyn KeyParts)
+            .get(&(R::KIND, namespace, name))
             .and_then(R::from_stored)
     }
 
@@ -555,7 +555,7 @@ impl Store {
     }
 
     /// Stores an object under its key, keeping the indexes; returns the one it replaced.
-    fn put(&mut self, key: ObjectKey, object: Stored) -> Option<Stored> {
+    fn put(&mut self, key: &ObjectKey, object: Stored) -> Option<Stored> {
         if let Stored::ResourceSlice(slice) = &object {
             self.pool_slices
                 .entry((slice.spec.driver.clone(), slice.spec.pool.name.clone()))
@@ -610,23 +610,15 @@ impl Store {
         namespace: &'a str,
     ) -> impl Iterator<Item = &'a R> + 'a {
         let namespace = if R::KIND.namespaced() { namespace } else { "" };
-        let start = (R::KIND, namespace, "");
         self.objects
-            .range::<dyn KeyParts, _>((
-                std::ops::Bound::Included(&start as &dyn KeyParts),
-                std::ops::Bound::Unbounded,
-            ))
+            .from(&(R::KIND, namespace, ""))
             .take_while(move |(k, _)| k.kind == R::KIND && k.namespace == namespace)
             .filter_map(|(_, v)| R::from_stored(v))
     }
 
     /// Every object of a kind, as stored values.
     pub fn list_kind(&self, kind: Kind) -> impl Iterator<Item = &Stored> {
-        let start = ObjectKey::new(kind, "", "");
-        self.objects
-            .range(start..)
-            .take_while(move |(k, _)| k.kind == kind)
-            .map(|(_, v)| v)
+        self.objects.of_kind(kind).map(|(_, v)| v)
     }
 
     /// Every object, in key order.
@@ -690,7 +682,7 @@ impl Store {
         if meta.generation.is_none() && kind.starts_generation() {
             meta.generation = Some(1);
         }
-        self.put(key.clone(), object.clone());
+        self.put(&key, object.clone());
         self.journal_record(|| None);
         self.events.push(Event {
             resource_version: rv,
@@ -713,15 +705,22 @@ impl Store {
     /// [`Store::update`] of a shared object: copied only when the caller still shares it and
     /// the store must set its metadata. Returns the stored copy, shared.
     fn write<R: Resource>(&mut self, mut object: Arc<R>) -> Result<Arc<R>, StoreError> {
-        let key = Self::key_of(&*object);
-        let Some(current) = self.objects.get(&key) else {
-            return Err(StoreError::NotFound { key });
+        let meta = object.meta();
+        let namespace = if R::KIND.namespaced() {
+            meta.namespace.as_str()
+        } else {
+            ""
+        };
+        let Some(current) = self.objects.get(&(R::KIND, namespace, meta.name.as_str())) else {
+            return Err(StoreError::NotFound {
+                key: Self::key_of(&*object),
+            });
         };
         let stored_meta = current.meta();
-        let have = &object.meta().resource_version;
+        let have = &meta.resource_version;
         if !have.is_empty() && *have != stored_meta.resource_version {
             return Err(StoreError::Conflict {
-                key,
+                key: Self::key_of(&*object),
                 have: have.clone(),
                 stored: stored_meta.resource_version.clone(),
             });
@@ -744,8 +743,9 @@ impl Store {
         }
         let rv = self.next_rv();
         Arc::make_mut(&mut object).meta_mut().resource_version = rv.to_string();
+        let key = Self::key_of(&*object);
         let stored = R::into_stored_shared(object.clone());
-        let previous = self.put(key.clone(), stored.clone());
+        let previous = self.put(&key, stored.clone());
         self.journal_record(|| previous);
         self.events.push(Event {
             resource_version: rv,
@@ -869,10 +869,7 @@ impl Store {
             } else {
                 ""
             };
-            if !self
-                .objects
-                .contains_key(&(kind, namespace, name.as_str()) as &dyn KeyParts)
-            {
+            if !self.objects.contains_key(&(kind, namespace, name.as_str())) {
                 return name;
             }
         }

@@ -1,0 +1,152 @@
+//! The store's objects: found by key through a hash table, listed in key order through a sorted
+//! set of the keys.
+//!
+//! Lookups are by far the most frequent operation (every controller reads several objects per
+//! reconcile, and every write reads the object it replaces): a hash of the key costs one pass
+//! over its bytes, where an ordered map compares the key with some twenty others, string by
+//! string. Order is needed only to list objects, and only a create or a delete changes it, so
+//! the sorted set is touched by those alone, never by the far more frequent updates.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::ops::Bound;
+
+use crate::{KeyParts, Kind, ObjectKey, Stored};
+
+/// A fixed hasher: nothing here iterates the hash table, but a fixed seed keeps runs alike.
+type FixedHash = foldhash::fast::FixedState;
+
+impl Hash for dyn KeyParts + '_ {
+    /// Hashes as [`ObjectKey`]'s derived `Hash` does (kind, namespace, name), so that a key
+    /// borrowed from its parts finds the owned key it equals.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (kind, namespace, name) = self.parts();
+        kind.hash(state);
+        namespace.hash(state);
+        name.hash(state);
+    }
+}
+
+/// Objects by key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Objects {
+    by_key: HashMap<ObjectKey, Stored, FixedHash>,
+    order: BTreeSet<ObjectKey>,
+}
+
+impl Objects {
+    pub(crate) fn get(&self, key: &dyn KeyParts) -> Option<&Stored> {
+        self.by_key.get(key)
+    }
+
+    pub(crate) fn get_mut(&mut self, key: &dyn KeyParts) -> Option<&mut Stored> {
+        self.by_key.get_mut(key)
+    }
+
+    pub(crate) fn contains_key(&self, key: &dyn KeyParts) -> bool {
+        self.by_key.contains_key(key)
+    }
+
+    /// Stores `object` under `key`; returns the object it replaced.
+    pub(crate) fn insert(&mut self, key: &ObjectKey, object: Stored) -> Option<Stored> {
+        if let Some(slot) = self.by_key.get_mut(key as &dyn KeyParts) {
+            return Some(std::mem::replace(slot, object));
+        }
+        self.order.insert(key.clone());
+        self.by_key.insert(key.clone(), object);
+        None
+    }
+
+    pub(crate) fn remove(&mut self, key: &dyn KeyParts) -> Option<Stored> {
+        let object = self.by_key.remove(key)?;
+        self.order.remove(key);
+        Some(object)
+    }
+
+    /// Every object, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
+        self.order.iter().map(|key| (key, self.stored(key)))
+    }
+
+    /// The objects from `start` on, in key order.
+    pub(crate) fn from<'a>(
+        &'a self,
+        start: &dyn KeyParts,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + use<'a> {
+        self.order
+            .range::<dyn KeyParts, _>((Bound::Included(start), Bound::Unbounded))
+            .map(|key| (key, self.stored(key)))
+    }
+
+    /// Every object of a kind, in key order.
+    pub(crate) fn of_kind(&self, kind: Kind) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
+        self.from(&(kind, "", ""))
+            .take_while(move |(k, _)| k.kind == kind)
+    }
+
+    fn stored(&self, key: &ObjectKey) -> &Stored {
+        // Both collections hold the same keys: `insert` and `remove` change them together.
+        &self.by_key[key]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn a_borrowed_key_hashes_as_the_owned_key() {
+        let state = FixedHash::default();
+        for (kind, namespace, name) in [
+            (Kind::Pod, "default", "web-0"),
+            (Kind::Node, "", "node-a"),
+            (Kind::ResourceClaim, "ns", ""),
+        ] {
+            let owned = ObjectKey::new(kind, namespace, name);
+            let borrowed = (kind, namespace, name);
+            assert_eq!(
+                state.hash_one(&owned),
+                state.hash_one(&borrowed as &dyn KeyParts),
+                "{owned}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_in_key_order_whatever_the_insertion_order() {
+        let mut objects = Objects::default();
+        let keys = [
+            ObjectKey::new(Kind::Pod, "b", "x"),
+            ObjectKey::new(Kind::Node, "", "n2"),
+            ObjectKey::new(Kind::Pod, "a", "z"),
+            ObjectKey::new(Kind::Node, "", "n1"),
+            ObjectKey::new(Kind::Pod, "a", "y"),
+        ];
+        for key in &keys {
+            let stored = Stored::Namespace(Default::default());
+            assert!(objects.insert(key, stored).is_none());
+        }
+        let mut sorted = keys.to_vec();
+        sorted.sort();
+        let listed: Vec<&ObjectKey> = objects.iter().map(|(k, _)| k).collect();
+        assert_eq!(listed, sorted.iter().collect::<Vec<_>>());
+        let pods: Vec<&str> = objects
+            .of_kind(Kind::Pod)
+            .map(|(k, _)| k.name.as_str())
+            .collect();
+        assert_eq!(pods, ["y", "z", "x"]);
+        // Replacing keeps one entry; removing takes it out of both.
+        assert!(
+            objects
+                .insert(&keys[0], Stored::Namespace(Default::default()))
+                .is_some()
+        );
+        assert_eq!(objects.iter().count(), 5);
+        assert!(objects.remove(&keys[2]).is_some());
+        assert!(!objects.contains_key(&keys[2]));
+        assert_eq!(objects.of_kind(Kind::Pod).count(), 2);
+        assert!(objects.remove(&keys[2]).is_none());
+    }
+}
