@@ -467,6 +467,100 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_plan_is_not_used_for_a_changed_class() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        // The first call prepares the view, the second makes and keeps the fast path's plan,
+        // the third uses it.
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        }
+        // The class, same name and no identity, now excludes gpu-0.
+        let selector = scenario.classes[0].spec.selectors[0]
+            .cel
+            .as_mut()
+            .expect("cel selector");
+        selector
+            .expression
+            .push_str(" && device.attributes[\"gpu.example.com\"].index > 0");
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
+        }
+        // With an identity the class is recognised by uid and resourceVersion.
+        scenario.classes[0].metadata.uid = "class-uid".to_string();
+        scenario.classes[0].metadata.resource_version = "1".to_string();
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
+        }
+        let selector = scenario.classes[0].spec.selectors[0]
+            .cel
+            .as_mut()
+            .expect("cel selector");
+        selector
+            .expression
+            .push_str(" && device.attributes[\"gpu.example.com\"].index > 1");
+        scenario.classes[0].metadata.resource_version = "2".to_string();
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-2");
+        }
+    }
+
+    #[test]
+    fn short_strings_compare_as_strings() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcde",
+            "gpu-7",
+            "gpu-12",
+            "node-1x",
+            "abcdefgh",
+            "gpu.example.com",
+            "gpu.example.co",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdefg",
+            "0123456789abcdefh",
+        ];
+        for a in words {
+            for b in words {
+                assert_eq!(super::same(a, b), a == b, "{a:?} vs {b:?}");
+            }
+        }
+        // Every byte position counts.
+        let base = "0123456789abcdef".to_string();
+        for n in 1..=base.len() {
+            let word = &base[..n];
+            for i in 0..n {
+                let mut other = word.as_bytes().to_vec();
+                other[i] ^= 1;
+                let other = String::from_utf8(other).expect("ascii");
+                assert!(!super::same(word, &other), "{word:?} vs {other:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pool_tables_find_every_name_and_keep_the_last_of_a_duplicate() {
+        let names: Vec<(String, usize)> = (0..100)
+            .map(|i| (format!("gpu-{i}"), i))
+            .chain([("gpu-3".to_string(), 100)])
+            .collect();
+        let index = super::PoolIndex::of(names);
+        for i in 0..100 {
+            let expected = if i == 3 { 100 } else { i };
+            assert_eq!(index.get(&format!("gpu-{i}")), Some(expected));
+        }
+        assert_eq!(index.get("gpu-100"), None);
+        assert_eq!(index.get(""), None);
+        assert_eq!(super::PoolIndex::of(Vec::new()).get("gpu-0"), None);
+    }
+
+    #[test]
     fn slices_without_identity_are_prepared_per_call() {
         let cache = CelCache::default();
         let scenario = Scenario::parse(GPU8).expect("scenario");
