@@ -14,164 +14,153 @@
 //! worked out yet (or one with an evaluation error), anything the search would reject with
 //! an error. Giving up costs nothing but the walk so far, so the answer, the errors and the
 //! explanations are those of the search.
+//!
+//! What depends only on the claim's device spec, its classes and the node view is worked out
+//! once and kept in the view as a [`Plan`] (each request's selectable devices, the constraints
+//! as interned per-device codes, the slots, the result's configuration), recognised again by
+//! comparing the spec and the classes (by uid+resourceVersion, or by spec when they have
+//! none). Per call the walk only marks the devices existing claims hold (a per-pool hash
+//! table of device names), lists each request's free candidates and walks them; a walk that
+//! runs long first checks whether any value of a scalar `matchAttribute` has enough free
+//! candidates at all, so a claim that cannot fit goes to the search without a long walk.
 
+use std::rc::Rc;
+
+use allot_api::core::v1::{
+    NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
+};
 use allot_api::resource::v1::{
-    ALLOCATION_RESULTS_MAX_SIZE, AllocationResult, DeviceAllocationMode, DeviceAllocationResult,
-    DeviceClass, DeviceToleration,
+    ALLOCATION_RESULTS_MAX_SIZE, AllocationResult, DeviceAllocationConfiguration,
+    DeviceAllocationMode, DeviceAllocationResult, DeviceClaim, DeviceClass, DeviceClassSpec,
+    ResourceClaim,
 };
 use smallvec::SmallVec;
 
 use crate::attributes::{Constraint, ConstraintKind};
 use crate::search::{Picks, configs, device_result, node_selector};
-use crate::view::Column;
+use crate::view::{Flat, NodeView, same};
 use crate::{AllocationInput, CelCache, Features};
-
-/// A request of the claim being walked.
-struct Request<'a> {
-    name: &'a str,
-    class: &'a DeviceClass,
-    count: usize,
-    tolerations: &'a [DeviceToleration],
-    /// Per device: the selectors accept it and per-device node selection admits it.
-    row: std::rc::Rc<[bool]>,
-}
 
 /// Devices looked at per claim before the walk leaves the claim to the search (whose
 /// prunings cut what an unsatisfiable claim would otherwise explore).
 const MAX_VISITS: usize = 1024;
 
-/// The depth-first walk of one claim, step for step as the search's (without its prunings,
-/// which never change an answer).
-struct Walk<'w> {
-    reqs: &'w [Request<'w>],
-    /// Per device still needed: its request.
-    slots: &'w [usize],
-    constraints: &'w mut [Constraint],
-    /// Per constraint: its attribute of every device (from the node view).
-    columns: &'w [std::rc::Rc<Column>],
-    /// Devices in use: held by existing claims or picked in this call.
-    taken: &'w mut [bool],
-    picked: SmallVec<[(usize, usize); 8]>,
-    simple: &'w [bool],
-    /// Per request and constraint: whether the constraint applies to the request.
-    applies: &'w [bool],
-    visits: usize,
+/// Devices looked at before the walk checks whether the claim can fit at all.
+const FIRST_VISITS: usize = 256;
+
+/// Plans kept per node view beyond this many are dropped, oldest first.
+const MAX_PLANS: usize = 8;
+
+/// A scalar constraint's code of a device without the attribute.
+const ABSENT: u32 = u32::MAX;
+/// A scalar constraint's code of a device whose attribute has no scalar value (a list).
+const NO_SCALAR: u32 = u32::MAX - 1;
+
+/// What the fast path works out once per claim spec and node view: the requests with their
+/// classes and selectable devices, the constraints as per-device codes, the devices needed
+/// in walk order and the result's configuration. It is reused while the claim's device spec
+/// and the classes it names are the same (see [`Plan::fits`]); the view it is kept in
+/// vouches for the node, gates and slices.
+pub(crate) struct Plan {
+    /// The claim's device spec the plan was made for.
+    spec: DeviceClaim,
+    /// Per request: its class as it was.
+    classes: Vec<ClassRef>,
+    /// Per request: its devices in search order whose selectors accept them (and per-device
+    /// node selection admits them).
+    selected: Vec<Vec<u32>>,
+    /// Per request: how many devices it needs.
+    counts: Vec<usize>,
+    constraints: Vec<PlanConstraint>,
+    /// Per request: the constraints that apply to its devices.
+    rules: Vec<SmallVec<[usize; 2]>>,
+    /// Per device needed, in walk order: its request.
+    slots: Vec<usize>,
+    /// The configuration of the claim's result.
+    config: Vec<DeviceAllocationConfiguration>,
 }
 
-impl Walk<'_> {
-    /// Picks devices for slots `slot..`: `Some(true)` when all fit (picks in `picked`),
-    /// `Some(false)` when none of the branches does (state as on entry), `None` when the walk
-    /// meets something it does not model (or has looked long enough).
-    fn descend(&mut self, slot: usize) -> Option<bool> {
-        let Some(&r) = self.slots.get(slot) else {
-            return Some(true);
+/// How a plan recognises a request's class again.
+struct ClassRef {
+    /// Its position in the input's classes when the plan was made (checked first).
+    at: usize,
+    name: String,
+    /// `(uid, resourceVersion)` when the class has both (the store changes the version with
+    /// every change), else its spec, compared whole.
+    version: Option<(String, String)>,
+    spec: Option<DeviceClassSpec>,
+}
+
+impl ClassRef {
+    fn of(at: usize, class: &DeviceClass) -> Self {
+        let meta = &class.metadata;
+        let version = (!meta.uid.is_empty() && !meta.resource_version.is_empty())
+            .then(|| (meta.uid.clone(), meta.resource_version.clone()));
+        ClassRef {
+            at,
+            name: meta.name.clone(),
+            spec: version.is_none().then(|| class.spec.clone()),
+            version,
+        }
+    }
+
+    /// Whether `classes` still has this class, unchanged, where it was.
+    fn holds(&self, classes: &[DeviceClass]) -> bool {
+        let Some(class) = classes.get(self.at) else {
+            return false;
         };
-        let row = &*self.reqs[r].row;
-        let applies = &self.applies[r * self.constraints.len()..][..self.constraints.len()];
-        self.visits += row.len();
-        if self.visits > MAX_VISITS {
-            return None;
+        let meta = &class.metadata;
+        if meta.name != self.name {
+            return false;
         }
-        for (d, &selected) in row.iter().enumerate() {
-            if !selected {
-                continue;
+        match (&self.version, &self.spec) {
+            (Some((uid, rv)), _) => meta.uid == *uid && meta.resource_version == *rv,
+            (None, Some(spec)) => {
+                (meta.uid.is_empty() || meta.resource_version.is_empty()) && class.spec == *spec
             }
-            let simple = self.simple[d];
-            if simple && self.taken[d] {
-                continue;
-            }
-            if !simple {
-                return None;
-            }
-            let mut added = 0;
-            let mut admitted = true;
-            for ((constraint, column), &applies) in
-                self.constraints.iter_mut().zip(self.columns).zip(applies)
-            {
-                if !applies {
-                    added += 1;
-                    continue;
-                }
-                let attribute = column.attrs[d].as_ref();
-                if !constraint.admits(attribute) {
-                    admitted = false;
-                    break;
-                }
-                if let Some(attribute) = attribute {
-                    constraint.add(attribute);
-                }
-                added += 1;
-            }
-            if admitted {
-                self.taken[d] = true;
-                self.picked.push((d, r));
-                if self.descend(slot + 1)? {
-                    return Some(true);
-                }
-                self.taken[d] = false;
-                self.picked.pop();
-            }
-            for (constraint, &applies) in self.constraints[..added].iter_mut().zip(applies) {
-                if applies {
-                    constraint.remove();
-                }
-            }
+            (None, None) => false,
         }
-        Some(false)
     }
 }
 
-/// The search's answer when its first branch succeeds and the input has the shapes this
-/// path models; `None` otherwise (run the search).
-pub(crate) fn allocate(
-    input: &AllocationInput<'_>,
-    features: &Features,
-    cache: &CelCache,
-) -> Option<Vec<AllocationResult>> {
-    if features.device_taints && !input.taint_rules.is_empty() {
-        return None;
+/// A claim constraint over the view's devices.
+struct PlanConstraint {
+    kind: ConstraintKind,
+    /// Per request: whether the constraint applies to its devices.
+    applies: Vec<bool>,
+    codes: Codes,
+}
+
+/// A constraint's attribute of every device, as small numbers (equal numbers, equal values).
+enum Codes {
+    /// Scalar semantics: the interned value, [`NO_SCALAR`] or [`ABSENT`]; and how many
+    /// values there are.
+    Scalar(Vec<u32>, usize),
+    /// List semantics: the interned values of the device's set (empty: absent or no value).
+    List(Rc<crate::view::Column>),
+}
+
+impl Plan {
+    /// Whether the plan serves `claim` with these classes.
+    fn fits(&self, claim: &ResourceClaim, classes: &[DeviceClass]) -> bool {
+        self.spec == claim.spec.devices && self.classes.iter().all(|class| class.holds(classes))
     }
-    let view = cache.views.get(input.node, features, input.slices);
-    let flat = view.flat(input.slices, input.node, features)?;
-    let n = flat.devices.len();
-    // Devices existing claims hold (for simple devices: in use, whether dedicated or shared),
-    // then also those this call picks.
-    let mut taken = vec![false; n];
-    for claim in input.allocated_claims {
-        let Some(allocation) = &claim.status.allocation else {
-            continue;
-        };
-        // Results of one claim mostly name one pool: look it up once per run of them.
-        let mut pool: Option<(&str, &str, Option<&crate::view::PoolIndex>)> = None;
-        for result in &allocation.devices.results {
-            if result.admin_access == Some(true) {
-                continue;
-            }
-            let names = match pool {
-                Some((driver, name, names)) if driver == result.driver && name == result.pool => {
-                    names
-                }
-                _ => {
-                    let names = flat.index.pool(&result.driver, &result.pool);
-                    pool = Some((&result.driver, &result.pool, names));
-                    names
-                }
-            };
-            if let Some(&d) = names.and_then(|names| names.get(result.device.as_str())) {
-                taken[d] = true;
-            }
-        }
-    }
-    let device_at = |d: usize| {
-        let (s, i) = flat.devices[d];
-        let slice = input.slices[s as usize];
-        (slice, &slice.spec.devices[i as usize])
-    };
-    let mut out = Vec::with_capacity(input.claims.len());
-    for claim in input.claims {
+
+    /// The plan of `claim` over `view`, `None` when the claim has a shape the fast path does
+    /// not model or a selector row is not worked out yet.
+    fn make(
+        input: &AllocationInput<'_>,
+        features: &Features,
+        cache: &CelCache,
+        view: &NodeView,
+        flat: &Flat,
+        claim: &ResourceClaim,
+    ) -> Option<Plan> {
         let spec = &claim.spec.devices;
-        let mut reqs: SmallVec<[Request<'_>; 4]> = SmallVec::new();
-        let mut total = 0usize;
+        let mut classes = Vec::with_capacity(spec.requests.len());
+        let mut selected = Vec::with_capacity(spec.requests.len());
+        let mut counts = Vec::with_capacity(spec.requests.len());
+        let mut chosen: Vec<(&DeviceClass, &str, String)> = Vec::new();
         for request in &spec.requests {
             if !request.first_available.is_empty() {
                 return None;
@@ -190,14 +179,14 @@ pub(crate) fn allocate(
             let count = usize::try_from(exactly.count.unwrap_or(1))
                 .ok()
                 .filter(|&count| count > 0)?;
-            total += count;
             if exactly.device_class_name.is_empty() {
                 return None;
             }
-            let class = input
+            let (at, class) = input
                 .classes
                 .iter()
-                .find(|class| class.metadata.name == exactly.device_class_name)?;
+                .enumerate()
+                .find(|(_, class)| class.metadata.name == exactly.device_class_name)?;
             let mut ids: SmallVec<[usize; 4]> = SmallVec::new();
             for selector in &class.spec.selectors {
                 if let Some(cel) = &selector.cel {
@@ -207,18 +196,22 @@ pub(crate) fn allocate(
             for selector in &exactly.selectors {
                 ids.push(cache.get_with_id(&selector.cel.as_ref()?.expression).0);
             }
-            reqs.push(Request {
-                name: &request.name,
-                class,
-                count,
-                tolerations: &exactly.tolerations,
-                row: view.row(&ids)??,
-            });
+            let row = view.row(&ids)??;
+            selected.push(
+                row.iter()
+                    .enumerate()
+                    .filter(|&(_, &selectable)| selectable)
+                    .map(|(d, _)| u32::try_from(d).ok())
+                    .collect::<Option<Vec<u32>>>()?,
+            );
+            classes.push(ClassRef::of(at, class));
+            counts.push(count);
+            chosen.push((class, request.name.as_str(), request.name.clone()));
         }
-        if total > ALLOCATION_RESULTS_MAX_SIZE {
+        if counts.iter().sum::<usize>() > ALLOCATION_RESULTS_MAX_SIZE {
             return None;
         }
-        let mut constraints: SmallVec<[Constraint; 2]> = SmallVec::new();
+        let mut constraints = Vec::with_capacity(spec.constraints.len());
         for constraint in &spec.constraints {
             let (kind, attribute) =
                 match (&constraint.match_attribute, &constraint.distinct_attribute) {
@@ -226,94 +219,562 @@ pub(crate) fn allocate(
                     (None, Some(attribute)) => (ConstraintKind::Distinct, attribute),
                     (None, None) => return None,
                 };
-            constraints.push(Constraint::new(
+            let rule = Constraint::new(
                 kind,
                 attribute.clone(),
                 constraint.requests.clone(),
                 features.list_type_attributes,
-            ));
-        }
-        let columns: SmallVec<[std::rc::Rc<Column>; 2]> = constraints
-            .iter()
-            .map(|constraint| {
-                view.column(
-                    &constraint.attribute,
-                    constraint.list_semantics(),
-                    flat.devices.iter().map(|&(s, i)| {
-                        let spec = &input.slices[s as usize].spec;
-                        (spec.driver.as_str(), &spec.devices[i as usize].attributes)
-                    }),
+            );
+            let column = view.column(
+                attribute,
+                rule.list_semantics(),
+                flat.devices.iter().map(|&(s, i)| {
+                    let spec = &input.slices[s as usize].spec;
+                    (spec.driver.as_str(), &spec.devices[i as usize].attributes)
+                }),
+            );
+            let codes = if rule.list_semantics() {
+                Codes::List(column)
+            } else {
+                Codes::Scalar(
+                    column
+                        .attrs
+                        .iter()
+                        .zip(&column.keys)
+                        .map(|(attribute, keys)| match (attribute, keys.first()) {
+                            (None, _) => ABSENT,
+                            (Some(_), None) => NO_SCALAR,
+                            (Some(_), Some(&key)) => key,
+                        })
+                        .collect(),
+                    column.ids.len(),
                 )
-            })
-            .collect();
-        let applies: SmallVec<[bool; 8]> = reqs
-            .iter()
-            .flat_map(|req| {
+            };
+            constraints.push(PlanConstraint {
+                kind,
+                applies: spec
+                    .requests
+                    .iter()
+                    .map(|request| rule.applies(&request.name, None))
+                    .collect(),
+                codes,
+            });
+        }
+        let rules = (0..spec.requests.len())
+            .map(|r| {
                 constraints
                     .iter()
-                    .map(|constraint| constraint.applies(req.name, None))
+                    .enumerate()
+                    .filter(|(_, c)| c.applies[r])
+                    .map(|(c, _)| c)
+                    .collect()
             })
             .collect();
-        // The claim's devices, one slot per device needed, walked depth first.
-        let slots: SmallVec<[usize; 8]> = reqs
+        let slots = counts
             .iter()
             .enumerate()
-            .flat_map(|(r, req)| std::iter::repeat_n(r, req.count))
+            .flat_map(|(r, &count)| std::iter::repeat_n(r, count))
             .collect();
-        let mut walk = Walk {
-            reqs: &reqs,
-            slots: &slots,
-            constraints: &mut constraints,
-            taken: &mut taken,
-            columns: &columns,
-            picked: SmallVec::new(),
-            simple: &flat.simple,
-            applies: &applies,
-            visits: 0,
+        Some(Plan {
+            spec: spec.clone(),
+            classes,
+            selected,
+            counts,
+            constraints,
+            rules,
+            slots,
+            config: configs(&chosen, claim),
+        })
+    }
+
+    /// Whether no assignment can exist because some scalar `matchAttribute` constraint over
+    /// two or more devices finds no value that enough of its requests' candidates share.
+    fn cannot_fit(
+        &self,
+        candidates: &[u32],
+        ranges: &[(u32, u32)],
+        counts: &mut Vec<u32>,
+        marks: &mut Vec<bool>,
+    ) -> bool {
+        for constraint in &self.constraints {
+            let (ConstraintKind::Match, Codes::Scalar(codes, values)) =
+                (constraint.kind, &constraint.codes)
+            else {
+                continue;
+            };
+            let needed: usize = self
+                .counts
+                .iter()
+                .zip(&constraint.applies)
+                .filter(|&(_, &applies)| applies)
+                .map(|(&count, _)| count)
+                .sum();
+            if needed < 2 {
+                continue;
+            }
+            // Per value: the distinct candidates carrying it (a device several requests can
+            // take counts once).
+            counts.clear();
+            counts.resize(*values, 0);
+            marks.clear();
+            marks.resize(codes.len(), false);
+            let mut most = 0;
+            for (range, _) in ranges
+                .iter()
+                .zip(&constraint.applies)
+                .filter(|&(_, &applies)| applies)
+            {
+                for &d in &candidates[range.0 as usize..range.1 as usize] {
+                    let (d, code) = (d as usize, codes[d as usize]);
+                    if code >= NO_SCALAR || std::mem::replace(&mut marks[d], true) {
+                        continue;
+                    }
+                    let count = &mut counts[code as usize];
+                    *count += 1;
+                    most = most.max(*count as usize);
+                }
+            }
+            if most < needed {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Buffers of the fast path, kept in the node view and reused call after call.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// Per device: [`FREE`], [`TAKEN`] or [`OTHER`].
+    state: Vec<u8>,
+    /// The candidates of the claim's requests, one request after the other.
+    candidates: Vec<u32>,
+    /// Per request: its candidates' range.
+    ranges: Vec<(u32, u32)>,
+    /// Per constraint value: candidates carrying it.
+    counts: Vec<u32>,
+    /// Per device: counted already.
+    marks: Vec<bool>,
+}
+
+/// A scalar `matchAttribute` state before any device was added.
+const UNSET: u32 = u32::MAX - 2;
+/// A scalar `matchAttribute` state after a first device without a scalar value: nothing more
+/// may join.
+const BLOCKED: u32 = u32::MAX - 3;
+
+/// The running state of one constraint during the walk: what the devices picked so far
+/// contributed.
+enum Added<'p> {
+    /// Scalar `matchAttribute`: the value every device must have ([`UNSET`] while empty,
+    /// [`BLOCKED`] when nothing can match), and how many devices were added.
+    ScalarMatch {
+        codes: &'p [u32],
+        value: u32,
+        len: u32,
+    },
+    /// Scalar `distinctAttribute`: each picked device's code.
+    ScalarDistinct {
+        codes: &'p [u32],
+        added: SmallVec<[u32; 8]>,
+    },
+    /// List semantics: each picked device's set (distinct) or the running intersection after
+    /// it (match).
+    List {
+        kind: ConstraintKind,
+        column: &'p crate::view::Column,
+        added: Vec<SmallVec<[u32; 2]>>,
+    },
+}
+
+impl<'p> Added<'p> {
+    fn new(constraint: &'p PlanConstraint) -> Self {
+        match (&constraint.codes, constraint.kind) {
+            (Codes::Scalar(codes, _), ConstraintKind::Match) => Added::ScalarMatch {
+                codes,
+                value: UNSET,
+                len: 0,
+            },
+            (Codes::Scalar(codes, _), ConstraintKind::Distinct) => Added::ScalarDistinct {
+                codes,
+                added: SmallVec::new(),
+            },
+            (Codes::List(column), kind) => Added::List {
+                kind,
+                column,
+                added: Vec::new(),
+            },
+        }
+    }
+
+    /// Whether device `d` may join (as [`Constraint::admits`] decides on whole values).
+    #[inline]
+    fn admits(&self, d: usize) -> bool {
+        match self {
+            Added::ScalarMatch { codes, value, .. } => {
+                let code = codes[d];
+                code != ABSENT && (*value == UNSET || code == *value)
+            }
+            Added::ScalarDistinct { codes, added } => {
+                let code = codes[d];
+                code != ABSENT
+                    && (added.is_empty()
+                        || (code != NO_SCALAR && added.iter().all(|&other| other != code)))
+            }
+            Added::List {
+                kind,
+                column,
+                added,
+            } => {
+                let keys = &column.keys[d];
+                if keys.is_empty() {
+                    return false;
+                }
+                match kind {
+                    ConstraintKind::Match => added
+                        .last()
+                        .is_none_or(|running| running.iter().any(|key| keys.contains(key))),
+                    ConstraintKind::Distinct => added
+                        .iter()
+                        .all(|other| other.iter().all(|key| !keys.contains(key))),
+                }
+            }
+        }
+    }
+
+    /// Adds device `d` (which [`Added::admits`] accepted).
+    #[inline]
+    fn add(&mut self, d: usize) {
+        match self {
+            Added::ScalarMatch { codes, value, len } => {
+                if *len == 0 {
+                    let code = codes[d];
+                    *value = if code == NO_SCALAR { BLOCKED } else { code };
+                }
+                *len += 1;
+            }
+            Added::ScalarDistinct { codes, added } => added.push(codes[d]),
+            Added::List {
+                kind,
+                column,
+                added,
+            } => {
+                let keys = &column.keys[d];
+                let entry = match (kind, added.last()) {
+                    (ConstraintKind::Match, Some(running)) => running
+                        .iter()
+                        .copied()
+                        .filter(|key| keys.contains(key))
+                        .collect(),
+                    _ => keys.clone(),
+                };
+                added.push(entry);
+            }
+        }
+    }
+
+    /// Removes every device.
+    fn clear(&mut self) {
+        match self {
+            Added::ScalarMatch { value, len, .. } => {
+                *value = UNSET;
+                *len = 0;
+            }
+            Added::ScalarDistinct { added, .. } => added.clear(),
+            Added::List { added, .. } => added.clear(),
+        }
+    }
+
+    /// Removes the device added last.
+    #[inline]
+    fn remove(&mut self) {
+        match self {
+            Added::ScalarMatch { value, len, .. } => {
+                *len -= 1;
+                if *len == 0 {
+                    *value = UNSET;
+                }
+            }
+            Added::ScalarDistinct { added, .. } => {
+                added.pop();
+            }
+            Added::List { added, .. } => {
+                added.pop();
+            }
+        }
+    }
+}
+
+/// A device free for the walk to pick (in [`Scratch::state`]).
+const FREE: u8 = 0;
+/// A simple device in use, by existing claims or picks of this call.
+const TAKEN: u8 = 1;
+/// A device that is not simple: the walk gives up when it would consider it.
+const OTHER: u8 = 2;
+
+/// The depth-first walk of one claim, step for step as the search's (without its prunings,
+/// which never change an answer).
+struct Walk<'w, 'p> {
+    plan: &'p Plan,
+    /// The devices each request may take, in search order: those its selectors accept, less
+    /// the simple ones already in use when the claim's walk starts.
+    candidates: &'w [u32],
+    /// Per request: its range in `candidates`.
+    ranges: &'w [(u32, u32)],
+    /// Per constraint: the devices added so far.
+    added: &'w mut [Added<'p>],
+    /// Per device: [`FREE`], [`TAKEN`] or [`OTHER`].
+    state: &'w mut [u8],
+    picked: SmallVec<[(u32, u32); 8]>,
+    visits: usize,
+    /// Visits after which the walk gives up.
+    limit: usize,
+}
+
+impl Walk<'_, '_> {
+    /// Back to the start (undoing the picks of a walk that gave up), with a new limit.
+    fn restart(&mut self, limit: usize) {
+        for &(d, _) in &self.picked {
+            self.state[d as usize] = FREE;
+        }
+        self.picked.clear();
+        for added in self.added.iter_mut() {
+            added.clear();
+        }
+        self.visits = 0;
+        self.limit = limit;
+    }
+
+    /// Picks devices for slots `slot..`: `Some(true)` when all fit (picks in `picked`),
+    /// `Some(false)` when none of the branches does (state as on entry), `None` when the walk
+    /// meets something it does not model (or has looked long enough).
+    fn descend(&mut self, slot: usize) -> Option<bool> {
+        let Some(&r) = self.plan.slots.get(slot) else {
+            return Some(true);
         };
-        // A claim that does not fit given the picks for the claims before it would make the
-        // search backtrack into those: leave that to the search.
-        if !walk.descend(0)? {
+        let (start, end) = self.ranges[r];
+        let candidates = &self.candidates[start as usize..end as usize];
+        self.visits += candidates.len();
+        if self.visits > self.limit {
+            return None;
+        }
+        let rules = &self.plan.rules[r][..];
+        for &d in candidates {
+            let d = d as usize;
+            match self.state[d] {
+                FREE => {}
+                TAKEN => continue,
+                _ => return None,
+            }
+            if !rules.iter().all(|&c| self.added[c].admits(d)) {
+                continue;
+            }
+            for &c in rules {
+                self.added[c].add(d);
+            }
+            self.state[d] = TAKEN;
+            self.picked.push((d as u32, r as u32));
+            if self.descend(slot + 1)? {
+                return Some(true);
+            }
+            self.state[d] = FREE;
+            self.picked.pop();
+            for &c in rules {
+                self.added[c].remove();
+            }
+        }
+        Some(false)
+    }
+}
+
+/// The plan of `claim` on `view`: a kept one that still fits, else a new one (kept).
+fn plan_of(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+    view: &NodeView,
+    flat: &Flat,
+    claim: &ResourceClaim,
+) -> Option<Rc<Plan>> {
+    if let Some(plan) = view
+        .plans
+        .borrow()
+        .iter()
+        .rev()
+        .find(|plan| plan.fits(claim, input.classes))
+    {
+        return Some(Rc::clone(plan));
+    }
+    let plan = Rc::new(Plan::make(input, features, cache, view, flat, claim)?);
+    let mut plans = view.plans.borrow_mut();
+    if plans.len() >= MAX_PLANS {
+        plans.remove(0);
+    }
+    plans.push(Rc::clone(&plan));
+    Some(plan)
+}
+
+/// The search's answer when its first branch succeeds and the input has the shapes this
+/// path models; `None` otherwise (run the search).
+pub(crate) fn allocate(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+) -> Option<Vec<AllocationResult>> {
+    if features.device_taints && !input.taint_rules.is_empty() {
+        return None;
+    }
+    let view = cache.views.get(input.node, features, input.slices);
+    let flat = view.flat(input.slices, input.node, features)?;
+    let mut scratch = view.scratch.borrow_mut();
+    let Scratch {
+        state,
+        candidates,
+        ranges,
+        counts,
+        marks,
+    } = &mut *scratch;
+    // Devices existing claims hold (for simple devices: in use, whether dedicated or shared),
+    // then also those this call picks.
+    state.clear();
+    state.extend(
+        flat.simple
+            .iter()
+            .map(|&simple| if simple { FREE } else { OTHER }),
+    );
+    for claim in input.allocated_claims {
+        let Some(allocation) = &claim.status.allocation else {
+            continue;
+        };
+        // Results of one claim mostly name one pool: look it up once per run of them.
+        let mut pool: Option<(&str, &str, Option<&crate::view::PoolIndex>)> = None;
+        for result in &allocation.devices.results {
+            if result.admin_access == Some(true) {
+                continue;
+            }
+            let names = match pool {
+                Some((driver, name, names))
+                    if same(driver, &result.driver) && same(name, &result.pool) =>
+                {
+                    names
+                }
+                _ => {
+                    let names = flat.index.pool(&result.driver, &result.pool);
+                    pool = Some((&result.driver, &result.pool, names));
+                    names
+                }
+            };
+            if let Some(d) = names.and_then(|names| names.get(&result.device))
+                && state[d] == FREE
+            {
+                state[d] = TAKEN;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(input.claims.len());
+    for claim in input.claims {
+        let plan = plan_of(input, features, cache, &view, &flat, claim)?;
+        candidates.clear();
+        ranges.clear();
+        for (selected, &count) in plan.selected.iter().zip(&plan.counts) {
+            let start = candidates.len();
+            for &d in selected {
+                if state[d as usize] != TAKEN {
+                    candidates.push(d);
+                }
+            }
+            // Fewer candidates than devices needed: the claim cannot fit.
+            if candidates.len() - start < count {
+                return None;
+            }
+            ranges.push((start as u32, candidates.len() as u32));
+        }
+        // A claim that does not fit would make the search backtrack into the claims before
+        // it, or report why: leave that to the search. A walk that runs long first checks
+        // whether the claim can fit at all.
+        let mut added: SmallVec<[Added<'_>; 2]> = plan.constraints.iter().map(Added::new).collect();
+        let mut walk = Walk {
+            plan: &plan,
+            candidates,
+            ranges,
+            added: &mut added,
+            state,
+            picked: SmallVec::new(),
+            visits: 0,
+            limit: FIRST_VISITS,
+        };
+        let mut found = walk.descend(0);
+        if found.is_none() && walk.visits > FIRST_VISITS {
+            if plan.cannot_fit(candidates, ranges, counts, marks) {
+                return None;
+            }
+            walk.restart(MAX_VISITS);
+            found = walk.descend(0);
+        }
+        if !found? {
             return None;
         }
         let picked = walk.picked;
-        let results = picked
-            .iter()
-            .map(|&(d, r)| {
-                let (slice, device) = device_at(d);
-                let req = &reqs[r];
-                device_result(
-                    features,
-                    req.name.to_string(),
-                    Picks {
-                        driver: &slice.spec.driver,
-                        pool: &slice.spec.pool.name,
-                        slice,
-                        device,
-                    },
-                    false,
-                    req.tolerations,
-                    None,
-                    None,
-                )
-            })
-            .collect();
-        let selected: SmallVec<[(&DeviceClass, &str, String); 4]> = reqs
-            .iter()
-            .map(|req| (req.class, req.name, req.name.to_string()))
-            .collect();
-        let config = configs(&selected, claim);
-        let node_selector = node_selector(
-            picked.iter().map(|&(d, _)| device_at(d)),
-            &input.node.metadata.name,
-            claim,
-        )
-        .ok()?;
+        let device_at = |d: u32| {
+            let (s, i) = flat.devices[d as usize];
+            let slice = input.slices[s as usize];
+            (slice, &slice.spec.devices[i as usize])
+        };
+        let mut results = Vec::with_capacity(picked.len());
+        for &(d, r) in &picked {
+            let (slice, device) = device_at(d);
+            let request = &claim.spec.devices.requests[r as usize];
+            let tolerations = request
+                .exactly
+                .as_ref()
+                .map_or(&[][..], |exactly| &exactly.tolerations);
+            results.push(device_result(
+                features,
+                request.name.clone(),
+                Picks {
+                    driver: &slice.spec.driver,
+                    pool: &slice.spec.pool.name,
+                    slice,
+                    device,
+                },
+                false,
+                tolerations,
+                None,
+                None,
+            ));
+        }
+        let node_selector = match picked.first() {
+            Some(&(d, _)) if flat.named[d as usize] => Some(named_node(&input.node.metadata.name)),
+            _ => node_selector(
+                picked.iter().map(|&(d, _)| device_at(d)),
+                &input.node.metadata.name,
+                claim,
+            )
+            .ok()?,
+        };
         out.push(AllocationResult {
-            devices: DeviceAllocationResult { results, config },
+            devices: DeviceAllocationResult {
+                results,
+                config: plan.config.clone(),
+            },
             node_selector,
             allocation_timestamp: None,
         });
     }
     Some(out)
+}
+
+/// The node selector of a result whose first device names the node (as
+/// [`node_selector`] gives it then).
+fn named_node(node: &str) -> NodeSelector {
+    NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: Vec::new(),
+            match_fields: vec![NodeSelectorRequirement {
+                key: "metadata.name".to_string(),
+                operator: NodeSelectorOperator::In,
+                values: vec![node.to_string()],
+            }],
+        }],
+    }
 }

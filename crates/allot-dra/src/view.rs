@@ -48,11 +48,16 @@ impl Key {
     /// Whether the key describes these inputs, without building a key for them.
     fn matches(&self, node: &Node, features: &Features, slices: &[&ResourceSlice]) -> bool {
         self.features == *features
-            && self.node == node.metadata.name
+            && same(&self.node, &node.metadata.name)
             && self.slices.len() == slices.len()
-            && self.labels == node.metadata.labels
+            && self.labels.len() == node.metadata.labels.len()
+            && self
+                .labels
+                .iter()
+                .zip(&node.metadata.labels)
+                .all(|((k, v), (key, value))| same(k, key) && same(v, value))
             && self.slices.iter().zip(slices).all(|((uid, rv), slice)| {
-                *uid == slice.metadata.uid && *rv == slice.metadata.resource_version
+                same(uid, &slice.metadata.uid) && same(rv, &slice.metadata.resource_version)
             })
     }
 
@@ -94,6 +99,11 @@ pub(crate) struct NodeView {
     rows: RefCell<HashMap<Vec<usize>, Option<Row>, FxBuild>>,
     /// The devices in search order, for the fast path, once laid out.
     flat: RefCell<Option<Rc<Flat>>>,
+    /// The fast path's plans of the claim specs it allocated on this node last (see
+    /// [`crate::fast`]), oldest first.
+    pub plans: RefCell<Vec<Rc<crate::fast::Plan>>>,
+    /// The fast path's buffers.
+    pub scratch: RefCell<crate::fast::Scratch>,
 }
 
 /// The node's devices in search order (index `d`), laid out once per view for the fast path
@@ -106,6 +116,11 @@ pub(crate) struct Flat {
     /// capacity with a request policy and no taints of its own; only such devices are handed
     /// out by the fast path.
     pub simple: Vec<bool>,
+    /// Per device: an allocation of it names the node by name (its slice, or the device
+    /// itself under per-device node selection, gives a node name, or the device binds to the
+    /// node), so the result's node selector is `metadata.name In [node]` whatever else is
+    /// picked with it.
+    pub named: Vec<bool>,
     /// Device indexes by driver, pool and name.
     pub index: Rc<DeviceIndex>,
 }
@@ -127,6 +142,8 @@ impl NodeView {
             index: RefCell::default(),
             rows: RefCell::default(),
             flat: RefCell::default(),
+            plans: RefCell::default(),
+            scratch: RefCell::default(),
         }
     }
 
@@ -147,11 +164,18 @@ impl NodeView {
         let pools = self.pools(slices, node, features).ok()?;
         let mut devices = Vec::new();
         let mut simple = Vec::new();
+        let mut named = Vec::new();
         for pool in &pools {
             for slice in &pool.slices {
                 let at = position(slices, slice)?;
                 for (i, device) in slice.spec.devices.iter().enumerate() {
                     devices.push((u32::try_from(at).ok()?, u32::try_from(i).ok()?));
+                    let node_name = if slice.spec.per_device_node_selection == Some(true) {
+                        &device.node_name
+                    } else {
+                        &slice.spec.node_name
+                    };
+                    named.push(node_name.is_some() || device.binds_to_node == Some(true));
                     simple.push(
                         device.consumes_counters.is_empty()
                             && device.allow_multiple_allocations != Some(true)
@@ -167,6 +191,7 @@ impl NodeView {
         let flat = Rc::new(Flat {
             devices,
             simple,
+            named,
             index: self.index(&pools),
         });
         *self.flat.borrow_mut() = Some(Rc::clone(&flat));
@@ -232,6 +257,9 @@ impl NodeView {
 #[derive(Default)]
 pub(crate) struct Views {
     by_node: RefCell<HashMap<String, Rc<NodeView>, FxBuild>>,
+    /// The view handed out last: a caller that allocates on one node call after call (or the
+    /// search after the fast path) finds it without hashing the node name.
+    front: RefCell<Option<Rc<NodeView>>>,
 }
 
 impl Views {
@@ -243,12 +271,21 @@ impl Views {
         features: &Features,
         slices: &[&ResourceSlice],
     ) -> Rc<NodeView> {
+        if let Some(view) = self.front.borrow().as_ref()
+            && view
+                .key
+                .as_ref()
+                .is_some_and(|key| key.matches(node, features, slices))
+        {
+            return Rc::clone(view);
+        }
         if let Some(view) = self.by_node.borrow().get(&node.metadata.name)
             && view
                 .key
                 .as_ref()
                 .is_some_and(|key| key.matches(node, features, slices))
         {
+            *self.front.borrow_mut() = Some(Rc::clone(view));
             return Rc::clone(view);
         }
         let mut view = NodeView::transient();
@@ -262,6 +299,7 @@ impl Views {
             by_node.clear();
         }
         by_node.insert(node.metadata.name.clone(), Rc::clone(&view));
+        *self.front.borrow_mut() = Some(Rc::clone(&view));
         view
     }
 
@@ -429,6 +467,100 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_plan_is_not_used_for_a_changed_class() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        // The first call prepares the view, the second makes and keeps the fast path's plan,
+        // the third uses it.
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        }
+        // The class, same name and no identity, now excludes gpu-0.
+        let selector = scenario.classes[0].spec.selectors[0]
+            .cel
+            .as_mut()
+            .expect("cel selector");
+        selector
+            .expression
+            .push_str(" && device.attributes[\"gpu.example.com\"].index > 0");
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
+        }
+        // With an identity the class is recognised by uid and resourceVersion.
+        scenario.classes[0].metadata.uid = "class-uid".to_string();
+        scenario.classes[0].metadata.resource_version = "1".to_string();
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-1");
+        }
+        let selector = scenario.classes[0].spec.selectors[0]
+            .cel
+            .as_mut()
+            .expect("cel selector");
+        selector
+            .expression
+            .push_str(" && device.attributes[\"gpu.example.com\"].index > 1");
+        scenario.classes[0].metadata.resource_version = "2".to_string();
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-2");
+        }
+    }
+
+    #[test]
+    fn short_strings_compare_as_strings() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcde",
+            "gpu-7",
+            "gpu-12",
+            "node-1x",
+            "abcdefgh",
+            "gpu.example.com",
+            "gpu.example.co",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdefg",
+            "0123456789abcdefh",
+        ];
+        for a in words {
+            for b in words {
+                assert_eq!(super::same(a, b), a == b, "{a:?} vs {b:?}");
+            }
+        }
+        // Every byte position counts.
+        let base = "0123456789abcdef".to_string();
+        for n in 1..=base.len() {
+            let word = &base[..n];
+            for i in 0..n {
+                let mut other = word.as_bytes().to_vec();
+                other[i] ^= 1;
+                let other = String::from_utf8(other).expect("ascii");
+                assert!(!super::same(word, &other), "{word:?} vs {other:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pool_tables_find_every_name_and_keep_the_last_of_a_duplicate() {
+        let names: Vec<(String, usize)> = (0..100)
+            .map(|i| (format!("gpu-{i}"), i))
+            .chain([("gpu-3".to_string(), 100)])
+            .collect();
+        let index = super::PoolIndex::of(names);
+        for i in 0..100 {
+            let expected = if i == 3 { 100 } else { i };
+            assert_eq!(index.get(&format!("gpu-{i}")), Some(expected));
+        }
+        assert_eq!(index.get("gpu-100"), None);
+        assert_eq!(index.get(""), None);
+        assert_eq!(super::PoolIndex::of(Vec::new()).get("gpu-0"), None);
+    }
+
+    #[test]
     fn slices_without_identity_are_prepared_per_call() {
         let cache = CelCache::default();
         let scenario = Scenario::parse(GPU8).expect("scenario");
@@ -445,8 +577,99 @@ pub(crate) struct DeviceIndex {
     pools: Vec<(String, String, PoolIndex)>,
 }
 
-/// The device indexes of one pool, by device name.
-pub(crate) type PoolIndex = HashMap<String, usize, FxBuild>;
+/// The device indexes of one pool, by device name: an open-addressing table of name hashes
+/// (names are short and looked up for every device of every allocated claim on every call,
+/// so a probe compares a hash and then the name in place).
+#[derive(Default)]
+pub(crate) struct PoolIndex {
+    /// Per table slot: the name's hash and its entry + 1 (0: empty).
+    slots: Vec<(u64, u32)>,
+    /// The names with their device index.
+    entries: Vec<(Box<str>, usize)>,
+}
+
+impl PoolIndex {
+    fn hash(name: &str) -> u64 {
+        use std::hash::BuildHasher;
+        FxBuild::default().hash_one(name)
+    }
+
+    /// The slot of `name`: where it is, or the empty slot where it belongs.
+    fn slot(&self, name: &str, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            let (h, entry) = self.slots[at];
+            if entry == 0 || (h == hash && same(&self.entries[entry as usize - 1].0, name)) {
+                return at;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Builds the table of `names` (device name, index); a name given twice keeps its last
+    /// index.
+    fn of(names: Vec<(String, usize)>) -> Self {
+        let size = (names.len() * 2).next_power_of_two().max(2);
+        let mut index = PoolIndex {
+            slots: vec![(0, 0); size],
+            entries: Vec::with_capacity(names.len()),
+        };
+        for (name, d) in names {
+            let hash = Self::hash(&name);
+            let at = index.slot(&name, hash);
+            match index.slots[at] {
+                (_, 0) => {
+                    index.entries.push((name.into_boxed_str(), d));
+                    index.slots[at] = (hash, index.entries.len() as u32);
+                }
+                (_, entry) => index.entries[entry as usize - 1].1 = d,
+            }
+        }
+        index
+    }
+
+    /// The index of the device called `name`.
+    #[inline]
+    pub(crate) fn get(&self, name: &str) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        match self.slots[self.slot(name, Self::hash(name))] {
+            (_, 0) => None,
+            (_, entry) => Some(self.entries[entry as usize - 1].1),
+        }
+    }
+}
+
+/// String equality without a `memcmp` call for short strings (names, pools, drivers): two
+/// overlapping loads cover 4 to 16 bytes, fewer bytes are compared one by one.
+#[inline]
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    #[inline(always)]
+    fn word(s: &[u8], at: usize) -> u64 {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(word)
+    }
+    #[inline(always)]
+    fn half(s: &[u8], at: usize) -> u32 {
+        let mut half = [0u8; 4];
+        half.copy_from_slice(&s[at..at + 4]);
+        u32::from_le_bytes(half)
+    }
+    match n {
+        0..4 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
+    }
+}
 
 impl DeviceIndex {
     /// Numbers the devices of `pools` in search order (pools, their slices, their devices).
@@ -454,31 +677,32 @@ impl DeviceIndex {
         let mut index = DeviceIndex::default();
         let mut d = 0;
         for pool in pools {
-            let mut names = HashMap::default();
+            let mut names = Vec::new();
             for slice in &pool.slices {
                 for device in &slice.spec.devices {
-                    names.insert(device.name.clone(), d);
+                    names.push((device.name.clone(), d));
                     d += 1;
                 }
             }
-            index
-                .pools
-                .push((pool.driver.to_string(), pool.name.to_string(), names));
+            index.pools.push((
+                pool.driver.to_string(),
+                pool.name.to_string(),
+                PoolIndex::of(names),
+            ));
         }
         index
     }
 
     /// The index of a visible device.
     pub(crate) fn get(&self, driver: &str, pool: &str, device: &str) -> Option<usize> {
-        self.pool(driver, pool)
-            .and_then(|names| names.get(device).copied())
+        self.pool(driver, pool).and_then(|names| names.get(device))
     }
 
     /// The device indexes of a pool the node sees.
     pub(crate) fn pool(&self, driver: &str, pool: &str) -> Option<&PoolIndex> {
         self.pools
             .iter()
-            .find(|(d, p, _)| d == driver && p == pool)
+            .find(|(d, p, _)| same(d, driver) && same(p, pool))
             .map(|(_, _, names)| names)
     }
 }
