@@ -10,7 +10,7 @@ use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
-use crate::resources::{Resources, node_allocatable, pod_non_zero_requests, pod_requests};
+use crate::resources::{Resources, node_allocatable, pod_non_zero_requests_with, pod_requests};
 
 /// A pool: (driver, pool name).
 pub type PoolKey = (String, String);
@@ -553,39 +553,55 @@ impl Cache {
         let Stored::Pod(pod) = &event.object else {
             return;
         };
-        let key = event.key.clone();
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
-        let old = self.assigned.remove(&key);
+        let node = pod.spec.node_name.as_deref().unwrap_or_default();
+        let counted = now_assigned.then(|| {
+            let requests = pod_requests(pod);
+            let non_zero = pod_non_zero_requests_with(pod, &requests);
+            (requests, non_zero)
+        });
+        if let Some((requests, non_zero)) = &counted
+            && self.assigned.get(&event.key).is_some_and(|a| {
+                a.node == node && a.requests == *requests && a.non_zero == *non_zero
+            })
+        {
+            // A write that leaves an assigned pod's node and requests as they were (its
+            // status, mostly): nothing to recount.
+            self.epoch += 1;
+            return;
+        }
+        let old = self.assigned.remove(&event.key);
         if old.is_none() && !now_assigned {
             return;
         }
         self.epoch += 1;
-        if let Some(old) = &old {
-            self.mark_dirty(&old.node);
-        }
         if let Some(old) = old
-            && let Some(state) = self.node_mut(&old.node)
+            && let Some(slot) = self.node_index.get(&old.node).copied()
         {
-            state.requested.sub(&old.requests);
-            state.non_zero.0 -= old.non_zero.0;
-            state.non_zero.1 -= old.non_zero.1;
-            state.pods -= 1;
-        }
-        if now_assigned {
-            let node = pod.spec.node_name.clone().unwrap_or_default();
-            let assigned = Assigned {
-                node: node.clone(),
-                requests: pod_requests(pod),
-                non_zero: pod_non_zero_requests(pod),
-            };
-            self.mark_dirty(&node);
-            if let Some(state) = self.node_mut(&node) {
-                state.requested.add(&assigned.requests);
-                state.non_zero.0 += assigned.non_zero.0;
-                state.non_zero.1 += assigned.non_zero.1;
-                state.pods += 1;
+            self.dirty.push(slot);
+            if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                state.requested.sub(&old.requests);
+                state.non_zero.0 -= old.non_zero.0;
+                state.non_zero.1 -= old.non_zero.1;
+                state.pods -= 1;
             }
-            self.assigned.insert(key, assigned);
+        }
+        if let Some((requests, non_zero)) = counted {
+            let assigned = Assigned {
+                node: node.to_string(),
+                requests,
+                non_zero,
+            };
+            if let Some(slot) = self.node_index.get(node).copied() {
+                self.dirty.push(slot);
+                if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                    state.requested.add(&assigned.requests);
+                    state.non_zero.0 += assigned.non_zero.0;
+                    state.non_zero.1 += assigned.non_zero.1;
+                    state.pods += 1;
+                }
+            }
+            self.assigned.insert(event.key.clone(), assigned);
         }
     }
 
@@ -654,12 +670,14 @@ impl Cache {
         }
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
+        // A claim with devices of several pools is in each; one pool lists it once.
+        let several = ids.len() > 1;
         for id in ids {
             let Some(pool_state) = self.pools.get(id) else {
                 continue;
             };
             for (key, claim) in &pool_state.claims {
-                if keys.insert(key) {
+                if !several || keys.insert(key) {
                     out.push(Arc::clone(claim));
                 }
             }

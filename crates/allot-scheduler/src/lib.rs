@@ -43,7 +43,7 @@ pub use cache::{is_assigned, is_terminal};
 
 use crate::cache::Cache;
 use crate::filters::{REASON_CANNOT_ALLOCATE, REASON_CLAIM_NOT_AVAILABLE};
-use crate::resources::{pod_non_zero_requests, pod_requests};
+use crate::resources::{pod_non_zero_requests_with, pod_requests};
 
 /// The name pods use in `spec.schedulerName` for this scheduler.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -305,6 +305,8 @@ pub struct Scheduler {
     candidates: Vec<(usize, usize, i64, usize, i64)>,
     /// Per node slot, the last resource score computed there.
     fit_memo: Vec<FitMemo>,
+    /// The last time formatted by [`Scheduler::stamp`].
+    stamp_memo: Option<(SimTime, String)>,
 }
 
 impl Scheduler {
@@ -323,6 +325,19 @@ impl Scheduler {
             failures: BTreeMap::new(),
             candidates: Vec::new(),
             fit_memo: Vec::new(),
+            stamp_memo: None,
+        }
+    }
+
+    /// `now` in RFC 3339 (formatted once per simulated instant).
+    fn stamp(&mut self, now: SimTime) -> String {
+        match &self.stamp_memo {
+            Some((at, text)) if *at == now => text.clone(),
+            _ => {
+                let text = now.rfc3339();
+                self.stamp_memo = Some((now, text.clone()));
+                text
+            }
         }
     }
 
@@ -605,7 +620,7 @@ impl Scheduler {
         verdict: Result<&str, String>,
         now: SimTime,
     ) -> Result<(), SchedulerError> {
-        let stamp = now.rfc3339();
+        let stamp = self.stamp(now);
         let (status, reason, message, node) = match verdict {
             Ok(node) => ("True", None, None, Some(node)),
             Err(message) => ("False", Some("Unschedulable"), Some(message), None),
@@ -885,7 +900,7 @@ impl Scheduler {
             node_allocatable: self.config.node_allocatable_resources,
         };
         let run_dra = !to_allocate.is_empty() || extras.needed();
-        let non_zero = pod_non_zero_requests(&pod);
+        let non_zero = pod_non_zero_requests_with(&pod, &request);
         let avoid = self.avoid.get(key).cloned().unwrap_or_default();
 
         let n = self.cache.node_count();
@@ -1285,7 +1300,7 @@ impl Scheduler {
             .unwrap_or_default();
 
         // Reserve + PreBind: write allocations and reservations.
-        let stamp = now.rfc3339();
+        let stamp = self.stamp(now);
         let with_timestamp = self.config.features.device_binding_conditions
             && self.config.features.resource_claim_device_status;
         let mut result_iter = results.into_iter();
