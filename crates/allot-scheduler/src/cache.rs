@@ -194,6 +194,13 @@ pub struct Cache {
     dirty: Vec<usize>,
     /// Every summary is out of date.
     all_dirty: bool,
+    /// Per rank in `order`, whether the node may have a free device (`free > 0` in its
+    /// summary), 64 ranks to a word; valid after [`Cache::order`].
+    free_bits: Vec<u64>,
+    /// Per slot, its rank in `order` (`usize::MAX` for none).
+    rank_of: Vec<usize>,
+    /// `free_bits` and `rank_of` need rebuilding.
+    bits_stale: bool,
 }
 
 impl Cache {
@@ -243,11 +250,30 @@ impl Cache {
         } else {
             std::mem::take(&mut self.dirty)
         };
+        if self.all_dirty || self.order_dirty {
+            self.bits_stale = true;
+        }
         self.all_dirty = false;
         for slot in slots {
             let summary = NodeSummary::of(self.node(slot), self.free_devices(slot));
             if let Some(s) = self.summaries.get_mut(slot) {
                 *s = summary;
+            }
+            if !self.bits_stale {
+                match self.rank_of.get(slot) {
+                    Some(&rank) if rank != usize::MAX => {
+                        let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+                        if summary.free > 0 {
+                            self.free_bits[word] |= bit;
+                        } else {
+                            self.free_bits[word] &= !bit;
+                        }
+                    }
+                    // A deleted node's slot (pools may still name it).
+                    Some(_) if self.nodes.get(slot).is_some_and(Option::is_none) => {}
+                    // A slot the order does not know yet.
+                    _ => self.bits_stale = true,
+                }
             }
         }
     }
@@ -286,8 +312,26 @@ impl Cache {
             order.sort_by(|a, b| self.node_name(*a).cmp(self.node_name(*b)).then(a.cmp(b)));
             self.order = order.into();
             self.order_dirty = false;
+            self.bits_stale = true;
+        }
+        if self.bits_stale {
+            self.rank_of = vec![usize::MAX; self.nodes.len()];
+            self.free_bits = vec![0; self.order.len().div_ceil(64)];
+            for (rank, slot) in self.order.iter().enumerate() {
+                self.rank_of[*slot] = rank;
+                if self.summaries.get(*slot).is_some_and(|s| s.free > 0) {
+                    self.free_bits[rank / 64] |= 1 << (rank % 64);
+                }
+            }
+            self.bits_stale = false;
         }
         Arc::clone(&self.order)
+    }
+
+    /// Per rank in [`Cache::order`] (as last returned), whether the node may have a free
+    /// device, 64 ranks to a word (bit `rank % 64` of word `rank / 64`).
+    pub fn free_bits(&self) -> &[u64] {
+        &self.free_bits
     }
 
     fn node_name(&self, index: usize) -> &str {

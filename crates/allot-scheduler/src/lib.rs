@@ -989,6 +989,8 @@ impl Scheduler {
                     .is_some_and(|a| a.node_selector.is_some())
             });
         let plain_request = [request.milli_cpu, request.memory, request.ephemeral_storage];
+        // The fast path rejects nodes without a free device for a pod needing one.
+        let skip_full = fast && check_dra_bound && needed_devices > 0;
         // Without preferred terms every node's NodeAffinity score input is 0.
         let prefers_affinity = pod
             .spec
@@ -1019,8 +1021,28 @@ impl Scheduler {
             // whether any candidate has a taint or preferred-affinity score input to work out.
             let mut best: Option<(i64, usize, usize)> = None;
             let mut needs_prefs = false;
+            let free_bits = self.cache.free_bits();
             while processed < n && candidates.len() < to_find {
                 let rank = (start + processed) % n;
+                if skip_full {
+                    // Nodes without a free device are rejected by the bound and nothing
+                    // else: pass over them to the next node that may have one.
+                    let word = free_bits.get(rank / 64).copied().unwrap_or(0) >> (rank % 64);
+                    if word & 1 == 0 {
+                        let next = if word != 0 {
+                            rank + word.trailing_zeros() as usize
+                        } else {
+                            free_bits
+                                .iter()
+                                .enumerate()
+                                .skip(rank / 64 + 1)
+                                .find(|(_, w)| **w != 0)
+                                .map_or(n, |(i, w)| i * 64 + w.trailing_zeros() as usize)
+                        };
+                        processed += (next.min(n) - rank).min(n - processed);
+                        continue;
+                    }
+                }
                 let index = order[rank];
                 processed += 1;
                 let Some(summary) = summaries.get(index) else {

@@ -322,12 +322,20 @@ fn apply(store: &mut Store, step: &Step) {
     }
 }
 
-/// Every slot's summary equals the one computed afresh from its state and free devices.
-fn check(cache: &Cache) -> Result<(), TestCaseError> {
+/// Every slot's summary equals the one computed afresh from its state and free devices, and
+/// the free-device bits follow the summaries in name order.
+fn check(cache: &mut Cache) -> Result<(), TestCaseError> {
+    let order = cache.order();
     let summaries = cache.summaries();
     for (slot, summary) in summaries.iter().enumerate() {
         let fresh = NodeSummary::of(cache.node(slot), cache.free_devices(slot));
         prop_assert_eq!(*summary, fresh, "slot {}", slot);
+    }
+    let bits = cache.free_bits();
+    prop_assert_eq!(bits.len(), order.len().div_ceil(64));
+    for (rank, slot) in order.iter().enumerate() {
+        let bit = bits[rank / 64] >> (rank % 64) & 1 == 1;
+        prop_assert_eq!(bit, summaries[*slot].free > 0, "rank {}", rank);
     }
     Ok(())
 }
@@ -344,11 +352,11 @@ proptest! {
             apply(&mut store, step);
             if matches!(step, Step::Sync) {
                 cache.sync(&store);
-                check(&cache)?;
+                check(&mut cache)?;
             }
         }
         cache.sync(&store);
-        check(&cache)?;
+        check(&mut cache)?;
         // Some histories must bound free devices and some nodes must be plain, or the check
         // says little: covered by the fixed history below.
     }
