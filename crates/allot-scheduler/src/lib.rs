@@ -1919,16 +1919,21 @@ impl Controller for Scheduler {
                 self.all_unschedulable()
             }
             (Stored::ResourceClaim(claim), event_type) => {
-                let mut keys: BTreeSet<ObjectKey> = BTreeSet::new();
-                let ns = claim.metadata.namespace.clone();
+                // Only pods waiting here (unschedulable or in PreBind) are requeued.
+                if self.unschedulable.is_empty() && self.waiting.is_empty() {
+                    return Vec::new();
+                }
+                let mut keys: Vec<ObjectKey> = Vec::new();
+                let ns = claim.metadata.namespace.as_str();
                 let freed = (event_type == EventType::Deleted || claim.status.allocation.is_none())
                     && self.cache.claim_allocated(&event.key);
                 if freed {
                     keys.extend(self.all_unschedulable());
                 }
-                if let Some(pods) = self
-                    .claim_waiters
-                    .get(&(ns.clone(), claim.metadata.name.clone()))
+                if !self.claim_waiters.is_empty()
+                    && let Some(pods) = self
+                        .claim_waiters
+                        .get(&(ns.to_string(), claim.metadata.name.clone()))
                 {
                     keys.extend(pods.iter().cloned());
                 }
@@ -1938,7 +1943,7 @@ impl Controller for Scheduler {
                     .iter()
                     .filter(|o| o.kind == "Pod")
                 {
-                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), owner.name.clone()));
+                    keys.push(ObjectKey::new(Kind::Pod, ns, owner.name.clone()));
                 }
                 for consumer in claim
                     .status
@@ -1946,11 +1951,13 @@ impl Controller for Scheduler {
                     .iter()
                     .filter(|r| r.resource == "pods")
                 {
-                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), consumer.name.clone()));
+                    keys.push(ObjectKey::new(Kind::Pod, ns, consumer.name.clone()));
                 }
-                keys.into_iter()
-                    .filter(|k| self.unschedulable.contains(k) || self.waiting.contains_key(k))
-                    .collect()
+                keys.retain(|k| self.unschedulable.contains(k) || self.waiting.contains_key(k));
+                // In key order, each once.
+                keys.sort_unstable();
+                keys.dedup();
+                keys
             }
             _ => Vec::new(),
         }
