@@ -10,7 +10,7 @@ use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
-use crate::resources::{Resources, node_allocatable, pod_non_zero_requests, pod_requests};
+use crate::resources::{Resources, node_allocatable, pod_non_zero_requests_with, pod_requests};
 
 /// A pool: (driver, pool name).
 pub type PoolKey = (String, String);
@@ -42,6 +42,30 @@ pub struct NodeState {
     in_use: Option<(u64, Vec<Arc<ResourceClaim>>)>,
 }
 
+#[cfg(test)]
+impl NodeState {
+    /// A node's state without slices.
+    pub(crate) fn for_test(
+        node: Arc<Node>,
+        allocatable: Resources,
+        requested: Resources,
+        pods: i64,
+    ) -> Self {
+        NodeState {
+            name: node.metadata.name.clone(),
+            node,
+            non_zero: (requested.milli_cpu, requested.memory),
+            allocatable,
+            requested,
+            pods,
+            slices: BTreeMap::new(),
+            pool_ids: Vec::new(),
+            visible_slices: None,
+            in_use: None,
+        }
+    }
+}
+
 /// Devices of one pool and how many of them are allocated exclusively.
 #[derive(Debug, Clone, Default)]
 pub struct PoolState {
@@ -70,6 +94,58 @@ impl PoolState {
     fn recount(&mut self) {
         self.total = self.slices.values().map(|(n, _)| n).sum();
         self.multi = self.slices.values().filter(|(_, m)| *m).count();
+    }
+}
+
+/// `NodeSummary::free` of a node whose free devices cannot be bounded cheaply.
+pub const UNBOUNDED: usize = usize::MAX;
+
+/// What the cheap filters and the resource score read of one node, kept in one contiguous
+/// array by slot (see [`Cache::summaries`]) so that walking nodes for a plain pod does not
+/// touch the scattered [`NodeState`]s. Derived from the node's state and its pools'
+/// counts by [`NodeSummary::of`] whenever they change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeSummary {
+    /// [`Cache::free_devices`], [`UNBOUNDED`] for `None` (and for a deleted node).
+    pub free: usize,
+    /// The node exists, is not `spec.unschedulable` and has no taints: NodeUnschedulable and
+    /// TaintToleration pass and the taint score is 0 for every pod.
+    pub plain: bool,
+    /// Allocatable CPU (millicores), memory, ephemeral storage and pods.
+    pub allocatable: [i64; 4],
+    /// Requested CPU (millicores), memory and ephemeral storage of the pods assigned to it,
+    /// and their number.
+    pub requested: [i64; 4],
+    /// The scoring (non-zero) CPU and memory requests of those pods.
+    pub non_zero: (i64, i64),
+}
+
+impl NodeSummary {
+    /// The summary of a node (`None`: a deleted slot) with `free` devices.
+    pub fn of(state: Option<&NodeState>, free: Option<usize>) -> Self {
+        let Some(state) = state else {
+            return NodeSummary {
+                free: UNBOUNDED,
+                ..NodeSummary::default()
+            };
+        };
+        let (a, r) = (&state.allocatable, &state.requested);
+        NodeSummary {
+            free: free.unwrap_or(UNBOUNDED),
+            plain: state.node.spec.unschedulable != Some(true) && state.node.spec.taints.is_empty(),
+            allocatable: [a.milli_cpu, a.memory, a.ephemeral_storage, a.pods],
+            requested: [r.milli_cpu, r.memory, r.ephemeral_storage, state.pods],
+            non_zero: state.non_zero,
+        }
+    }
+
+    /// [`crate::filters::fits_plain`] on these numbers: a request without scalar resources
+    /// (`[cpu, memory, ephemeral storage]`) fits beside the assigned pods.
+    #[inline]
+    pub fn fits(&self, request: &[i64; 3]) -> bool {
+        let ok =
+            |i: usize| request[i] <= 0 || request[i] <= self.allocatable[i] - self.requested[i];
+        self.requested[3] < self.allocatable[3] && ok(0) && ok(1) && ok(2)
     }
 }
 
@@ -110,6 +186,21 @@ pub struct Cache {
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
     claim_pools: BTreeMap<ObjectKey, Vec<(usize, String, bool)>>,
     assigned: BTreeMap<ObjectKey, Assigned>,
+    /// Per slot, what the cheap filters read (brought up to date at the end of every sync).
+    summaries: Vec<NodeSummary>,
+    /// The node slots whose pools include each pool (by pool id; may name deleted slots).
+    pool_nodes: Vec<Vec<usize>>,
+    /// Slots whose summary is out of date (may repeat).
+    dirty: Vec<usize>,
+    /// Every summary is out of date.
+    all_dirty: bool,
+    /// Per rank in `order`, whether the node may have a free device (`free > 0` in its
+    /// summary), 64 ranks to a word; valid after [`Cache::order`].
+    free_bits: Vec<u64>,
+    /// Per slot, its rank in `order` (`usize::MAX` for none).
+    rank_of: Vec<usize>,
+    /// `free_bits` and `rank_of` need rebuilding.
+    bits_stale: bool,
 }
 
 impl Cache {
@@ -146,6 +237,62 @@ impl Cache {
             self.epoch += 1;
         }
         self.seen_rv = last_rv;
+        self.refresh_summaries();
+    }
+
+    /// Recomputes the summaries of the nodes whose state or pools changed.
+    fn refresh_summaries(&mut self) {
+        self.summaries
+            .resize(self.nodes.len(), NodeSummary::of(None, None));
+        let slots: Vec<usize> = if self.all_dirty {
+            self.dirty.clear();
+            (0..self.nodes.len()).collect()
+        } else {
+            std::mem::take(&mut self.dirty)
+        };
+        if self.all_dirty || self.order_dirty {
+            self.bits_stale = true;
+        }
+        self.all_dirty = false;
+        for slot in slots {
+            let summary = NodeSummary::of(self.node(slot), self.free_devices(slot));
+            if let Some(s) = self.summaries.get_mut(slot) {
+                *s = summary;
+            }
+            if !self.bits_stale {
+                match self.rank_of.get(slot) {
+                    Some(&rank) if rank != usize::MAX => {
+                        let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+                        if summary.free > 0 {
+                            self.free_bits[word] |= bit;
+                        } else {
+                            self.free_bits[word] &= !bit;
+                        }
+                    }
+                    // A deleted node's slot (pools may still name it).
+                    Some(_) if self.nodes.get(slot).is_some_and(Option::is_none) => {}
+                    // A slot the order does not know yet.
+                    _ => self.bits_stale = true,
+                }
+            }
+        }
+    }
+
+    /// Per node slot, what the cheap filters read (see [`NodeSummary`]).
+    pub fn summaries(&self) -> &[NodeSummary] {
+        &self.summaries
+    }
+
+    fn mark_dirty(&mut self, name: &str) {
+        if let Some(slot) = self.node_index.get(name) {
+            self.dirty.push(*slot);
+        }
+    }
+
+    fn mark_pool_dirty(&mut self, id: usize) {
+        if let Some(slots) = self.pool_nodes.get(id) {
+            self.dirty.extend_from_slice(slots);
+        }
     }
 
     /// The resourceVersion of the last store event applied.
@@ -165,8 +312,26 @@ impl Cache {
             order.sort_by(|a, b| self.node_name(*a).cmp(self.node_name(*b)).then(a.cmp(b)));
             self.order = order.into();
             self.order_dirty = false;
+            self.bits_stale = true;
+        }
+        if self.bits_stale {
+            self.rank_of = vec![usize::MAX; self.nodes.len()];
+            self.free_bits = vec![0; self.order.len().div_ceil(64)];
+            for (rank, slot) in self.order.iter().enumerate() {
+                self.rank_of[*slot] = rank;
+                if self.summaries.get(*slot).is_some_and(|s| s.free > 0) {
+                    self.free_bits[rank / 64] |= 1 << (rank % 64);
+                }
+            }
+            self.bits_stale = false;
         }
         Arc::clone(&self.order)
+    }
+
+    /// Per rank in [`Cache::order`] (as last returned), whether the node may have a free
+    /// device, 64 ranks to a word (bit `rank % 64` of word `rank / 64`).
+    pub fn free_bits(&self) -> &[u64] {
+        &self.free_bits
     }
 
     fn node_name(&self, index: usize) -> &str {
@@ -203,6 +368,7 @@ impl Cache {
         }
         let id = self.pools.len();
         self.pools.push(PoolState::default());
+        self.pool_nodes.push(Vec::new());
         self.pool_index.insert(pool.clone(), id);
         id
     }
@@ -217,10 +383,25 @@ impl Cache {
             None => return,
         };
         let ids: Vec<usize> = pools.iter().map(|p| self.pool_id(p)).collect();
+        let Some(slot) = self.node_index.get(name).copied() else {
+            return;
+        };
+        let mut old = Vec::new();
         if let Some(state) = self.node_mut(name) {
-            state.pool_ids = ids;
+            old = std::mem::replace(&mut state.pool_ids, ids.clone());
             state.visible_slices = None;
         }
+        for id in old {
+            if let Some(slots) = self.pool_nodes.get_mut(id) {
+                slots.retain(|s| *s != slot);
+            }
+        }
+        for id in ids {
+            if let Some(slots) = self.pool_nodes.get_mut(id) {
+                slots.push(slot);
+            }
+        }
+        self.dirty.push(slot);
     }
 
     fn node_event(&mut self, event: &Event) {
@@ -233,10 +414,12 @@ impl Cache {
             if let Some(index) = self.node_index.remove(&name) {
                 self.nodes[index] = None;
                 self.order_dirty = true;
+                self.dirty.push(index);
             }
             return;
         }
         let allocatable = node_allocatable(node);
+        self.mark_dirty(&name);
         if let Some(state) = self.node_mut(&name) {
             state.node = node.clone();
             state.allocatable = allocatable;
@@ -264,6 +447,7 @@ impl Cache {
         }
         self.nodes.push(Some(state));
         self.node_index.insert(name.clone(), self.nodes.len() - 1);
+        self.dirty.push(self.nodes.len() - 1);
         self.order_dirty = true;
         self.pending_slices_for(&name);
     }
@@ -302,6 +486,7 @@ impl Cache {
             let id = self.pool_id(&old_pool);
             self.pools[id].slices.remove(&name);
             self.pools[id].recount();
+            self.mark_pool_dirty(id);
             match old_node {
                 Some(old_node) => {
                     if let Some(state) = self.node_mut(&old_node) {
@@ -329,6 +514,7 @@ impl Cache {
             .slices
             .insert(name.clone(), (slice.spec.devices.len(), multi));
         self.pools[id].recount();
+        self.mark_pool_dirty(id);
         self.slice_home
             .insert(name.clone(), (pool, node_name.clone()));
         match node_name {
@@ -351,6 +537,8 @@ impl Cache {
         for state in self.nodes.iter_mut().flatten() {
             state.visible_slices = None;
         }
+        // Whether there are global slices decides whether free devices are bounded at all.
+        self.all_dirty = true;
     }
 
     fn claim_event(&mut self, event: &Event) {
@@ -363,6 +551,9 @@ impl Cache {
         let version = self.claims_version;
         if let Some(old) = &had {
             for (id, device, dedicated) in old {
+                if *dedicated && let Some(slots) = self.pool_nodes.get(*id) {
+                    self.dirty.extend_from_slice(slots);
+                }
                 let state = &mut self.pools[*id];
                 state.changed_at = version;
                 state.claims.remove(&key);
@@ -388,6 +579,9 @@ impl Cache {
             let pool: PoolKey = (result.driver.clone(), result.pool.clone());
             let dedicated = result.admin_access != Some(true) && result.share_id.is_none();
             let id = self.pool_id(&pool);
+            if dedicated {
+                self.mark_pool_dirty(id);
+            }
             let state = &mut self.pools[id];
             state.changed_at = version;
             state.claims.insert(key.clone(), Arc::clone(claim));
@@ -403,35 +597,55 @@ impl Cache {
         let Stored::Pod(pod) = &event.object else {
             return;
         };
-        let key = event.key.clone();
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
-        let old = self.assigned.remove(&key);
+        let node = pod.spec.node_name.as_deref().unwrap_or_default();
+        let counted = now_assigned.then(|| {
+            let requests = pod_requests(pod);
+            let non_zero = pod_non_zero_requests_with(pod, &requests);
+            (requests, non_zero)
+        });
+        if let Some((requests, non_zero)) = &counted
+            && self.assigned.get(&event.key).is_some_and(|a| {
+                a.node == node && a.requests == *requests && a.non_zero == *non_zero
+            })
+        {
+            // A write that leaves an assigned pod's node and requests as they were (its
+            // status, mostly): nothing to recount.
+            self.epoch += 1;
+            return;
+        }
+        let old = self.assigned.remove(&event.key);
         if old.is_none() && !now_assigned {
             return;
         }
         self.epoch += 1;
         if let Some(old) = old
-            && let Some(state) = self.node_mut(&old.node)
+            && let Some(slot) = self.node_index.get(&old.node).copied()
         {
-            state.requested.sub(&old.requests);
-            state.non_zero.0 -= old.non_zero.0;
-            state.non_zero.1 -= old.non_zero.1;
-            state.pods -= 1;
-        }
-        if now_assigned {
-            let node = pod.spec.node_name.clone().unwrap_or_default();
-            let assigned = Assigned {
-                node: node.clone(),
-                requests: pod_requests(pod),
-                non_zero: pod_non_zero_requests(pod),
-            };
-            if let Some(state) = self.node_mut(&node) {
-                state.requested.add(&assigned.requests);
-                state.non_zero.0 += assigned.non_zero.0;
-                state.non_zero.1 += assigned.non_zero.1;
-                state.pods += 1;
+            self.dirty.push(slot);
+            if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                state.requested.sub(&old.requests);
+                state.non_zero.0 -= old.non_zero.0;
+                state.non_zero.1 -= old.non_zero.1;
+                state.pods -= 1;
             }
-            self.assigned.insert(key, assigned);
+        }
+        if let Some((requests, non_zero)) = counted {
+            let assigned = Assigned {
+                node: node.to_string(),
+                requests,
+                non_zero,
+            };
+            if let Some(slot) = self.node_index.get(node).copied() {
+                self.dirty.push(slot);
+                if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                    state.requested.add(&assigned.requests);
+                    state.non_zero.0 += assigned.non_zero.0;
+                    state.non_zero.1 += assigned.non_zero.1;
+                    state.pods += 1;
+                }
+            }
+            self.assigned.insert(event.key.clone(), assigned);
         }
     }
 
@@ -500,12 +714,14 @@ impl Cache {
         }
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
+        // A claim with devices of several pools is in each; one pool lists it once.
+        let several = ids.len() > 1;
         for id in ids {
             let Some(pool_state) = self.pools.get(id) else {
                 continue;
             };
             for (key, claim) in &pool_state.claims {
-                if keys.insert(key) {
+                if !several || keys.insert(key) {
                     out.push(Arc::clone(claim));
                 }
             }

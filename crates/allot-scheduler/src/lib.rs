@@ -43,7 +43,7 @@ pub use cache::{is_assigned, is_terminal};
 
 use crate::cache::Cache;
 use crate::filters::{REASON_CANNOT_ALLOCATE, REASON_CLAIM_NOT_AVAILABLE};
-use crate::resources::{pod_non_zero_requests, pod_requests};
+use crate::resources::{pod_non_zero_requests_with, pod_requests};
 
 /// The name pods use in `spec.schedulerName` for this scheduler.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -198,6 +198,26 @@ fn filter_node(
     claim_elsewhere.then_some(Rejected::Reason(REASON_CLAIM_NOT_AVAILABLE))
 }
 
+/// The fast path's verdict on a node for a pod whose only node-dependent filters are the
+/// free-device bound (without extended resources) and NodeResourcesFit without scalar
+/// resources (`plain_request` is its CPU, memory and ephemeral storage): `Some(false)` when
+/// the bound rejects the node, `Some(true)` when the node passes every filter before
+/// DynamicResources, `None` when it takes [`filter_node`] to say (the node is unschedulable,
+/// tainted or short of resources, or the slot is empty).
+#[inline]
+fn fast_verdict(
+    summary: &cache::NodeSummary,
+    plain_request: &[i64; 3],
+    check_bound: bool,
+    needed_devices: usize,
+) -> Option<bool> {
+    // `free` is UNBOUNDED for nodes without a bound and for empty slots.
+    if check_bound && summary.free < needed_devices {
+        return Some(false);
+    }
+    (summary.plain && summary.fits(plain_request)).then_some(true)
+}
+
 /// What the DynamicResources plugin checks for a pod besides its own claims: the special claim
 /// for extended resources and the node allocatable resources of its devices.
 struct Extras<'a> {
@@ -281,6 +301,12 @@ pub struct Scheduler {
     /// (A resourceVersion that is not a number is kept as `None`, which matches no event.)
     own_writes: BTreeMap<ObjectKey, Option<u64>>,
     next_start: usize,
+    /// The feasible nodes of the batch being scored (kept to reuse the allocation).
+    candidates: Vec<(usize, usize, i64, usize, i64)>,
+    /// Per node slot, the last resource score computed there.
+    fit_memo: Vec<FitMemo>,
+    /// The last time formatted by [`Scheduler::stamp`].
+    stamp_memo: Option<(SimTime, String)>,
 }
 
 impl Scheduler {
@@ -297,6 +323,21 @@ impl Scheduler {
             own_writes: BTreeMap::new(),
             next_start: 0,
             failures: BTreeMap::new(),
+            candidates: Vec::new(),
+            fit_memo: Vec::new(),
+            stamp_memo: None,
+        }
+    }
+
+    /// `now` in RFC 3339 (formatted once per simulated instant).
+    fn stamp(&mut self, now: SimTime) -> String {
+        match &self.stamp_memo {
+            Some((at, text)) if *at == now => text.clone(),
+            _ => {
+                let text = now.rfc3339();
+                self.stamp_memo = Some((now, text.clone()));
+                text
+            }
         }
     }
 
@@ -579,7 +620,7 @@ impl Scheduler {
         verdict: Result<&str, String>,
         now: SimTime,
     ) -> Result<(), SchedulerError> {
-        let stamp = now.rfc3339();
+        let stamp = self.stamp(now);
         let (status, reason, message, node) = match verdict {
             Ok(node) => ("True", None, None, Some(node)),
             Err(message) => ("False", Some("Unschedulable"), Some(message), None),
@@ -859,7 +900,7 @@ impl Scheduler {
             node_allocatable: self.config.node_allocatable_resources,
         };
         let run_dra = !to_allocate.is_empty() || extras.needed();
-        let non_zero = pod_non_zero_requests(&pod);
+        let non_zero = pod_non_zero_requests_with(&pod, &request);
         let avoid = self.avoid.get(key).cloned().unwrap_or_default();
 
         let n = self.cache.node_count();
@@ -931,32 +972,116 @@ impl Scheduler {
                     a.required_during_scheduling_ignored_during_execution
                         .is_some()
                 });
+        // The fast path: a pod the per-node summaries decide for nodes that are neither
+        // unschedulable nor tainted (NodeName, NodeAffinity and the claims' node selectors have
+        // nothing to reject, NodeResourcesFit has no scalar resources to look up, and the
+        // free-device bound needs no node allocatable). It only ever says "feasible"; any
+        // other node goes through `filter_node`, so rejections are counted as before.
+        let fast = !check_affinity
+            && request.scalar.is_empty()
+            && pod.spec.node_name.as_deref().is_none_or(str::is_empty)
+            && extras.extended.is_none()
+            && !claims.iter().any(|pc| {
+                pc.claim
+                    .status
+                    .allocation
+                    .as_ref()
+                    .is_some_and(|a| a.node_selector.is_some())
+            });
+        let plain_request = [request.milli_cpu, request.memory, request.ephemeral_storage];
+        // The fast path rejects nodes without a free device for a pod needing one.
+        let skip_full = fast && check_dra_bound && needed_devices > 0;
+        // Without preferred terms every node's NodeAffinity score input is 0.
+        let prefers_affinity = pod
+            .spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .is_some_and(|a| {
+                !a.preferred_during_scheduling_ignored_during_execution
+                    .is_empty()
+            });
+        // Best first: nodes where binding failed before last, then the DRA score, then the
+        // resource score, then the node name (the rank in name order).
+        let avoid_slots: BTreeSet<usize> =
+            avoid.iter().filter_map(|n| self.cache.slot_of(n)).collect();
+        // Feasible nodes of a batch: (slot, rank in name order, resource score, untolerated
+        // PreferNoSchedule taints, preferred affinity weight), kept between pods.
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut fit_memo = std::mem::take(&mut self.fit_memo);
         while processed < n && chosen.is_none() {
             // Filter a batch of nodes cheaply.
-            // (slot, rank in name order)
-            let mut candidates: Vec<(usize, usize)> =
-                Vec::with_capacity(to_find.min(n - processed));
+            candidates.clear();
+            candidates.reserve(to_find.min(n - processed));
+            let summaries = self.cache.summaries();
+            if fit_memo.len() < summaries.len() {
+                fit_memo.resize(summaries.len(), FitMemo::default());
+            }
+            // The candidate with the best resource score (ties: the first by name), and
+            // whether any candidate has a taint or preferred-affinity score input to work out.
+            let mut best: Option<(i64, usize, usize)> = None;
+            let mut needs_prefs = false;
+            let free_bits = self.cache.free_bits();
             while processed < n && candidates.len() < to_find {
                 let rank = (start + processed) % n;
+                if skip_full {
+                    // Nodes without a free device are rejected by the bound and nothing
+                    // else: pass over them to the next node that may have one.
+                    let word = free_bits.get(rank / 64).copied().unwrap_or(0) >> (rank % 64);
+                    if word & 1 == 0 {
+                        let next = if word != 0 {
+                            rank + word.trailing_zeros() as usize
+                        } else {
+                            free_bits
+                                .iter()
+                                .enumerate()
+                                .skip(rank / 64 + 1)
+                                .find(|(_, w)| **w != 0)
+                                .map_or(n, |(i, w)| i * 64 + w.trailing_zeros() as usize)
+                        };
+                        processed += (next.min(n) - rank).min(n - processed);
+                        continue;
+                    }
+                }
                 let index = order[rank];
                 processed += 1;
-                let Some(state) = self.cache.node(index) else {
+                let Some(summary) = summaries.get(index) else {
                     continue;
                 };
-                if bound_rejects(&self.cache, index, state) {
-                    // Not a candidate whatever the other filters say (a cheap check first:
-                    // when most nodes are full, most nodes end here). Which filter rejects it
-                    // first matters only for the message of a pod that fits nowhere, and is
-                    // worked out then.
-                    continue;
-                }
-                if let Some(rejected) =
-                    filter_node(&pod, state, &request, check_affinity, &claims, &extras)
+                let feasible = match fast
+                    .then(|| fast_verdict(summary, &plain_request, check_dra_bound, needed_devices))
+                    .flatten()
                 {
-                    rejected.count(&mut reasons, &mut taint_reasons);
+                    Some(verdict) => verdict,
+                    None => {
+                        let Some(state) = self.cache.node(index) else {
+                            continue;
+                        };
+                        if bound_rejects(&self.cache, index, state) {
+                            // Not a candidate whatever the other filters say (a cheap check
+                            // first: when most nodes are full, most nodes end here). Which
+                            // filter rejects it first matters only for the message of a pod
+                            // that fits nowhere, and is worked out then.
+                            continue;
+                        }
+                        match filter_node(&pod, state, &request, check_affinity, &claims, &extras) {
+                            Some(rejected) => {
+                                rejected.count(&mut reasons, &mut taint_reasons);
+                                false
+                            }
+                            None => true,
+                        }
+                    }
+                };
+                if !feasible {
                     continue;
                 }
-                candidates.push((index, rank));
+                let fit = fit_memo[index].score(summary, non_zero);
+                if best.is_none_or(|(f, r, _)| fit > f || (fit == f && rank < r)) {
+                    best = Some((fit, rank, index));
+                }
+                needs_prefs |= !summary.plain || prefers_affinity;
+                candidates.push((index, rank, fit, 0, 0));
             }
             if first_batch {
                 // Upstream advances the start index by the nodes it looked at.
@@ -967,29 +1092,60 @@ impl Scheduler {
             // name order only through `order`, so ties compare names.
             let mut taint_max = 0usize;
             let mut affinity_max = 0i64;
-            let prefs: Vec<(usize, i64)> = candidates
-                .iter()
-                .map(|&(index, _)| {
+            if needs_prefs {
+                for candidate in &mut candidates {
+                    let index = candidate.0;
+                    if summaries.get(index).is_some_and(|s| s.plain) && !prefers_affinity {
+                        // No taints, no preferred terms: both inputs are 0.
+                        continue;
+                    }
                     let node = self.cache.node(index).map(|s| &s.node);
                     let taints =
                         node.map_or(0, |n| filters::intolerable_prefer_no_schedule(&pod, n));
                     let affinity = node.map_or(0, |n| filters::preferred_affinity_weight(&pod, n));
                     taint_max = taint_max.max(taints);
                     affinity_max = affinity_max.max(affinity);
-                    (taints, affinity)
-                })
-                .collect();
+                    candidate.3 = taints;
+                    candidate.4 = affinity;
+                }
+            }
+            // Without preference scores, no DRA score and no node to avoid, the best node is
+            // the one with the best resource score: try it before ordering the others.
+            let mut tried = None;
+            if !prioritized
+                && taint_max == 0
+                && affinity_max == 0
+                && avoid_slots.is_empty()
+                && let Some((_, _, index)) = best
+            {
+                if !run_dra {
+                    chosen = Some((index, Vec::new()));
+                    break;
+                }
+                match self.try_allocate(index, &to_allocate, &extras) {
+                    Ok(Some(results)) => {
+                        chosen = Some((index, results));
+                        break;
+                    }
+                    Ok(None) => {
+                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                    }
+                    Err(e) => self.count_rejection(
+                        e,
+                        index,
+                        &mut reasons,
+                        &mut taint_reasons,
+                        &mut explanation,
+                    ),
+                }
+                tried = Some(index);
+            }
             let mut scored: Vec<Scored> = Vec::with_capacity(candidates.len());
-            for (&(index, rank), (taints, affinity)) in candidates.iter().zip(prefs) {
-                let Some(state) = self.cache.node(index) else {
+            for &(index, rank, fit, taints, affinity) in &candidates {
+                if tried == Some(index) {
                     continue;
-                };
-                let mut score = fit_score(
-                    state.allocatable.milli_cpu,
-                    state.non_zero.0 + non_zero.0,
-                    state.allocatable.memory,
-                    state.non_zero.1 + non_zero.1,
-                );
+                }
+                let mut score = fit;
                 // TaintToleration (weight 3) and NodeAffinity (weight 2), normalised as upstream.
                 score += if taint_max > 0 {
                     3 * (100 - 100 * taints as i64 / taint_max as i64)
@@ -1028,10 +1184,6 @@ impl Scheduler {
                     s.0 = if max_dra > 0 { 100 * s.0 / max_dra } else { 0 };
                 }
             }
-            // Best first: nodes where binding failed before last, then the DRA score, then the
-            // resource score, then the node name (the rank in name order).
-            let avoid_slots: BTreeSet<usize> =
-                avoid.iter().filter_map(|n| self.cache.slot_of(n)).collect();
             let avoided = |index: usize| avoid_slots.contains(&index);
             let better = |a: &Scored, b: &Scored| {
                 avoided(a.3)
@@ -1104,6 +1256,8 @@ impl Scheduler {
                 }
             }
         }
+        self.candidates = candidates;
+        self.fit_memo = fit_memo;
         let Some((node_index, results)) = chosen else {
             // Count the nodes the device bound rejected under the filter that rejects them
             // first, as if every filter had run in order. (Nothing the bound reads changed
@@ -1168,7 +1322,7 @@ impl Scheduler {
             .unwrap_or_default();
 
         // Reserve + PreBind: write allocations and reservations.
-        let stamp = now.rfc3339();
+        let stamp = self.stamp(now);
         let with_timestamp = self.config.features.device_binding_conditions
             && self.config.features.resource_claim_device_status;
         let mut result_iter = results.into_iter();
@@ -1583,6 +1737,44 @@ fn equivalence_signature(
     )
 }
 
+/// The last [`fit_score`] computed for a node, with its inputs: nodes change little between
+/// pods, and pods of one workload ask for the same, so the next pod usually finds its score
+/// here. A pure cache: the inputs are compared, whatever changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FitMemo {
+    /// CPU allocatable, CPU requested with the pod's, memory allocatable, memory requested
+    /// with the pod's.
+    inputs: [i64; 4],
+    score: i64,
+}
+
+impl Default for FitMemo {
+    fn default() -> Self {
+        FitMemo {
+            inputs: [0; 4],
+            score: fit_score(0, 0, 0, 0),
+        }
+    }
+}
+
+impl FitMemo {
+    /// The resource score of a node for a pod with these non-zero requests.
+    #[inline]
+    fn score(&mut self, node: &cache::NodeSummary, pod_non_zero: (i64, i64)) -> i64 {
+        let inputs = [
+            node.allocatable[0],
+            node.non_zero.0 + pod_non_zero.0,
+            node.allocatable[1],
+            node.non_zero.1 + pod_non_zero.1,
+        ];
+        if inputs != self.inputs {
+            self.inputs = inputs;
+            self.score = fit_score(inputs[0], inputs[1], inputs[2], inputs[3]);
+        }
+        self.score
+    }
+}
+
 /// NodeResourcesFit's LeastAllocated score plus NodeResourcesBalancedAllocation, each 0..100,
 /// over CPU and memory with equal weights.
 fn fit_score(cpu_alloc: i64, cpu_req: i64, mem_alloc: i64, mem_req: i64) -> i64 {
@@ -1727,16 +1919,21 @@ impl Controller for Scheduler {
                 self.all_unschedulable()
             }
             (Stored::ResourceClaim(claim), event_type) => {
-                let mut keys: BTreeSet<ObjectKey> = BTreeSet::new();
-                let ns = claim.metadata.namespace.clone();
+                // Only pods waiting here (unschedulable or in PreBind) are requeued.
+                if self.unschedulable.is_empty() && self.waiting.is_empty() {
+                    return Vec::new();
+                }
+                let mut keys: Vec<ObjectKey> = Vec::new();
+                let ns = claim.metadata.namespace.as_str();
                 let freed = (event_type == EventType::Deleted || claim.status.allocation.is_none())
                     && self.cache.claim_allocated(&event.key);
                 if freed {
                     keys.extend(self.all_unschedulable());
                 }
-                if let Some(pods) = self
-                    .claim_waiters
-                    .get(&(ns.clone(), claim.metadata.name.clone()))
+                if !self.claim_waiters.is_empty()
+                    && let Some(pods) = self
+                        .claim_waiters
+                        .get(&(ns.to_string(), claim.metadata.name.clone()))
                 {
                     keys.extend(pods.iter().cloned());
                 }
@@ -1746,7 +1943,7 @@ impl Controller for Scheduler {
                     .iter()
                     .filter(|o| o.kind == "Pod")
                 {
-                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), owner.name.clone()));
+                    keys.push(ObjectKey::new(Kind::Pod, ns, owner.name.clone()));
                 }
                 for consumer in claim
                     .status
@@ -1754,11 +1951,13 @@ impl Controller for Scheduler {
                     .iter()
                     .filter(|r| r.resource == "pods")
                 {
-                    keys.insert(ObjectKey::new(Kind::Pod, ns.clone(), consumer.name.clone()));
+                    keys.push(ObjectKey::new(Kind::Pod, ns, consumer.name.clone()));
                 }
-                keys.into_iter()
-                    .filter(|k| self.unschedulable.contains(k) || self.waiting.contains_key(k))
-                    .collect()
+                keys.retain(|k| self.unschedulable.contains(k) || self.waiting.contains_key(k));
+                // In key order, each once.
+                keys.sort_unstable();
+                keys.dedup();
+                keys
             }
             _ => Vec::new(),
         }
@@ -1785,6 +1984,9 @@ impl Controller for Scheduler {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod summary_tests;
 
 #[cfg(test)]
 mod feasible_nodes_tests {

@@ -320,6 +320,11 @@ fn aggregate(pod: &Pod, dra: &DraFootprint, read: &dyn Fn(&Container) -> Resourc
 
 /// CPU and memory for scoring, with upstream's defaults for containers that request none.
 pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
+    pod_non_zero_requests_with(pod, &pod_requests(pod))
+}
+
+/// [`pod_non_zero_requests`] given the pod's [`pod_requests`] (`total`).
+pub fn pod_non_zero_requests_with(pod: &Pod, total: &Resources) -> (i64, i64) {
     let mut cpu = 0i64;
     let mut memory = 0i64;
     for container in &pod.spec.containers {
@@ -335,7 +340,6 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
             r.memory
         };
     }
-    let total = pod_requests(pod);
     (cpu.max(total.milli_cpu), memory.max(total.memory))
 }
 
