@@ -1015,7 +1015,14 @@ impl NodeAgent {
         let claims = claims::ready_claims(store, pod).unwrap_or_default();
         // The files follow the claims and the slices of their devices: when neither changed
         // since they were written, they would come out the same.
-        let inputs = self.metadata_inputs(store, &claims);
+        // The claims were just read from the store: their resourceVersions are those stored.
+        let inputs: MetadataInputs = (
+            self.slice_events.get(),
+            claims
+                .iter()
+                .map(|pc| pc.claim.metadata.resource_version.clone())
+                .collect(),
+        );
         let admitted = self.pods.get(key);
         if admitted.is_some_and(|a| {
             a.metadata_inputs == inputs
