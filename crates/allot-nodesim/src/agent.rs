@@ -133,12 +133,15 @@ struct PreparedClaim {
 /// looked up once per reconcile: several steps need them, and the agent's own writes in
 /// between touch no slice. Devices not looked up in advance fall through to the store.
 struct Devices {
-    found: Vec<(DeviceId, Option<(Arc<ResourceSlice>, usize)>)>,
+    found: Vec<(DeviceId, Option<FoundDevice>)>,
 }
+
+/// A device's slice (shared with the store) and its index in the slice's device list.
+type FoundDevice = (Arc<ResourceSlice>, usize);
 
 impl Devices {
     fn new(agent: &NodeAgent, store: &Store, claims: &[PodClaim]) -> Devices {
-        let mut found: Vec<(DeviceId, Option<(Arc<ResourceSlice>, usize)>)> = Vec::new();
+        let mut found: Vec<(DeviceId, Option<FoundDevice>)> = Vec::new();
         for pc in claims {
             let Some(allocation) = &pc.claim.status.allocation else {
                 continue;

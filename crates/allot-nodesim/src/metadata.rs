@@ -318,8 +318,10 @@ mod tests {
         claim.metadata.name = "pod-0-gpu-x7k2m".into();
         claim.metadata.namespace = "team \"a\"".into();
         claim.metadata.uid = "0001".into();
-        let mut device = Device::default();
-        device.name = "gpu-0".into();
+        let mut device = Device {
+            name: "gpu-0".into(),
+            ..Device::default()
+        };
         device.attributes.insert(
             "model".into(),
             DeviceAttribute {
