@@ -15,7 +15,7 @@
 //!   `status.extendedResourceClaimStatus`).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use allot_api::core::v1::{Pod, PodResourceClaim, PodResourceClaimStatus};
 use allot_api::meta::v1::{ObjectMeta, OwnerReference};
@@ -23,7 +23,7 @@ use allot_api::resource::v1::{
     ResourceClaim, ResourceClaimConsumerReference, ResourceClaimTemplate,
 };
 use allot_api::scheduling::v1beta1::{PodGroup, PodGroupResourceClaimStatus};
-use allot_runtime::{Action, Context, Controller};
+use allot_runtime::{Action, Context, Controller, SimTime};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 /// The annotation naming the pod claim a generated claim was made for.
@@ -62,18 +62,23 @@ pub struct ResourceClaimController {
 
 /// Claims by (namespace, controller owner uid), kept from the store's event log, so that
 /// finding the claim generated for an owner does not scan every claim of the namespace
-/// (upstream's controller indexes claims by owner for the same reason).
+/// (upstream's controller indexes claims by owner for the same reason). Keyed by namespace
+/// first so that lookups borrow their keys; a claim event that leaves the claim's controller
+/// owners as they were costs two lookups.
 #[derive(Debug, Default)]
 struct OwnerIndex {
     seen_rv: u64,
-    /// (namespace, owner uid) -> claim names.
-    by_owner: BTreeMap<(String, String), BTreeSet<String>>,
-    /// (namespace, claim name) -> its controller owners' uids.
-    owners_of: BTreeMap<(String, String), Vec<String>>,
+    /// namespace -> owner uid -> claim names.
+    by_owner: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// namespace -> claim name -> its controller owners' uids.
+    owners_of: HashMap<String, HashMap<String, Vec<String>>>,
 }
 
 impl OwnerIndex {
     fn sync(&mut self, store: &Store) {
+        if store.resource_version() <= self.seen_rv {
+            return;
+        }
         let events = store.events_since(self.seen_rv);
         let Some(last) = events.last() else { return };
         self.seen_rv = last.resource_version;
@@ -81,42 +86,65 @@ impl OwnerIndex {
             let Stored::ResourceClaim(claim) = &event.object else {
                 continue;
             };
-            let claim_key = (event.key.namespace.clone(), event.key.name.clone());
-            for uid in self.owners_of.remove(&claim_key).unwrap_or_default() {
-                let owner_key = (claim_key.0.clone(), uid);
-                if let Some(names) = self.by_owner.get_mut(&owner_key) {
-                    names.remove(&claim_key.1);
-                    if names.is_empty() {
-                        self.by_owner.remove(&owner_key);
+            let (namespace, name) = (event.key.namespace.as_str(), event.key.name.as_str());
+            let deleted = event.event_type == EventType::Deleted;
+            let uids = || {
+                claim
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .filter(|o| o.controller == Some(true))
+                    .map(|o| o.uid.as_str())
+            };
+            let before = self.owners_of.get(namespace).and_then(|m| m.get(name));
+            let unchanged = match before {
+                Some(old) => !deleted && old.iter().map(String::as_str).eq(uids()),
+                None => deleted || uids().next().is_none(),
+            };
+            if unchanged {
+                continue;
+            }
+            let old = self
+                .owners_of
+                .get_mut(namespace)
+                .and_then(|m| m.remove(name))
+                .unwrap_or_default();
+            if let Some(owners) = self.by_owner.get_mut(namespace) {
+                for uid in &old {
+                    if let Some(names) = owners.get_mut(uid) {
+                        names.remove(name);
+                        if names.is_empty() {
+                            owners.remove(uid);
+                        }
                     }
                 }
             }
-            if event.event_type == EventType::Deleted {
+            if deleted {
                 continue;
             }
-            let uids: Vec<String> = claim
-                .metadata
-                .owner_references
-                .iter()
-                .filter(|o| o.controller == Some(true))
-                .map(|o| o.uid.clone())
-                .collect();
+            let uids: Vec<String> = uids().map(str::to_string).collect();
+            if uids.is_empty() {
+                continue;
+            }
+            let owners = self.by_owner.entry(namespace.to_string()).or_default();
             for uid in &uids {
-                self.by_owner
-                    .entry((claim_key.0.clone(), uid.clone()))
+                owners
+                    .entry(uid.clone())
                     .or_default()
-                    .insert(claim_key.1.clone());
+                    .insert(name.to_string());
             }
-            if !uids.is_empty() {
-                self.owners_of.insert(claim_key, uids);
-            }
+            self.owners_of
+                .entry(namespace.to_string())
+                .or_default()
+                .insert(name.to_string(), uids);
         }
     }
 
     /// Names of the claims in `namespace` with a controller owner of this uid, in name order.
     fn owned(&self, namespace: &str, uid: &str) -> impl Iterator<Item = &String> {
         self.by_owner
-            .get(&(namespace.to_string(), uid.to_string()))
+            .get(namespace)
+            .and_then(|owners| owners.get(uid))
             .into_iter()
             .flatten()
     }
@@ -428,6 +456,26 @@ pub fn pod_claim_names(store: &Store, pod: &Pod) -> Vec<(String, Option<String>)
         .collect()
 }
 
+/// `now.rfc3339()`, remembering the last answer: a run formats the same second for many
+/// writes in a row.
+fn rfc3339(now: SimTime) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    let second = now.seconds();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((s, text)) if *s == second => text.clone(),
+            _ => {
+                let text = now.rfc3339();
+                *last = Some((second, text.clone()));
+                text
+            }
+        }
+    })
+}
+
 fn owner_reference(kind: &str, api_version: &str, meta: &ObjectMeta) -> OwnerReference {
     OwnerReference {
         api_version: api_version.into(),
@@ -475,7 +523,7 @@ impl ResourceClaimController {
         claim.metadata.owner_references = vec![owner];
         claim.spec = template.spec.spec.clone();
         let created = store
-            .create_shared(claim, &ctx.now.rfc3339())
+            .create_shared(claim, &rfc3339(ctx.now))
             .map_err(|e| e.to_string())?;
         let name = created.metadata.name.clone();
         self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);
@@ -752,6 +800,15 @@ impl Controller for ResourceClaimController {
         };
         match &event.object {
             Stored::Pod(pod) => {
+                // A pod without claims (its claim entries cannot be added later) and without an
+                // extended-resource claim wakes nothing. Judged on the event's copy: if the pod
+                // as stored differs, a later event of the same batch judges that one.
+                if pod.spec.resource_claims.is_empty()
+                    && pod.status.resource_claim_statuses.is_empty()
+                    && pod.status.extended_resource_claim_status.is_none()
+                {
+                    return Vec::new();
+                }
                 let mut keys = Vec::new();
                 if event.event_type != EventType::Deleted
                     && let Some(current) = store.get::<Pod>(ns, &event.key.name)

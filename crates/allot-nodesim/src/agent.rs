@@ -129,6 +129,65 @@ struct PreparedClaim {
     drivers: BTreeMap<String, bool>,
 }
 
+/// The devices of a pod's claims as their slices list them ([`NodeAgent::find_device`]),
+/// looked up once per reconcile: several steps need them, and the agent's own writes in
+/// between touch no slice. Devices not looked up in advance fall through to the store.
+struct Devices {
+    found: Vec<(DeviceId, Option<FoundDevice>)>,
+}
+
+/// A device's slice (shared with the store) and its index in the slice's device list.
+type FoundDevice = (Arc<ResourceSlice>, usize);
+
+impl Devices {
+    fn new(agent: &NodeAgent, store: &Store, claims: &[PodClaim]) -> Devices {
+        let mut found: Vec<(DeviceId, Option<FoundDevice>)> = Vec::new();
+        for pc in claims {
+            let Some(allocation) = &pc.claim.status.allocation else {
+                continue;
+            };
+            for r in &allocation.devices.results {
+                if found
+                    .iter()
+                    .any(|(id, _)| id.0 == r.driver && id.1 == r.pool && id.2 == r.device)
+                {
+                    continue;
+                }
+                let hit = agent
+                    .find_device(store, &r.driver, &r.pool, &r.device)
+                    .and_then(|(slice, _)| {
+                        let index = slice.spec.devices.iter().position(|d| d.name == r.device)?;
+                        let shared = store.get_shared::<ResourceSlice>("", &slice.metadata.name)?;
+                        Some((shared.clone(), index))
+                    });
+                found.push(((r.driver.clone(), r.pool.clone(), r.device.clone()), hit));
+            }
+        }
+        Devices { found }
+    }
+
+    /// [`NodeAgent::find_device`], answered from what was looked up in advance.
+    fn get<'a>(
+        &'a self,
+        agent: &NodeAgent,
+        store: &'a Store,
+        driver: &str,
+        pool: &str,
+        device: &str,
+    ) -> Option<(&'a ResourceSlice, &'a Device)> {
+        match self
+            .found
+            .iter()
+            .find(|(id, _)| id.0 == driver && id.1 == pool && id.2 == device)
+        {
+            Some((_, hit)) => hit
+                .as_ref()
+                .map(|(slice, index)| (&**slice, &slice.spec.devices[*index])),
+            None => agent.find_device(store, driver, pool, device),
+        }
+    }
+}
+
 /// The kubelet of one node, as a reconcile loop over pods bound to it.
 pub struct NodeAgent {
     name: &'static str,
@@ -147,6 +206,8 @@ pub struct NodeAgent {
     health: HealthCache,
     device_pods: BTreeMap<DeviceId, BTreeSet<ObjectKey>>,
     device_plugin_numa: BTreeMap<(String, String), Option<u32>>,
+    /// Pools of the pods' devices added to `subscriptions` (so that each is added once).
+    subscribed_pools: BTreeSet<(String, String)>,
     log: MetadataLog,
     /// ResourceSlice events seen (a slice of a pool the pods' devices come from changed).
     slice_events: Cell<u64>,
@@ -215,6 +276,7 @@ impl NodeAgent {
             health: HealthCache::default(),
             device_pods: BTreeMap::new(),
             device_plugin_numa,
+            subscribed_pools: BTreeSet::new(),
             log: MetadataLog::default(),
             slice_events: Cell::new(0),
             subscriptions: Subscriptions::detached(),
@@ -442,7 +504,7 @@ impl NodeAgent {
         pc: &PodClaim,
         pod_uid: &str,
         honours_skip: bool,
-        now: SimTime,
+        stamp: &str,
     ) -> Result<(), String> {
         let uid = pc.claim.metadata.uid.clone();
         if let Some(p) = self.prepared.get_mut(&uid) {
@@ -483,7 +545,6 @@ impl NodeAgent {
         if !self.config.features.resource_claim_device_status || drivers.is_empty() {
             return Ok(());
         }
-        let stamp = now.rfc3339();
         let node = self.config.node_name.clone();
         let results = allocation.devices.results.clone();
         let generation = pc.claim.metadata.generation;
@@ -526,7 +587,7 @@ impl NodeAgent {
                                 type_: READY.into(),
                                 status: "True".into(),
                                 observed_generation: generation,
-                                last_transition_time: stamp.clone(),
+                                last_transition_time: stamp.to_string(),
                                 reason: PREPARED_REASON.into(),
                                 message: format!(
                                     "prepared by the {} kubelet plugin on node {node}",
@@ -548,6 +609,7 @@ impl NodeAgent {
         store: &Store,
         pod: &Pod,
         claims: &[PodClaim],
+        found: &Devices,
     ) -> BTreeSet<Arc<Path>> {
         let mut paths = BTreeSet::new();
         let prefix = PathBuf::from(&self.config.node_name)
@@ -595,8 +657,8 @@ impl NodeAgent {
                             request: &r.request,
                             pool: &r.pool,
                             name: &r.device,
-                            device: self
-                                .find_device(store, &r.driver, &r.pool, &r.device)
+                            device: found
+                                .get(self, store, &r.driver, &r.pool, &r.device)
                                 .map(|(_, d)| d),
                             network_data: claim
                                 .status
@@ -651,6 +713,7 @@ impl NodeAgent {
         store: &Store,
         pod: &Pod,
         claims: &[PodClaim],
+        found: &Devices,
         now: SimTime,
     ) -> (BTreeMap<String, Vec<serde_json::Value>>, Option<SimTime>) {
         let mut out = BTreeMap::new();
@@ -681,8 +744,8 @@ impl NodeAgent {
                     }
                     let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
                     let health = if called.contains(&r.driver) {
-                        let report = self
-                            .find_device(store, &r.driver, &r.pool, &r.device)
+                        let report = found
+                            .get(self, store, &r.driver, &r.pool, &r.device)
                             .map(|(slice, _)| health::reported(slice, &r.device))
                             .unwrap_or_else(|| "Unknown".into());
                         self.health.observe(&id, &report, now);
@@ -773,12 +836,13 @@ impl NodeAgent {
             return Ok(Action::Done);
         }
         self.set_waiting(key, false);
-        let now = ctx.now.rfc3339();
+        let now = rfc3339(ctx.now);
+        let found = Devices::new(self, store, &claims);
         // The pod's node-allocatable claim statuses: the scheduler's, or (for a pod it did not
         // place) those the agent records for it below.
         let node_allocatable = if self.config.features.node_allocatable_resources {
             let find =
-                |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
+                |d: &str, p: &str, n: &str| found.get(self, store, d, p, n).map(|(_, dev)| dev);
             claims::node_allocatable_statuses(pod, &claims, &find)
         } else {
             Vec::new()
@@ -831,15 +895,19 @@ impl NodeAgent {
         }
         let uid = pod.metadata.uid.clone();
         for pc in &claims {
-            self.prepare(store, pc, &uid, honours_skip, ctx.now)?;
+            self.prepare(store, pc, &uid, honours_skip, &now)?;
         }
         let mut devices = Vec::new();
         for pc in &claims {
             if let Some(a) = &pc.claim.status.allocation {
                 for r in &a.devices.results {
                     let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
-                    self.subscriptions
-                        .add(Topic::Pool(id.0.clone(), id.1.clone()));
+                    let pool = (id.0.clone(), id.1.clone());
+                    if !self.subscribed_pools.contains(&pool) {
+                        self.subscriptions
+                            .add(Topic::Pool(pool.0.clone(), pool.1.clone()));
+                        self.subscribed_pools.insert(pool);
+                    }
                     self.device_pods
                         .entry(id.clone())
                         .or_default()
@@ -848,7 +916,7 @@ impl NodeAgent {
                 }
             }
         }
-        let files = self.write_metadata(store, pod, &claims);
+        let files = self.write_metadata(store, pod, &claims, &found);
         let metadata_inputs = self.metadata_inputs(store, &claims);
         // An admitted pod's events matter even if it no longer names this node.
         self.subscriptions.add(Topic::Object(key.clone()));
@@ -873,10 +941,11 @@ impl NodeAgent {
             },
         );
         self.requested.add(&footprint);
-        let annotation = self.annotation(store, pod, &admission, &claims);
-        let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
+        let annotation = self.annotation(store, pod, &admission, &claims, &found);
+        let (health, next) = self.health_statuses(store, pod, &claims, &found, ctx.now);
+        let before = store.resource_version();
         write_running(store, key, pod, &now, annotation, node_allocatable, &health)?;
-        self.settle(store, key, next);
+        self.settle(store, key, pod, before, next);
         Ok(requeue(next, ctx.now))
     }
 
@@ -886,6 +955,7 @@ impl NodeAgent {
         pod: &Pod,
         admission: &PodAdmission,
         claims: &[PodClaim],
+        found: &Devices,
     ) -> String {
         let node = &self.kubelet;
         let uid = pod.metadata.uid.as_str();
@@ -901,7 +971,7 @@ impl NodeAgent {
                 .unwrap_or_default()
         };
         let device_of =
-            |d: &str, p: &str, n: &str| self.find_device(store, d, p, n).map(|(_, dev)| dev);
+            |d: &str, p: &str, n: &str| found.get(self, store, d, p, n).map(|(_, dev)| dev);
         podresources::annotation(
             pod,
             admission,
@@ -913,13 +983,24 @@ impl NodeAgent {
     }
 
     /// Records that the pod's status as stored now is current, unless a health answer changes
-    /// by itself at `next`.
-    fn settle(&mut self, store: &Store, key: &ObjectKey, next: Option<SimTime>) {
-        let version = next
-            .is_none()
-            .then(|| store.get::<Pod>(&key.namespace, &key.name))
-            .flatten()
-            .map(|p| p.metadata.resource_version.clone());
+    /// by itself at `next`. `pod` is the pod as read before its status write, which the store
+    /// took (or found changing nothing) when its resourceVersion was `before`: the pod's
+    /// resourceVersion is then the store's newest if the write happened, else the one read.
+    fn settle(
+        &mut self,
+        store: &Store,
+        key: &ObjectKey,
+        pod: &Pod,
+        before: u64,
+        next: Option<SimTime>,
+    ) {
+        let version = next.is_none().then(|| {
+            if store.resource_version() == before {
+                pod.metadata.resource_version.clone()
+            } else {
+                store.resource_version().to_string()
+            }
+        });
         if let Some(admitted) = self.pods.get_mut(key) {
             admitted.settled = version;
         }
@@ -937,7 +1018,14 @@ impl NodeAgent {
         let claims = claims::ready_claims(store, pod).unwrap_or_default();
         // The files follow the claims and the slices of their devices: when neither changed
         // since they were written, they would come out the same.
-        let inputs = self.metadata_inputs(store, &claims);
+        // The claims were just read from the store: their resourceVersions are those stored.
+        let inputs: MetadataInputs = (
+            self.slice_events.get(),
+            claims
+                .iter()
+                .map(|pc| pc.claim.metadata.resource_version.clone())
+                .collect(),
+        );
         let admitted = self.pods.get(key);
         if admitted.is_some_and(|a| {
             a.metadata_inputs == inputs
@@ -947,14 +1035,16 @@ impl NodeAgent {
             // was last known current: the files and the status would come out the same.
             return Ok(Action::Done);
         }
+        let found = Devices::new(self, store, &claims);
         if admitted.is_none_or(|a| a.metadata_inputs != inputs) {
-            let files = self.write_metadata(store, pod, &claims);
+            let files = self.write_metadata(store, pod, &claims, &found);
             if let Some(admitted) = self.pods.get_mut(key) {
                 admitted.files.extend(files);
                 admitted.metadata_inputs = inputs;
             }
         }
-        let (health, next) = self.health_statuses(store, pod, &claims, ctx.now);
+        let (health, next) = self.health_statuses(store, pod, &claims, &found, ctx.now);
+        let before = store.resource_version();
         if !health.is_empty() && !allocated_status_current(pod, &health) {
             store
                 .modify::<Pod, _>(&key.namespace, &key.name, |p| {
@@ -962,9 +1052,29 @@ impl NodeAgent {
                 })
                 .map_err(|e| e.to_string())?;
         }
-        self.settle(store, key, next);
+        self.settle(store, key, pod, before, next);
         Ok(requeue(next, ctx.now))
     }
+}
+
+/// `now.rfc3339()`, remembering the last answer: a run formats the same second for many
+/// writes in a row.
+fn rfc3339(now: SimTime) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    let second = now.seconds();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((s, text)) if *s == second => text.clone(),
+            _ => {
+                let text = now.rfc3339();
+                *last = Some((second, text.clone()));
+                text
+            }
+        }
+    })
 }
 
 fn requeue(next: Option<SimTime>, now: SimTime) -> Action {
@@ -1051,7 +1161,7 @@ fn write_waiting(
     now: SimTime,
     message: &str,
 ) -> Result<(), String> {
-    let now = now.rfc3339();
+    let now = rfc3339(now);
     let names = |list: &[allot_api::core::v1::Container]| -> Vec<String> {
         list.iter().map(|c| c.name.clone()).collect()
     };
@@ -1377,9 +1487,10 @@ impl Controller for NodeAgent {
             .keys()
             .map(|(d, p, _)| (d.clone(), p.clone()))
             .collect();
-        for (driver, pool) in pools {
-            subscriptions.add(Topic::Pool(driver, pool));
+        for (driver, pool) in &pools {
+            subscriptions.add(Topic::Pool(driver.clone(), pool.clone()));
         }
+        self.subscribed_pools = pools;
         self.subscriptions = subscriptions;
         true
     }

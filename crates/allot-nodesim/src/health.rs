@@ -57,19 +57,26 @@ pub(crate) struct HealthCache {
 impl HealthCache {
     /// Records what the driver reports now.
     pub fn observe(&mut self, device: &DeviceId, report: &str, now: SimTime) {
-        let entry = self
-            .devices
-            .entry(device.clone())
-            .or_insert_with(|| DeviceHealth {
-                last: "Healthy".into(),
-                stopped_at: None,
-            });
+        if !self.devices.contains_key(device) {
+            self.devices.insert(
+                device.clone(),
+                DeviceHealth {
+                    last: "Healthy".into(),
+                    stopped_at: None,
+                },
+            );
+        }
+        let Some(entry) = self.devices.get_mut(device) else {
+            return;
+        };
         if report == "Unknown" {
             if entry.stopped_at.is_none() {
                 entry.stopped_at = Some(now);
             }
         } else {
-            entry.last = report.to_string();
+            if entry.last != report {
+                entry.last = report.to_string();
+            }
             entry.stopped_at = None;
         }
     }

@@ -215,20 +215,45 @@ impl Serialize for DeviceEntry<'_> {
     }
 }
 
+/// How every object of a stream starts, up to its `apiVersion` value.
+const OBJECT_PREFIX: &[u8] = b"{\n  \"kind\": \"DeviceMetadata\",\n  \"apiVersion\": ";
+
 /// The file's bytes: one object per version, each on its own lines, with `kind`,
-/// `apiVersion` and the generation filled in.
+/// `apiVersion` and the generation filled in. The objects differ only in `apiVersion`: the
+/// first one is serialized, the others copy it around their own version.
 pub(crate) fn render(content: &Content<'_>, generation: i64, versions: &[String]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1024);
+    // The first object's bytes and where its apiVersion value sits in them.
+    let mut first: Option<(usize, usize, usize, usize)> = None;
     for version in versions {
+        let start = out.len();
+        if let Some((from, value, value_end, end)) = first {
+            out.extend_from_within(from..value);
+            if serde_json::to_writer(&mut out, version.as_str()).is_ok() {
+                out.extend_from_within(value_end..end);
+                out.push(b'\n');
+                continue;
+            }
+            out.truncate(start);
+        }
         let object = Object {
             api_version: version,
             generation,
             content,
         };
-        let start = out.len();
         if serde_json::to_writer_pretty(&mut out, &object).is_err() {
             out.truncate(start);
             continue;
+        }
+        if first.is_none() {
+            let value = start + OBJECT_PREFIX.len();
+            let quoted = serde_json::to_vec(version.as_str()).unwrap_or_default();
+            let value_end = value + quoted.len();
+            if out.get(start..value) == Some(OBJECT_PREFIX)
+                && out.get(value..value_end) == Some(quoted.as_slice())
+            {
+                first = Some((start, value, value_end, out.len()));
+            }
         }
         out.push(b'\n');
     }
@@ -277,5 +302,67 @@ impl Generations {
     /// Forgets the files of an unprepared claim.
     pub fn forget(&mut self, claim_uid: &str) {
         self.files.retain(|(uid, _), _| uid != claim_uid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_api::resource::v1::DeviceAttribute;
+
+    /// A stream of several versions is the objects rendered one version at a time, in order
+    /// (the later objects are copied from the first around their own apiVersion).
+    #[test]
+    fn each_version_renders_as_if_alone() {
+        let mut claim = ResourceClaim::default();
+        claim.metadata.name = "pod-0-gpu-x7k2m".into();
+        claim.metadata.namespace = "team \"a\"".into();
+        claim.metadata.uid = "0001".into();
+        let mut device = Device {
+            name: "gpu-0".into(),
+            ..Device::default()
+        };
+        device.attributes.insert(
+            "model".into(),
+            DeviceAttribute {
+                string_value: Some("A100 \u{e9}".into()),
+                ..DeviceAttribute::default()
+            },
+        );
+        let devices = [
+            MetadataDevice {
+                request: "gpu",
+                pool: "node-0",
+                name: "gpu-0",
+                device: Some(&device),
+                network_data: None,
+            },
+            MetadataDevice {
+                request: "gpu/small",
+                pool: "node-0",
+                name: "gpu-1",
+                device: None,
+                network_data: None,
+            },
+        ];
+        let versions = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for pod_claim in [None, Some("gpu")] {
+            let c = content(&claim, pod_claim, "gpu.example.com", &devices);
+            for list in [
+                versions(&[METADATA_API_V1BETA1, METADATA_API_V1ALPHA1]),
+                versions(&[METADATA_API_V1ALPHA1, METADATA_API_V1BETA1, "x\"y"]),
+                versions(&[METADATA_API_V1BETA1]),
+            ] {
+                let one_by_one: Vec<u8> = list
+                    .iter()
+                    .flat_map(|v| render(&c, 3, std::slice::from_ref(v)))
+                    .collect();
+                let together = render(&c, 3, &list);
+                assert_eq!(
+                    String::from_utf8(together).unwrap(),
+                    String::from_utf8(one_by_one).unwrap()
+                );
+            }
+        }
     }
 }
