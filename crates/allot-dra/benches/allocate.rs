@@ -7,7 +7,7 @@ use allot_dra::{CelCache, Scenario, allocate_with_cache};
 /// The allocator the `allot` binary ships with: the allocator allocates many small
 /// vectors per call, and mimalloc serves them far faster than glibc's malloc.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const BENCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/dra");

@@ -9,7 +9,7 @@ use allot_dra::{CelCache, Scenario, allocate_with_cache};
 /// The allocator the `allot` binary ships with: the allocator allocates many small
 /// vectors per call, and mimalloc serves them far faster than glibc's malloc.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

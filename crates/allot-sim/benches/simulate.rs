@@ -7,7 +7,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// The allocator the `allot` binary runs with.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 
 fn bench(c: &mut Criterion) {
     // As the `allot` binary does.

@@ -8,7 +8,7 @@ use allot_sim::generate::{GenOptions, load_generated};
 
 /// The allocator the `allot` binary runs with.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 
 /// User plus system CPU seconds of this process so far (Linux; `None` elsewhere). On a busy
 /// machine CPU time says more than wall time.

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 /// mimalloc: the engines allocate many small vectors per decision (the DRA search above all),
 /// and it serves them several times faster than glibc's malloc.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 
 /// Kubernetes resource management, rebuilt: DRA allocation, kubelet resource managers and a
 /// control plane around them.
