@@ -121,17 +121,20 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Gives every ResourceSlice without a `metadata.uid` or `metadata.resourceVersion` one, as
-    /// a store assigns them when it admits objects: the allocator recognises slices it already
-    /// prepared by these two (see [`crate::CelCache`]), so callers that keep a cache across
-    /// calls over the same objects (benchmarks, simulations) should call this first.
+    /// Gives every ResourceSlice and DeviceClass without a `metadata.uid` or
+    /// `metadata.resourceVersion` one, as a store assigns them when it admits objects: the
+    /// allocator recognises slices and classes it already prepared by these two (see
+    /// [`crate::CelCache`]), so callers that keep a cache across calls over the same objects
+    /// (benchmarks, simulations) should call this first.
     pub fn assign_identities(&mut self) {
-        for (index, slice) in self.slices.iter_mut().enumerate() {
-            if slice.metadata.uid.is_empty() {
-                slice.metadata.uid = format!("scenario-slice-{index}");
+        let slices = self.slices.iter_mut().map(|s| ("slice", &mut s.metadata));
+        let classes = self.classes.iter_mut().map(|c| ("class", &mut c.metadata));
+        for (index, (kind, meta)) in slices.chain(classes).enumerate() {
+            if meta.uid.is_empty() {
+                meta.uid = format!("scenario-{kind}-{index}");
             }
-            if slice.metadata.resource_version.is_empty() {
-                slice.metadata.resource_version = "1".to_string();
+            if meta.resource_version.is_empty() {
+                meta.resource_version = "1".to_string();
             }
         }
     }

@@ -38,7 +38,8 @@ pub(crate) struct Column {
 #[derive(PartialEq, Eq)]
 struct Key {
     node: String,
-    labels: BTreeMap<String, String>,
+    /// The node's labels in key order (a flat list: cheaper to walk than a second map).
+    labels: Vec<(String, String)>,
     features: Features,
     /// `(uid, resourceVersion)` of every slice, in input order.
     slices: Vec<(String, String)>,
@@ -72,7 +73,12 @@ impl Key {
             .collect::<Option<Vec<_>>>()?;
         Some(Key {
             node: node.metadata.name.clone(),
-            labels: node.metadata.labels.clone(),
+            labels: node
+                .metadata
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             features: *features,
             slices,
         })
@@ -471,6 +477,9 @@ mod tests {
         let cache = CelCache::default();
         let mut scenario = Scenario::parse(GPU8).expect("scenario");
         scenario.assign_identities();
+        // First a class without an identity (recognised by its spec).
+        scenario.classes[0].metadata.uid.clear();
+        scenario.classes[0].metadata.resource_version.clear();
         // The first call prepares the view, the second makes and keeps the fast path's plan,
         // the third uses it.
         for _ in 0..3 {
