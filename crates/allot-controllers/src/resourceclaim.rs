@@ -23,7 +23,7 @@ use allot_api::resource::v1::{
     ResourceClaim, ResourceClaimConsumerReference, ResourceClaimTemplate,
 };
 use allot_api::scheduling::v1beta1::{PodGroup, PodGroupResourceClaimStatus};
-use allot_runtime::{Action, Context, Controller, SimTime};
+use allot_runtime::{Action, Context, Controller};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 /// The annotation naming the pod claim a generated claim was made for.
@@ -456,26 +456,6 @@ pub fn pod_claim_names(store: &Store, pod: &Pod) -> Vec<(String, Option<String>)
         .collect()
 }
 
-/// `now.rfc3339()`, remembering the last answer: a run formats the same second for many
-/// writes in a row.
-fn rfc3339(now: SimTime) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
-    }
-    let second = now.seconds();
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        match &*last {
-            Some((s, text)) if *s == second => text.clone(),
-            _ => {
-                let text = now.rfc3339();
-                *last = Some((second, text.clone()));
-                text
-            }
-        }
-    })
-}
-
 fn owner_reference(kind: &str, api_version: &str, meta: &ObjectMeta) -> OwnerReference {
     OwnerReference {
         api_version: api_version.into(),
@@ -523,7 +503,7 @@ impl ResourceClaimController {
         claim.metadata.owner_references = vec![owner];
         claim.spec = template.spec.spec.clone();
         let created = store
-            .create_shared(claim, &rfc3339(ctx.now))
+            .create_shared(claim, &ctx.now.rfc3339())
             .map_err(|e| e.to_string())?;
         let name = created.metadata.name.clone();
         self.remember_generated(&namespace, &owner_meta.uid, claim_name, &name);

@@ -836,7 +836,7 @@ impl NodeAgent {
             return Ok(Action::Done);
         }
         self.set_waiting(key, false);
-        let now = rfc3339(ctx.now);
+        let now = ctx.now.rfc3339();
         let found = Devices::new(self, store, &claims);
         // The pod's node-allocatable claim statuses: the scheduler's, or (for a pod it did not
         // place) those the agent records for it below.
@@ -1057,26 +1057,6 @@ impl NodeAgent {
     }
 }
 
-/// `now.rfc3339()`, remembering the last answer: a run formats the same second for many
-/// writes in a row.
-fn rfc3339(now: SimTime) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
-    }
-    let second = now.seconds();
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        match &*last {
-            Some((s, text)) if *s == second => text.clone(),
-            _ => {
-                let text = now.rfc3339();
-                *last = Some((second, text.clone()));
-                text
-            }
-        }
-    })
-}
-
 fn requeue(next: Option<SimTime>, now: SimTime) -> Action {
     match next {
         Some(t) if t > now => Action::RequeueAfterMillis(t.0 - now.0),
@@ -1161,7 +1141,7 @@ fn write_waiting(
     now: SimTime,
     message: &str,
 ) -> Result<(), String> {
-    let now = rfc3339(now);
+    let now = now.rfc3339();
     let names = |list: &[allot_api::core::v1::Container]| -> Vec<String> {
         list.iter().map(|c| c.name.clone()).collect()
     };

@@ -47,8 +47,28 @@ impl SimTime {
         self.0 / 1000
     }
 
-    /// RFC 3339 in UTC with second precision, as Kubernetes writes `metav1.Time`.
+    /// RFC 3339 in UTC with second precision, as Kubernetes writes `metav1.Time`. The last
+    /// answer is remembered per thread: a run formats the same second for many writes in a row.
     pub fn rfc3339(self) -> String {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(u64, String)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let second = self.seconds();
+        LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            match &*last {
+                Some((s, text)) if *s == second => text.clone(),
+                _ => {
+                    let text = self.format_rfc3339();
+                    *last = Some((second, text.clone()));
+                    text
+                }
+            }
+        })
+    }
+
+    fn format_rfc3339(self) -> String {
         let secs = self.seconds();
         let (days, rem) = (secs / 86_400, secs % 86_400);
         let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);

@@ -12,6 +12,24 @@ fn rfc3339_round_trips_and_starts_at_the_epoch() {
     assert_eq!(SimTime::parse_rfc3339("garbage"), None);
 }
 
+#[test]
+fn rfc3339_remembers_only_the_same_second() {
+    let a = SimTime::ZERO.plus_millis(1_500);
+    let b = SimTime::ZERO.plus_seconds(2);
+    // Same second, other milliseconds: the same text; another second: its own text, also
+    // when the times alternate.
+    for _ in 0..2 {
+        assert_eq!(a.rfc3339(), "2026-01-01T00:00:01Z");
+        assert_eq!(
+            SimTime::ZERO.plus_millis(1_999).rfc3339(),
+            "2026-01-01T00:00:01Z"
+        );
+        assert_eq!(b.rfc3339(), "2026-01-01T00:00:02Z");
+        assert_eq!(a.rfc3339(), a.format_rfc3339());
+        assert_eq!(b.rfc3339(), b.format_rfc3339());
+    }
+}
+
 /// Labels every node it sees, then asks to come back after 10 s until 3 visits.
 struct Labeler {
     visits: Vec<(SimTime, String)>,

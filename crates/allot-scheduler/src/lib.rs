@@ -1122,21 +1122,14 @@ impl Scheduler {
                     chosen = Some((index, Vec::new()));
                     break;
                 }
-                match self.try_allocate(index, &to_allocate, &extras) {
-                    Ok(Some(results)) => {
-                        chosen = Some((index, results));
-                        break;
-                    }
-                    Ok(None) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                    }
-                    Err(e) => self.count_rejection(
-                        e,
-                        index,
-                        &mut reasons,
-                        &mut taint_reasons,
-                        &mut explanation,
-                    ),
+                if let Some(results) = self.allocate_or_count(
+                    index,
+                    &to_allocate,
+                    &extras,
+                    (&mut reasons, &mut taint_reasons, &mut explanation),
+                ) {
+                    chosen = Some((index, results));
+                    break;
                 }
                 tried = Some(index);
             }
@@ -1161,21 +1154,14 @@ impl Scheduler {
                 // The DRA score needs the allocator's choice on every candidate.
                 let mut kept = Vec::new();
                 for (_, score, rank, index, _) in scored {
-                    match self.try_allocate(index, &to_allocate, &extras) {
-                        Ok(Some(results)) => {
-                            let dra = dra_score(&to_allocate, &results);
-                            kept.push((dra, score, rank, index, Some(results)));
-                        }
-                        Ok(None) => {
-                            *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                        }
-                        Err(e) => self.count_rejection(
-                            e,
-                            index,
-                            &mut reasons,
-                            &mut taint_reasons,
-                            &mut explanation,
-                        ),
+                    if let Some(results) = self.allocate_or_count(
+                        index,
+                        &to_allocate,
+                        &extras,
+                        (&mut reasons, &mut taint_reasons, &mut explanation),
+                    ) {
+                        let dra = dra_score(&to_allocate, &results);
+                        kept.push((dra, score, rank, index, Some(results)));
                     }
                 }
                 scored = kept;
@@ -1204,21 +1190,14 @@ impl Scheduler {
                 }
                 // Keep selecting lazily: the allocator usually succeeds on the first node.
                 let (_, _, _, index, _) = ordered[ordered.len() - 1];
-                match self.try_allocate(index, &to_allocate, &extras) {
-                    Ok(Some(results)) => {
-                        chosen = Some((index, results));
-                        break;
-                    }
-                    Ok(None) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                    }
-                    Err(e) => self.count_rejection(
-                        e,
-                        index,
-                        &mut reasons,
-                        &mut taint_reasons,
-                        &mut explanation,
-                    ),
+                if let Some(results) = self.allocate_or_count(
+                    index,
+                    &to_allocate,
+                    &extras,
+                    (&mut reasons, &mut taint_reasons, &mut explanation),
+                ) {
+                    chosen = Some((index, results));
+                    break;
                 }
             }
             if chosen.is_some() {
@@ -1238,21 +1217,14 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
-                match self.try_allocate(index, &to_allocate, &extras) {
-                    Ok(Some(results)) => {
-                        chosen = Some((index, results));
-                        break;
-                    }
-                    Ok(None) => {
-                        *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
-                    }
-                    Err(e) => self.count_rejection(
-                        e,
-                        index,
-                        &mut reasons,
-                        &mut taint_reasons,
-                        &mut explanation,
-                    ),
+                if let Some(results) = self.allocate_or_count(
+                    index,
+                    &to_allocate,
+                    &extras,
+                    (&mut reasons, &mut taint_reasons, &mut explanation),
+                ) {
+                    chosen = Some((index, results));
+                    break;
                 }
             }
         }
@@ -1426,6 +1398,29 @@ impl Scheduler {
 
     /// Counts a node the DRA plugin rejected under its reasons; keeps the allocator's
     /// explanation of the first node by name.
+    /// The allocator on one node; a node it rejects is counted under its reason (and its
+    /// explanation kept) in `counts`: (filter reasons, taint reasons, explanation).
+    fn allocate_or_count(
+        &mut self,
+        index: usize,
+        claims: &[ResourceClaim],
+        extras: &Extras<'_>,
+        counts: Counts<'_>,
+    ) -> Option<Vec<AllocationResult>> {
+        let (reasons, other_reasons, explanation) = counts;
+        match self.try_allocate(index, claims, extras) {
+            Ok(Some(results)) => Some(results),
+            Ok(None) => {
+                *reasons.entry(REASON_CANNOT_ALLOCATE).or_insert(0) += 1;
+                None
+            }
+            Err(e) => {
+                self.count_rejection(e, index, reasons, other_reasons, explanation);
+                None
+            }
+        }
+    }
+
     fn count_rejection(
         &self,
         rejection: Rejection,
@@ -1720,6 +1715,14 @@ impl Scheduler {
 
 /// What decides a pod's fate besides the cluster: its requests, placement constraints and the
 /// specs of the claims it still needs allocated.
+/// Where a scheduling cycle counts the nodes it rejects: per filter reason, per taint reason,
+/// and the allocator's explanation.
+type Counts<'a> = (
+    &'a mut BTreeMap<&'static str, usize>,
+    &'a mut BTreeMap<String, usize>,
+    &'a mut Option<(String, Explanation)>,
+);
+
 fn equivalence_signature(
     pod: &Pod,
     request: &resources::Resources,
