@@ -10,9 +10,14 @@
 //!
 //! Usage, in a binary, bench or example:
 //!
-//! ```ignore
+//! ```
 //! #[global_allocator]
 //! static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
+//!
+//! fn main() {
+//!     let names: Vec<String> = (0..1000).map(|i| format!("gpu-{i}")).collect();
+//!     assert_eq!(names[999], "gpu-999");
+//! }
 //! ```
 
 #![no_std]
