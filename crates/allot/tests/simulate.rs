@@ -2,58 +2,14 @@
 //! bundled example and every YAML example of the spec. Every run is checked for the invariants
 //! (the binary exits 3 when one breaks, and the tests check the printed List again).
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::Path;
 use std::process::Command;
 
+use cli::{allot, find, repo, scenario, simulate_json};
 use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn allot(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .args(args)
-        .output()
-        .expect("run allot");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-fn scenario(name: &str) -> String {
-    format!("{}/tests/simulate/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn repo(path: &str) -> String {
-    format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `allot simulate -o json` on the paths, checks exit 0 and the invariants, and returns
-/// the List's items.
-fn simulate_json(paths: &[&str]) -> Vec<Value> {
-    let mut args = vec!["simulate", "-o", "json"];
-    args.extend_from_slice(paths);
-    let run = allot(&args);
-    assert_eq!(run.code, 0, "{paths:?}: {}", run.stderr);
-    let violations = allot_sim::invariants::check_list(&run.stdout).expect("the List loads");
-    assert!(violations.is_empty(), "{paths:?}: {violations:?}");
-    let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
-    assert_eq!(list["apiVersion"], "v1");
-    assert_eq!(list["kind"], "List");
-    list["items"].as_array().cloned().unwrap_or_default()
-}
-
-fn find<'a>(items: &'a [Value], kind: &str, name: &str) -> &'a Value {
-    items
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
 
 fn condition<'a>(pod: &'a Value, type_: &str) -> Option<&'a Value> {
     pod["status"]["conditions"]

@@ -3,50 +3,11 @@
 //! `tests/simulate/{extended-resources,node-allocatable,kubelet-groups}`, checking the objects
 //! it prints and the invariants.
 
-use std::process::Command;
+#[path = "support/cli.rs"]
+mod cli;
 
+use cli::{allot, find, scenario, simulate_json};
 use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn allot(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .args(args)
-        .output()
-        .expect("run allot");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-fn scenario(path: &str) -> String {
-    format!("{}/tests/simulate/{path}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `allot simulate -o json` on the paths: exit 0, no invariant broken, the List's items.
-fn simulate_json(paths: &[&str]) -> Vec<Value> {
-    let mut args = vec!["simulate", "-o", "json"];
-    args.extend_from_slice(paths);
-    let run = allot(&args);
-    assert_eq!(run.code, 0, "{paths:?}: {}", run.stderr);
-    let violations = allot_sim::invariants::check_list(&run.stdout).expect("the List loads");
-    assert!(violations.is_empty(), "{paths:?}: {violations:?}");
-    let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
-    list["items"].as_array().cloned().unwrap_or_default()
-}
-
-fn find<'a>(items: &'a [Value], kind: &str, name: &str) -> &'a Value {
-    items
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
 
 fn claims(items: &[Value]) -> Vec<&Value> {
     items
