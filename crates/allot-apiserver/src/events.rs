@@ -59,8 +59,13 @@ pub fn pod_events(pod: &Pod, prebound: bool) -> Vec<PodEvent> {
     let condition = |t: &str| pod.status.conditions.iter().find(|c| c.type_ == t);
     if let Some(c) = condition("PodScheduled")
         && c.status == "False"
-        && c.reason.as_deref() == Some("Unschedulable")
+        && matches!(
+            c.reason.as_deref(),
+            Some("Unschedulable" | "SchedulerError")
+        )
     {
+        // Upstream records FailedScheduling for a pod no node fits and for an attempt that
+        // failed with an error alike.
         out.push(PodEvent {
             type_: "Warning",
             reason: "FailedScheduling".into(),
@@ -327,6 +332,12 @@ mod tests {
         assert_eq!(reasons(&events), ["FailedScheduling"]);
         assert_eq!(events[0].type_, "Warning");
         assert!(events[0].message.starts_with("0/1 nodes"));
+        let message = "running \"DynamicResources\" filter plugin: claim ns/c: selector #0: \
+                       CEL runtime error: no such key: profile";
+        p.status.conditions[0] = condition("PodScheduled", "False", "SchedulerError", message);
+        let events = pod_events(&p, false);
+        assert_eq!(reasons(&events), ["FailedScheduling"]);
+        assert_eq!(events[0].message, message);
 
         let mut p = pod("b");
         p.spec.node_name = Some("n1".into());

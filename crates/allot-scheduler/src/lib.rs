@@ -53,6 +53,11 @@ pub const RESERVED_FOR_MAX: usize = 256;
 const FIRST_AVAILABLE_MAX: i64 = 8;
 /// The finalizer the scheduler puts on claims it allocates.
 const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+/// `PodScheduled` reason of a pod no node fits (upstream's `v1.PodReasonUnschedulable`).
+const POD_UNSCHEDULABLE: &str = "Unschedulable";
+/// `PodScheduled` reason of a pod whose scheduling attempt failed with an error
+/// (upstream's `v1.PodReasonSchedulerError`).
+const POD_SCHEDULER_ERROR: &str = "SchedulerError";
 
 /// How the scheduler behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,6 +274,10 @@ enum Rejection {
     Devices(Explanation),
     /// Filter reasons (node allocatable resources).
     Reasons(Vec<String>),
+    /// The allocator failed on the input itself (a selector's CEL runtime error, a request
+    /// for a disabled feature): upstream's DynamicResources Filter returns an error status,
+    /// which aborts the scheduling attempt (see [`Scheduler::filter_error`]).
+    Error(String),
 }
 
 /// A scored candidate: (DRA score, resource and preference score, rank in name order, node
@@ -307,6 +316,11 @@ pub struct Scheduler {
     fit_memo: Vec<FitMemo>,
     /// The last time formatted by [`Scheduler::stamp`].
     stamp_memo: Option<(SimTime, String)>,
+    /// The error a filter returned during the current scheduling attempt: as upstream's
+    /// framework does for a filter status that is neither success nor a rejection, the attempt
+    /// stops there and the pod gets `PodScheduled=False` with reason `SchedulerError` and
+    /// this message.
+    filter_error: Option<String>,
 }
 
 impl Scheduler {
@@ -325,6 +339,7 @@ impl Scheduler {
             failures: BTreeMap::new(),
             candidates: Vec::new(),
             fit_memo: Vec::new(),
+            filter_error: None,
             stamp_memo: None,
         }
     }
@@ -612,18 +627,19 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Writes `PodScheduled`: bound to `Ok(node)`, or unschedulable with `Err(message)`.
+    /// Writes `PodScheduled`: bound to `Ok(node)`, or not scheduled with `Err((reason,
+    /// message))`.
     fn write_pod_condition(
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
-        verdict: Result<&str, String>,
+        verdict: Result<&str, (&'static str, String)>,
         now: SimTime,
     ) -> Result<(), SchedulerError> {
         let stamp = self.stamp(now);
         let (status, reason, message, node) = match verdict {
             Ok(node) => ("True", None, None, Some(node)),
-            Err(message) => ("False", Some("Unschedulable"), Some(message), None),
+            Err((reason, message)) => ("False", Some(reason), Some(message), None),
         };
         let result = store.modify::<Pod, _>(&key.namespace, &key.name, |pod| {
             if let Some(node) = node {
@@ -684,6 +700,32 @@ impl Scheduler {
         claims: &[String],
         now: SimTime,
     ) -> Result<Action, SchedulerError> {
+        self.mark_not_scheduled(store, key, (POD_UNSCHEDULABLE, message), claims, now)
+    }
+
+    /// A scheduling attempt a filter stopped with an error (see [`Scheduler::filter_error`]):
+    /// reason `SchedulerError`. Upstream retries such a pod after a backoff; here it waits, as
+    /// an unschedulable pod does, for a change to its claims or the cluster (the outcome of a
+    /// retry without one would be the same).
+    fn mark_error(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        message: String,
+        claims: &[String],
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
+        self.mark_not_scheduled(store, key, (POD_SCHEDULER_ERROR, message), claims, now)
+    }
+
+    fn mark_not_scheduled(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        (reason, message): (&'static str, String),
+        claims: &[String],
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
         self.unschedulable.insert(key.clone());
         for claim in claims {
             self.claim_waiters
@@ -691,7 +733,7 @@ impl Scheduler {
                 .or_default()
                 .insert(key.clone());
         }
-        self.write_pod_condition(store, key, Err(message), now)?;
+        self.write_pod_condition(store, key, Err((reason, message)), now)?;
         Ok(Action::Done)
     }
 
@@ -1009,7 +1051,8 @@ impl Scheduler {
         // PreferNoSchedule taints, preferred affinity weight), kept between pods.
         let mut candidates = std::mem::take(&mut self.candidates);
         let mut fit_memo = std::mem::take(&mut self.fit_memo);
-        while processed < n && chosen.is_none() {
+        self.filter_error = None;
+        while processed < n && chosen.is_none() && self.filter_error.is_none() {
             // Filter a batch of nodes cheaply.
             candidates.clear();
             candidates.reserve(to_find.min(n - processed));
@@ -1131,6 +1174,9 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
+                if self.filter_error.is_some() {
+                    break;
+                }
                 tried = Some(index);
             }
             let mut scored: Vec<Scored> = Vec::with_capacity(candidates.len());
@@ -1162,7 +1208,12 @@ impl Scheduler {
                     ) {
                         let dra = dra_score(&to_allocate, &results);
                         kept.push((dra, score, rank, index, Some(results)));
+                    } else if self.filter_error.is_some() {
+                        break;
                     }
+                }
+                if self.filter_error.is_some() {
+                    break;
                 }
                 scored = kept;
                 let max_dra = scored.iter().map(|s| s.0).max().unwrap_or(0);
@@ -1199,8 +1250,11 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
+                if self.filter_error.is_some() {
+                    break;
+                }
             }
-            if chosen.is_some() {
+            if chosen.is_some() || self.filter_error.is_some() {
                 break;
             }
             let scored = if !run_dra || prioritized {
@@ -1226,10 +1280,16 @@ impl Scheduler {
                     chosen = Some((index, results));
                     break;
                 }
+                if self.filter_error.is_some() {
+                    break;
+                }
             }
         }
         self.candidates = candidates;
         self.fit_memo = fit_memo;
+        if let Some(message) = self.filter_error.take() {
+            return self.mark_error(store, key, message, &claim_names, now);
+        }
         let Some((node_index, results)) = chosen else {
             // Count the nodes the device bound rejected under the filter that rejects them
             // first, as if every filter had run in order. (Nothing the bound reads changed
@@ -1256,9 +1316,15 @@ impl Scheduler {
             }
             if explanation.is_none()
                 && let Some((_, index)) = pruned_dra
-                && let Err(Rejection::Devices(e)) = self.try_allocate(index, &to_allocate, &extras)
             {
-                explanation = Some((String::new(), e));
+                match self.try_allocate(index, &to_allocate, &extras) {
+                    Err(Rejection::Devices(e)) => explanation = Some((String::new(), e)),
+                    // Upstream's Filter would have run on that node and stopped the attempt.
+                    Err(Rejection::Error(message)) => {
+                        return self.mark_error(store, key, message, &claim_names, now);
+                    }
+                    _ => {}
+                }
             }
             let mut histogram: Vec<String> = reasons
                 .iter()
@@ -1422,7 +1488,7 @@ impl Scheduler {
     }
 
     fn count_rejection(
-        &self,
+        &mut self,
         rejection: Rejection,
         index: usize,
         reasons: &mut BTreeMap<&'static str, usize>,
@@ -1438,6 +1504,9 @@ impl Scheduler {
                 for reason in list {
                     *other_reasons.entry(reason).or_insert(0) += 1;
                 }
+            }
+            Rejection::Error(message) => {
+                self.filter_error.get_or_insert(message);
             }
         }
     }
@@ -1497,7 +1566,11 @@ impl Scheduler {
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));
                 }
-                Err(_) => return Ok(None),
+                Err(e) => {
+                    return Err(Rejection::Error(format!(
+                        "running \"DynamicResources\" filter plugin: {e}"
+                    )));
+                }
             }
         };
         if extras.node_allocatable && self.node_has_allocatable_devices(index) {

@@ -689,3 +689,63 @@ fn full_claims_are_in_use() {
     settle(&mut rt);
     assert!(message(&rt, "p").starts_with("0/3 nodes are available: resourceclaim in use"));
 }
+
+/// A selector that fails on some device (a CEL runtime error: upstream's classic "no such key"
+/// for an attribute only some devices have) is an error of the DynamicResources filter: as
+/// upstream's framework does, the attempt stops and the pod carries reason `SchedulerError`
+/// with the allocator's error, instead of being counted as "cannot allocate all claims"
+/// with nothing said. Once the claim no longer errs, the pod schedules.
+#[test]
+fn an_allocator_error_stops_the_attempt_with_scheduler_error() {
+    let claim = r#"apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: half, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu
+        selectors:
+        - cel: {expression: 'device.attributes["gpu.example.com"].profile == "half"'}
+"#;
+    let docs = vec![
+        NODES.to_string(),
+        GPU_CLASS.to_string(),
+        slice("node-a", &[("gpu-0", "big")], false),
+        claim.to_string(),
+        pod("p", "1", &claim_ref(&["half"])),
+    ];
+    let mut rt = runtime(store_of(&docs));
+    settle(&mut rt);
+    assert_eq!(node_of(&rt, "p"), None);
+    let c = scheduled_condition(&rt, "p");
+    assert_eq!(c.status, "False");
+    assert_eq!(c.reason.as_deref(), Some("SchedulerError"));
+    let m = c.message.unwrap_or_default();
+    assert!(
+        m.starts_with("running \"DynamicResources\" filter plugin: claim default/half"),
+        "{m}"
+    );
+    assert!(m.contains("no such key"), "{m}");
+    assert!(
+        rt.store
+            .get::<ResourceClaim>("default", "half")
+            .unwrap()
+            .status
+            .allocation
+            .is_none()
+    );
+
+    // A selector that every device can answer no longer errs: the pod schedules (it waited
+    // for a change to its claim as an unschedulable pod does).
+    rt.store
+        .modify::<ResourceClaim, _>("default", "half", |c| {
+            let request = c.spec.devices.requests[0].exactly.as_mut().unwrap();
+            request.selectors[0].cel.as_mut().unwrap().expression =
+                r#"device.attributes["gpu.example.com"].size == "big""#.into();
+        })
+        .unwrap();
+    settle(&mut rt);
+    assert_eq!(node_of(&rt, "p").as_deref(), Some("node-a"));
+}

@@ -269,6 +269,33 @@ fn kubelet_rejections_fail_the_pod_with_the_kubelet_reason() {
     );
 }
 
+/// A selector's CEL runtime error is the DynamicResources filter's error: the pod says so
+/// (reason `SchedulerError`, upstream's message shape) instead of a bare "cannot allocate".
+#[test]
+fn a_selector_error_is_reported_as_a_scheduler_error() {
+    let items = simulate_json(&[&scenario("selector-error")]);
+    let guarded = find(&items, "Pod", "guarded");
+    assert_eq!(guarded["status"]["phase"], "Running");
+    let unguarded = find(&items, "Pod", "unguarded");
+    assert_eq!(unguarded["status"]["phase"], "Pending");
+    let scheduled = condition(unguarded, "PodScheduled").expect("condition");
+    assert_eq!(scheduled["status"], "False");
+    assert_eq!(scheduled["reason"], "SchedulerError");
+    assert_eq!(
+        scheduled["message"],
+        "running \"DynamicResources\" filter plugin: claim default/unguarded: selector #0: \
+         CEL runtime error: no such key: profile"
+    );
+    let table = allot(&["simulate", &scenario("selector-error")]);
+    assert!(
+        table
+            .stdout
+            .contains("default/unguarded (Pending): SchedulerError: running \"DynamicResources\""),
+        "{}",
+        table.stdout
+    );
+}
+
 #[test]
 fn pre_scheduled_pods_skip_the_scheduler() {
     let items = simulate_json(&[&scenario("pre-scheduled")]);
