@@ -703,21 +703,11 @@ impl Scheduler {
         self.mark_not_scheduled(store, key, (POD_UNSCHEDULABLE, message), claims, now)
     }
 
-    /// A scheduling attempt a filter stopped with an error (see [`Scheduler::filter_error`]):
-    /// reason `SchedulerError`. Upstream retries such a pod after a backoff; here it waits, as
-    /// an unschedulable pod does, for a change to its claims or the cluster (the outcome of a
-    /// retry without one would be the same).
-    fn mark_error(
-        &mut self,
-        store: &mut Store,
-        key: &ObjectKey,
-        message: String,
-        claims: &[String],
-        now: SimTime,
-    ) -> Result<Action, SchedulerError> {
-        self.mark_not_scheduled(store, key, (POD_SCHEDULER_ERROR, message), claims, now)
-    }
-
+    /// Writes `PodScheduled=False` with `reason` and `message` and parks the pod until its
+    /// claims or the cluster change. A scheduling attempt a filter stopped with an error (see
+    /// [`Scheduler::filter_error`]) has reason `SchedulerError`: upstream retries such a pod
+    /// after a backoff; here it waits as an unschedulable pod does (without a change, a retry
+    /// would end the same way).
     fn mark_not_scheduled(
         &mut self,
         store: &mut Store,
@@ -1288,7 +1278,13 @@ impl Scheduler {
         self.candidates = candidates;
         self.fit_memo = fit_memo;
         if let Some(message) = self.filter_error.take() {
-            return self.mark_error(store, key, message, &claim_names, now);
+            return self.mark_not_scheduled(
+                store,
+                key,
+                (POD_SCHEDULER_ERROR, message),
+                &claim_names,
+                now,
+            );
         }
         let Some((node_index, results)) = chosen else {
             // Count the nodes the device bound rejected under the filter that rejects them
@@ -1321,7 +1317,13 @@ impl Scheduler {
                     Err(Rejection::Devices(e)) => explanation = Some((String::new(), e)),
                     // Upstream's Filter would have run on that node and stopped the attempt.
                     Err(Rejection::Error(message)) => {
-                        return self.mark_error(store, key, message, &claim_names, now);
+                        return self.mark_not_scheduled(
+                            store,
+                            key,
+                            (POD_SCHEDULER_ERROR, message),
+                            &claim_names,
+                            now,
+                        );
                     }
                     _ => {}
                 }
