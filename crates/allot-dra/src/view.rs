@@ -38,8 +38,11 @@ pub(crate) struct Column {
 #[derive(PartialEq, Eq)]
 struct Key {
     node: String,
-    /// The node's labels in key order (a flat list: cheaper to walk than a second map).
-    labels: Vec<(String, String)>,
+    /// The node's labels in key order (a flat list: cheaper to walk than a second map), when
+    /// they matter: only node selectors read them, so when no slice and no device of the
+    /// view's slices has one, they are not kept and not compared (a real node carries a dozen
+    /// labels or more, and a label change then leaves the view as it was).
+    labels: Option<Vec<(String, String)>>,
     features: Features,
     /// `(uid, resourceVersion)` of every slice, in input order.
     slices: Vec<(String, String)>,
@@ -51,12 +54,13 @@ impl Key {
         self.features == *features
             && same(&self.node, &node.metadata.name)
             && self.slices.len() == slices.len()
-            && self.labels.len() == node.metadata.labels.len()
-            && self
-                .labels
-                .iter()
-                .zip(&node.metadata.labels)
-                .all(|((k, v), (key, value))| same(k, key) && same(v, value))
+            && self.labels.as_ref().is_none_or(|labels| {
+                labels.len() == node.metadata.labels.len()
+                    && labels
+                        .iter()
+                        .zip(&node.metadata.labels)
+                        .all(|((k, v), (key, value))| same(k, key) && same(v, value))
+            })
             && self.slices.iter().zip(slices).all(|((uid, rv), slice)| {
                 same(uid, &slice.metadata.uid) && same(rv, &slice.metadata.resource_version)
             })
@@ -64,6 +68,14 @@ impl Key {
 
     /// The key of these inputs, or `None` when a slice cannot be recognised again.
     fn of(node: &Node, features: &Features, slices: &[&ResourceSlice]) -> Option<Self> {
+        let selectors = slices.iter().any(|slice| {
+            slice.spec.node_selector.is_some()
+                || slice
+                    .spec
+                    .devices
+                    .iter()
+                    .any(|device| device.node_selector.is_some())
+        });
         let slices = slices
             .iter()
             .map(|slice| {
@@ -73,12 +85,13 @@ impl Key {
             .collect::<Option<Vec<_>>>()?;
         Some(Key {
             node: node.metadata.name.clone(),
-            labels: node
-                .metadata
-                .labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            labels: selectors.then(|| {
+                node.metadata
+                    .labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            }),
             features: *features,
             slices,
         })
@@ -470,6 +483,62 @@ mod tests {
             )
         ));
         assert_eq!(cache.views.len(), 1, "one view per node");
+    }
+
+    /// Node labels are part of a view's identity only when a node selector could read them.
+    #[test]
+    fn node_labels_count_only_when_a_slice_or_device_has_a_node_selector() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        let features = scenario.features().expect("features");
+        let view_of = |scenario: &Scenario| {
+            let node = scenario.node(None).expect("node");
+            cache
+                .views
+                .get(node, &features, &scenario.slices.iter().collect::<Vec<_>>())
+        };
+        // The slice names its node: a new label leaves the view as it was.
+        let kept = view_of(&scenario);
+        scenario.nodes[0]
+            .metadata
+            .labels
+            .insert("example.com/rack".into(), "r1".into());
+        assert!(std::rc::Rc::ptr_eq(&kept, &view_of(&scenario)));
+
+        // The slice selects nodes by label: the view follows the labels.
+        let slice = &mut scenario.slices[0];
+        slice.spec.node_name = None;
+        slice.spec.node_selector = Some(allot_api::core::v1::NodeSelector {
+            node_selector_terms: vec![allot_api::core::v1::NodeSelectorTerm {
+                match_expressions: vec![allot_api::core::v1::NodeSelectorRequirement {
+                    key: "example.com/rack".into(),
+                    operator: allot_api::core::v1::NodeSelectorOperator::In,
+                    values: vec!["r1".into()],
+                }],
+                match_fields: Vec::new(),
+            }],
+        });
+        slice.metadata.resource_version = "2".into();
+        let selecting = view_of(&scenario);
+        assert!(!std::rc::Rc::ptr_eq(&kept, &selecting));
+        assert!(std::rc::Rc::ptr_eq(&selecting, &view_of(&scenario)));
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        scenario.nodes[0]
+            .metadata
+            .labels
+            .insert("example.com/rack".into(), "r2".into());
+        assert!(!std::rc::Rc::ptr_eq(&selecting, &view_of(&scenario)));
+        let node = scenario.node(None).expect("node");
+        let claims = scenario.claims_to_allocate().expect("claims");
+        let allocated = scenario.allocated_claims(&claims);
+        let input = scenario.input(node, &claims, &allocated);
+        assert!(
+            !allocate_with_cache(&input, &features, &cache)
+                .expect("no error")
+                .is_allocated(),
+            "the node no longer matches the slice's selector"
+        );
     }
 
     #[test]
