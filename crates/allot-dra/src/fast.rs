@@ -26,9 +26,6 @@
 
 use std::rc::Rc;
 
-use allot_api::core::v1::{
-    NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
-};
 use allot_api::resource::v1::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationResult, DeviceAllocationConfiguration,
     DeviceAllocationMode, DeviceAllocationResult, DeviceClaim, DeviceClass, DeviceClassSpec,
@@ -744,7 +741,9 @@ pub(crate) fn allocate(
             ));
         }
         let node_selector = match picked.first() {
-            Some(&(d, _)) if flat.named[d as usize] => Some(named_node(&input.node.metadata.name)),
+            Some(&(d, _)) if flat.named[d as usize] => {
+                Some(view.named_selector(&input.node.metadata.name))
+            }
             _ => node_selector(
                 picked.iter().map(|&(d, _)| device_at(d)),
                 &input.node.metadata.name,
@@ -762,19 +761,4 @@ pub(crate) fn allocate(
         });
     }
     Some(out)
-}
-
-/// The node selector of a result whose first device names the node (as
-/// [`node_selector`] gives it then).
-fn named_node(node: &str) -> NodeSelector {
-    NodeSelector {
-        node_selector_terms: vec![NodeSelectorTerm {
-            match_expressions: Vec::new(),
-            match_fields: vec![NodeSelectorRequirement {
-                key: "metadata.name".to_string(),
-                operator: NodeSelectorOperator::In,
-                values: vec![node.to_string()],
-            }],
-        }],
-    }
 }

@@ -2,6 +2,7 @@
 //! described in the crate documentation.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use allot_api::core::v1::{
     NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
@@ -2421,7 +2422,7 @@ pub(crate) fn node_selector<'s>(
     picked: impl Iterator<Item = (&'s ResourceSlice, &'s Device)>,
     node: &str,
     claim: &ResourceClaim,
-) -> Result<Option<NodeSelector>, Error> {
+) -> Result<Option<Arc<NodeSelector>>, Error> {
     let mut term = NodeSelectorTerm::default();
     for (slice, device) in picked {
         let (node_name, selector) = if slice.spec.per_device_node_selection == Some(true) {
@@ -2433,16 +2434,7 @@ pub(crate) fn node_selector<'s>(
             )
         };
         if node_name.is_some() || device.binds_to_node == Some(true) {
-            return Ok(Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_expressions: Vec::new(),
-                    match_fields: vec![NodeSelectorRequirement {
-                        key: "metadata.name".to_string(),
-                        operator: NodeSelectorOperator::In,
-                        values: vec![node.to_string()],
-                    }],
-                }],
-            }));
+            return Ok(Some(named_node(node)));
         }
         if let Some(selector) = selector {
             match selector.node_selector_terms.as_slice() {
@@ -2463,9 +2455,23 @@ pub(crate) fn node_selector<'s>(
     if term.match_fields.is_empty() && term.match_expressions.is_empty() {
         return Ok(None);
     }
-    Ok(Some(NodeSelector {
+    Ok(Some(Arc::new(NodeSelector {
         node_selector_terms: vec![term],
-    }))
+    })))
+}
+
+/// The node selector of a result that names its node: `metadata.name In [node]`.
+pub(crate) fn named_node(node: &str) -> Arc<NodeSelector> {
+    Arc::new(NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: Vec::new(),
+            match_fields: vec![NodeSelectorRequirement {
+                key: "metadata.name".to_string(),
+                operator: NodeSelectorOperator::In,
+                values: vec![node.to_string()],
+            }],
+        }],
+    })
 }
 
 fn add_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorRequirement>) {

@@ -14,8 +14,9 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
-use allot_api::core::v1::Node;
+use allot_api::core::v1::{Node, NodeSelector};
 use allot_api::resource::v1::{DeviceAttribute, ResourceSlice};
 
 use crate::Features;
@@ -123,6 +124,8 @@ pub(crate) struct NodeView {
     pub plans: RefCell<Vec<Rc<crate::fast::Plan>>>,
     /// The fast path's buffers.
     pub scratch: RefCell<crate::fast::Scratch>,
+    /// The node selector `metadata.name In [node]` of results on this node, shared by them.
+    named: RefCell<Option<Arc<NodeSelector>>>,
 }
 
 /// The node's devices in search order (index `d`), laid out once per view for the fast path
@@ -163,7 +166,18 @@ impl NodeView {
             flat: RefCell::default(),
             plans: RefCell::default(),
             scratch: RefCell::default(),
+            named: RefCell::default(),
         }
+    }
+
+    /// The node selector of results that name this view's node (the node is part of the
+    /// view's key), built once and shared.
+    pub(crate) fn named_selector(&self, node: &str) -> Arc<NodeSelector> {
+        Arc::clone(
+            self.named
+                .borrow_mut()
+                .get_or_insert_with(|| crate::search::named_node(node)),
+        )
     }
 
     /// The devices in search order, laid out on first use; `None` for views that serve one

@@ -6,6 +6,7 @@
 //! does. Optional scalars and structs are `Option<T>`; lists are `Vec<T>` (empty = absent).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::Quantity;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -1130,9 +1131,11 @@ pub struct AllocationResult {
     /// The allocated devices.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
     pub devices: DeviceAllocationResult,
-    /// Where the devices are available; absent means everywhere.
+    /// Where the devices are available; absent means everywhere. Shared: an allocator hands
+    /// out the same selector (typically `metadata.name In [node]`) for every claim it
+    /// allocates on a node, and copies of the result (claim status, caches, events) share it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_selector: Option<NodeSelector>,
+    pub node_selector: Option<Arc<NodeSelector>>,
     /// When the allocation was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation_timestamp: Option<Time>,
