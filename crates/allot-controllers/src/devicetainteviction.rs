@@ -349,9 +349,9 @@ impl DeviceTaintEvictionController {
                     if taint.effect == DeviceTaintEffect::NoExecute {
                         let at = taint_time(taint, slice.metadata.creation_timestamp.as_deref());
                         let source = TaintSource::Slice {
-                            driver: result.driver.clone(),
-                            pool: result.pool.clone(),
-                            device: result.device.clone(),
+                            driver: result.driver.to_string(),
+                            pool: result.pool.to_string(),
+                            device: result.device.to_string(),
                             index,
                         };
                         taints.push((source, taint.clone(), at));
@@ -480,7 +480,7 @@ impl DeviceTaintEvictionController {
                 .iter()
                 .flat_map(|a| &a.devices.results)
             {
-                used.insert((r.driver.clone(), r.pool.clone()));
+                used.insert((r.driver.to_string(), r.pool.to_string()));
             }
         }
         if rules.is_empty() {
@@ -752,7 +752,7 @@ impl DeviceTaintEvictionController {
                 .devices
                 .results
                 .iter()
-                .any(|r| r.driver == driver && r.pool == pool)
+                .any(|r| &*r.driver == driver && &*r.pool == pool)
             {
                 for r in &claim.status.reserved_for {
                     if r.resource == "pods" {

@@ -25,6 +25,7 @@
 //! candidates at all, so a claim that cannot fit goes to the search without a long walk.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use allot_api::resource::v1::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationResult, DeviceAllocationConfiguration,
@@ -68,6 +69,8 @@ pub(crate) struct Plan {
     selected: Vec<Vec<u32>>,
     /// Per request: how many devices it needs.
     counts: Vec<usize>,
+    /// Per request: its name as results hold it.
+    requests: Vec<Arc<str>>,
     constraints: Vec<PlanConstraint>,
     /// Per request: the constraints that apply to its devices.
     rules: Vec<SmallVec<[usize; 2]>>,
@@ -277,6 +280,11 @@ impl Plan {
             classes,
             selected,
             counts,
+            requests: spec
+                .requests
+                .iter()
+                .map(|request| Arc::from(request.name.as_str()))
+                .collect(),
             constraints,
             rules,
             slots,
@@ -727,10 +735,9 @@ pub(crate) fn allocate(
                 .map_or(&[][..], |exactly| &exactly.tolerations);
             results.push(device_result(
                 features,
-                request.name.clone(),
+                Arc::clone(&plan.requests[r as usize]),
                 Picks {
-                    driver: &slice.spec.driver,
-                    pool: &slice.spec.pool.name,
+                    names: flat.names[d as usize].clone(),
                     slice,
                     device,
                 },

@@ -345,11 +345,7 @@ impl<'a> Problem<'a> {
                         &mut dev_usage[d]
                     }
                     None => usage
-                        .entry((
-                            result.driver.as_str(),
-                            result.pool.as_str(),
-                            result.device.as_str(),
-                        ))
+                        .entry((&*result.driver, &*result.pool, &*result.device))
                         .or_default(),
                 };
                 if features.consumable_capacity && result.share_id.is_some() {
@@ -2252,10 +2248,13 @@ impl Search {
                 });
                 results.push(device_result(
                     &features,
-                    req.name(),
+                    req.name().into(),
                     Picks {
-                        driver: dev.driver,
-                        pool: dev.pool_name,
+                        names: [
+                            dev.driver.into(),
+                            dev.pool_name.into(),
+                            dev.device.name.as_str().into(),
+                        ],
                         slice: dev.slice,
                         device: dev.device,
                     },
@@ -2306,8 +2305,9 @@ impl Search {
 
 /// A device as the results name it.
 pub(crate) struct Picks<'a> {
-    pub driver: &'a str,
-    pub pool: &'a str,
+    /// The driver, pool and device names as the result holds them (shared strings: the fast
+    /// path keeps them per device in the node view).
+    pub names: [Arc<str>; 3],
     pub slice: &'a ResourceSlice,
     pub device: &'a Device,
 }
@@ -2316,18 +2316,19 @@ pub(crate) struct Picks<'a> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn device_result(
     features: &Features,
-    request: String,
+    request: Arc<str>,
     dev: Picks<'_>,
     admin: bool,
     tolerations: &[DeviceToleration],
     share_id: Option<String>,
     consumed: Option<&Consumed>,
 ) -> DeviceRequestAllocationResult {
+    let [driver, pool, device] = dev.names;
     let mut result = DeviceRequestAllocationResult {
         request,
-        driver: dev.driver.to_string(),
-        pool: dev.pool.to_string(),
-        device: dev.device.name.clone(),
+        driver,
+        pool,
+        device,
         admin_access: admin.then_some(true),
         tolerations: tolerations.to_vec(),
         binding_conditions: Vec::new(),

@@ -143,6 +143,8 @@ pub(crate) struct Flat {
     /// node), so the result's node selector is `metadata.name In [node]` whatever else is
     /// picked with it.
     pub named: Vec<bool>,
+    /// Per device: its driver, pool and name as allocation results hold them (shared).
+    pub names: Vec<[Arc<str>; 3]>,
     /// Device indexes by driver, pool and name.
     pub index: Rc<DeviceIndex>,
 }
@@ -198,10 +200,18 @@ impl NodeView {
         let mut devices = Vec::new();
         let mut simple = Vec::new();
         let mut named = Vec::new();
+        let mut names = Vec::new();
         for pool in &pools {
             for slice in &pool.slices {
                 let at = position(slices, slice)?;
+                let driver: Arc<str> = slice.spec.driver.as_str().into();
+                let pool_name: Arc<str> = slice.spec.pool.name.as_str().into();
                 for (i, device) in slice.spec.devices.iter().enumerate() {
+                    names.push([
+                        Arc::clone(&driver),
+                        Arc::clone(&pool_name),
+                        device.name.as_str().into(),
+                    ]);
                     devices.push((u32::try_from(at).ok()?, u32::try_from(i).ok()?));
                     let node_name = if slice.spec.per_device_node_selection == Some(true) {
                         &device.node_name
@@ -225,6 +235,7 @@ impl NodeView {
             devices,
             simple,
             named,
+            names,
             index: self.index(&pools),
         });
         *self.flat.borrow_mut() = Some(Rc::clone(&flat));
@@ -451,7 +462,7 @@ mod tests {
         let allocated = scenario.allocated_claims(&claims);
         let input = scenario.input(node, &claims, &allocated);
         match allocate_with_cache(&input, &features, cache) {
-            Ok(Outcome::Allocated(results)) => results[0].devices.results[0].device.clone(),
+            Ok(Outcome::Allocated(results)) => results[0].devices.results[0].device.to_string(),
             other => panic!("expected an allocation, got {other:?}"),
         }
     }

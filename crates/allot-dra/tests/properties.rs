@@ -165,14 +165,14 @@ proptest! {
         for (claim, result) in claims.iter().zip(&results) {
             let mut numas: Vec<u8> = Vec::new();
             for r in &result.devices.results {
-                let key = (r.driver.clone(), r.device.clone());
+                let key = (r.driver.to_string(), r.device.to_string());
                 let spec = spec_of(&r.driver, &r.device);
                 prop_assert!(spec.is_some(), "unknown device {:?}", key);
                 let spec = spec.unwrap();
                 let request: usize = r.request.trim_start_matches("req-").parse().unwrap();
                 let req = &claim.requests[request];
                 // Selector: the class picks the driver.
-                prop_assert_eq!(r.driver == "driver-b", req.class_b);
+                prop_assert_eq!(&*r.driver == "driver-b", req.class_b);
                 if spec.multi {
                     prop_assert!(r.share_id.is_some());
                     let used = r.consumed_capacity.get("memory").map(|q| q.value() as u32 >> 30).unwrap_or(0);
@@ -187,7 +187,7 @@ proptest! {
                 if let Some(units) = spec.counter
                     && counted.insert(key.clone())
                 {
-                    let total = counters.entry(r.driver.clone()).or_default();
+                    let total = counters.entry(r.driver.to_string()).or_default();
                     *total += u32::from(units);
                     prop_assert!(*total <= u32::from(counter_total), "counters exceeded for {}", r.driver);
                 }

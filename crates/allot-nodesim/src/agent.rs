@@ -149,18 +149,29 @@ impl Devices {
             for r in &allocation.devices.results {
                 if found
                     .iter()
-                    .any(|(id, _)| id.0 == r.driver && id.1 == r.pool && id.2 == r.device)
+                    .any(|(id, _)| *id.0 == *r.driver && *id.1 == *r.pool && *id.2 == *r.device)
                 {
                     continue;
                 }
                 let hit = agent
                     .find_device(store, &r.driver, &r.pool, &r.device)
                     .and_then(|(slice, _)| {
-                        let index = slice.spec.devices.iter().position(|d| d.name == r.device)?;
+                        let index = slice
+                            .spec
+                            .devices
+                            .iter()
+                            .position(|d| *d.name == *r.device)?;
                         let shared = store.get_shared::<ResourceSlice>("", &slice.metadata.name)?;
                         Some((shared.clone(), index))
                     });
-                found.push(((r.driver.clone(), r.pool.clone(), r.device.clone()), hit));
+                found.push((
+                    (
+                        r.driver.to_string(),
+                        r.pool.to_string(),
+                        r.device.to_string(),
+                    ),
+                    hit,
+                ));
             }
         }
         Devices { found }
@@ -524,7 +535,7 @@ impl NodeAgent {
                     .devices
                     .results
                     .iter()
-                    .filter(|r| r.driver == driver)
+                    .filter(|r| *r.driver == *driver)
                     .all(|r| claims::skips(r, SkipNodeOperation::NodeUnprepareResources));
             drivers.insert(driver, skip_unprepare);
         }
@@ -556,25 +567,25 @@ impl NodeAgent {
                     // Entries for devices no longer allocated go, as the API server drops them.
                     c.status.devices.retain(|e| {
                         results.iter().any(|r| {
-                            r.driver == e.driver
-                                && r.pool == e.pool
-                                && r.device == e.device
+                            *r.driver == *e.driver
+                                && *r.pool == *e.pool
+                                && *r.device == *e.device
                                 && r.share_id == e.share_id
                         })
                     });
-                    for r in results.iter().filter(|r| drivers.contains_key(&r.driver)) {
+                    for r in results.iter().filter(|r| drivers.contains_key(&*r.driver)) {
                         let index = match c.status.devices.iter().position(|e| {
-                            e.driver == r.driver
-                                && e.pool == r.pool
-                                && e.device == r.device
+                            *e.driver == *r.driver
+                                && *e.pool == *r.pool
+                                && *e.device == *r.device
                                 && e.share_id == r.share_id
                         }) {
                             Some(i) => i,
                             None => {
                                 c.status.devices.push(AllocatedDeviceStatus {
-                                    driver: r.driver.clone(),
-                                    pool: r.pool.clone(),
-                                    device: r.device.clone(),
+                                    driver: r.driver.to_string(),
+                                    pool: r.pool.to_string(),
+                                    device: r.device.to_string(),
                                     share_id: r.share_id.clone(),
                                     ..AllocatedDeviceStatus::default()
                                 });
@@ -637,7 +648,7 @@ impl NodeAgent {
                     .devices
                     .results
                     .iter()
-                    .filter(|r| &r.driver == driver)
+                    .filter(|r| *r.driver == **driver)
                 {
                     let top = r.request.split('/').next().unwrap_or_default();
                     if !requests.contains(&top) {
@@ -650,7 +661,7 @@ impl NodeAgent {
                         .results
                         .iter()
                         .filter(|r| {
-                            &r.driver == driver
+                            *r.driver == **driver
                                 && r.request.split('/').next().unwrap_or_default() == top
                         })
                         .map(|r| MetadataDevice {
@@ -665,9 +676,9 @@ impl NodeAgent {
                                 .devices
                                 .iter()
                                 .find(|e| {
-                                    e.driver == r.driver
-                                        && e.pool == r.pool
-                                        && e.device == r.device
+                                    *e.driver == *r.driver
+                                        && *e.pool == *r.pool
+                                        && *e.device == *r.device
                                         && e.share_id == r.share_id
                                 })
                                 .and_then(|e| e.network_data.as_ref()),
@@ -742,8 +753,12 @@ impl NodeAgent {
                     if reference.request.as_deref().is_some_and(|want| want != top) {
                         continue;
                     }
-                    let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
-                    let health = if called.contains(&r.driver) {
+                    let id: DeviceId = (
+                        r.driver.to_string(),
+                        r.pool.to_string(),
+                        r.device.to_string(),
+                    );
+                    let health = if called.contains(&*r.driver) {
                         let report = found
                             .get(self, store, &r.driver, &r.pool, &r.device)
                             .map(|(slice, _)| health::reported(slice, &r.device))
@@ -901,7 +916,11 @@ impl NodeAgent {
         for pc in &claims {
             if let Some(a) = &pc.claim.status.allocation {
                 for r in &a.devices.results {
-                    let id: DeviceId = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    let id: DeviceId = (
+                        r.driver.to_string(),
+                        r.pool.to_string(),
+                        r.device.to_string(),
+                    );
                     let pool = (id.0.clone(), id.1.clone());
                     if !self.subscribed_pools.contains(&pool) {
                         self.subscriptions

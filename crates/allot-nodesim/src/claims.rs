@@ -184,7 +184,7 @@ pub(crate) fn drivers(claim: &ResourceClaim) -> BTreeMap<String, bool> {
     if let Some(allocation) = &claim.status.allocation {
         for r in &allocation.devices.results {
             let skip = skips(r, SkipNodeOperation::NodePrepareResources);
-            out.entry(r.driver.clone())
+            out.entry(r.driver.to_string())
                 .and_modify(|all| *all &= skip)
                 .or_insert(skip);
         }

@@ -576,7 +576,7 @@ impl Cache {
         let Some(allocation) = allocation else { return };
         let mut entries = Vec::new();
         for result in &allocation.devices.results {
-            let pool: PoolKey = (result.driver.clone(), result.pool.clone());
+            let pool: PoolKey = (result.driver.to_string(), result.pool.to_string());
             let dedicated = result.admin_access != Some(true) && result.share_id.is_none();
             let id = self.pool_id(&pool);
             if dedicated {
@@ -586,9 +586,12 @@ impl Cache {
             state.changed_at = version;
             state.claims.insert(key.clone(), Arc::clone(claim));
             if dedicated {
-                *state.allocated.entry(result.device.clone()).or_insert(0) += 1;
+                *state
+                    .allocated
+                    .entry(result.device.to_string())
+                    .or_insert(0) += 1;
             }
-            entries.push((id, result.device.clone(), dedicated));
+            entries.push((id, result.device.to_string(), dedicated));
         }
         self.claim_pools.insert(key, entries);
     }

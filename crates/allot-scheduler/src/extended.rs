@@ -612,9 +612,9 @@ mod tests {
                 .modify::<ResourceClaim, _>("default", &name, |c| {
                     let r = c.status.allocation.as_ref().unwrap().devices.results[0].clone();
                     c.status.devices = vec![AllocatedDeviceStatus {
-                        driver: r.driver,
-                        pool: r.pool,
-                        device: r.device,
+                        driver: r.driver.to_string(),
+                        pool: r.pool.to_string(),
+                        device: r.device.to_string(),
                         share_id: None,
                         conditions: vec![Condition {
                             type_: condition.into(),
@@ -634,7 +634,7 @@ mod tests {
         fn pool(claim: &ResourceClaim) -> String {
             claim.status.allocation.as_ref().unwrap().devices.results[0]
                 .pool
-                .clone()
+                .to_string()
         }
 
         #[test]

@@ -89,10 +89,15 @@ pub fn find_device<'a, S: std::borrow::Borrow<ResourceSlice>>(
 ) -> Result<&'a Device, String> {
     for slice in slices {
         let slice: &ResourceSlice = slice.borrow();
-        if slice.spec.driver != result.driver || slice.spec.pool.name != result.pool {
+        if *slice.spec.driver != *result.driver || *slice.spec.pool.name != *result.pool {
             continue;
         }
-        if let Some(device) = slice.spec.devices.iter().find(|d| d.name == result.device) {
+        if let Some(device) = slice
+            .spec
+            .devices
+            .iter()
+            .find(|d| *d.name == *result.device)
+        {
             if !device_matches_node(slice, device, node) {
                 return Err(format!("device {} does not match node", result.device));
             }
@@ -446,7 +451,7 @@ spec:
                 request: "r".into(),
                 driver: "cpu.example.com".into(),
                 pool: "p".into(),
-                device: device.to_string(),
+                device: (*device).into(),
                 ..Default::default()
             };
             if let Some(cpu) = cpu {

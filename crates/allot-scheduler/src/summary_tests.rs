@@ -299,8 +299,8 @@ fn apply(store: &mut Store, step: &Step) {
                     results: vec![DeviceRequestAllocationResult {
                         request: "r".into(),
                         driver: "d".into(),
-                        pool: node_name(i),
-                        device: format!("dev-{d}"),
+                        pool: node_name(i).into(),
+                        device: format!("dev-{d}").into(),
                         ..Default::default()
                     }],
                     ..Default::default()

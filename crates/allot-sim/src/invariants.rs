@@ -153,9 +153,9 @@ fn check_devices(store: &Store, violations: &mut Vec<Violation>) {
             }
             let entry = usage
                 .entry((
-                    result.driver.clone(),
-                    result.pool.clone(),
-                    result.device.clone(),
+                    result.driver.to_string(),
+                    result.pool.to_string(),
+                    result.device.to_string(),
                 ))
                 .or_default();
             entry.claims.push(name.clone());

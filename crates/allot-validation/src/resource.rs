@@ -708,9 +708,9 @@ fn validate_resource_claim_status(
         .flat_map(|a| a.devices.results.iter())
         .map(|r| {
             (
-                r.driver.clone(),
-                r.pool.clone(),
-                r.device.clone(),
+                r.driver.to_string(),
+                r.pool.to_string(),
+                r.device.to_string(),
                 r.share_id.clone(),
             )
         })

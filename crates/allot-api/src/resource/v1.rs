@@ -1168,22 +1168,23 @@ impl DeviceAllocationResult {
     }
 }
 
-/// One allocated device.
+/// One allocated device. The names are shared strings: an allocator hands out the same
+/// driver, pool, device and request names call after call, and copies of a result share them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeviceRequestAllocationResult {
     /// The request (`<request>` or `<request>/<subrequest>`).
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub request: String,
+    pub request: Arc<str>,
     /// The driver.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub driver: String,
+    pub driver: Arc<str>,
     /// The pool.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub pool: String,
+    pub pool: Arc<str>,
     /// The device.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub device: String,
+    pub device: Arc<str>,
     /// Allocated for administrative access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_access: Option<bool>,

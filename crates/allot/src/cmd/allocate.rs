@@ -134,9 +134,9 @@ fn table(answer: &Answer) -> String {
                 for result in &allocation.devices.results {
                     rows.push([
                         claim.clone(),
-                        result.request.clone(),
+                        result.request.to_string(),
                         format!("{}/{}", result.driver, result.device),
-                        result.pool.clone(),
+                        result.pool.to_string(),
                         node_column.clone(),
                     ]);
                 }
