@@ -167,6 +167,13 @@ impl Req<'_> {
             None => self.parent.to_string(),
         }
     }
+    /// [`Req::name`] as a result holds it (one allocation for a plain request).
+    pub fn shared_name(&self) -> Arc<str> {
+        match self.sub {
+            Some(_) => self.name().into(),
+            None => self.parent.into(),
+        }
+    }
     /// The request's own name (the subrequest name for a subrequest).
     pub fn own_name(&self) -> &str {
         self.sub.unwrap_or(self.parent)
@@ -2248,7 +2255,7 @@ impl Search {
                 });
                 results.push(device_result(
                     &features,
-                    req.name().into(),
+                    req.shared_name(),
                     Picks {
                         names: [
                             dev.driver.into(),

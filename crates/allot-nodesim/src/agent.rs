@@ -18,7 +18,7 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::claims::{self, PodClaim};
 use crate::fit;
-use crate::health::{self, DeviceId, HealthCache};
+use crate::health::{self, DeviceId, HealthCache, device_id};
 use crate::metadata::{self, Generations, MetadataDevice};
 use crate::podresources::{self, RESOURCES_ANNOTATION};
 use crate::{
@@ -164,14 +164,7 @@ impl Devices {
                         let shared = store.get_shared::<ResourceSlice>("", &slice.metadata.name)?;
                         Some((shared.clone(), index))
                     });
-                found.push((
-                    (
-                        r.driver.to_string(),
-                        r.pool.to_string(),
-                        r.device.to_string(),
-                    ),
-                    hit,
-                ));
+                found.push((device_id(r), hit));
             }
         }
         Devices { found }
@@ -753,11 +746,7 @@ impl NodeAgent {
                     if reference.request.as_deref().is_some_and(|want| want != top) {
                         continue;
                     }
-                    let id: DeviceId = (
-                        r.driver.to_string(),
-                        r.pool.to_string(),
-                        r.device.to_string(),
-                    );
+                    let id = device_id(r);
                     let health = if called.contains(&*r.driver) {
                         let report = found
                             .get(self, store, &r.driver, &r.pool, &r.device)
@@ -916,11 +905,7 @@ impl NodeAgent {
         for pc in &claims {
             if let Some(a) = &pc.claim.status.allocation {
                 for r in &a.devices.results {
-                    let id: DeviceId = (
-                        r.driver.to_string(),
-                        r.pool.to_string(),
-                        r.device.to_string(),
-                    );
+                    let id = device_id(r);
                     let pool = (id.0.clone(), id.1.clone());
                     if !self.subscribed_pools.contains(&pool) {
                         self.subscriptions

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use allot_api::resource::v1::ResourceSlice;
+use allot_api::resource::v1::{DeviceRequestAllocationResult, ResourceSlice};
 use allot_runtime::SimTime;
 
 /// ResourceSlice annotation holding device health: a JSON object from device name to
@@ -20,6 +20,15 @@ pub const DEVICE_HEALTH_ANNOTATION: &str = "allot.dev/device-health";
 
 /// A device: driver, pool, name.
 pub(crate) type DeviceId = (String, String, String);
+
+/// The device an allocation result names.
+pub(crate) fn device_id(result: &DeviceRequestAllocationResult) -> DeviceId {
+    (
+        result.driver.to_string(),
+        result.pool.to_string(),
+        result.device.to_string(),
+    )
+}
 
 /// What the kubelet remembers of one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
