@@ -23,6 +23,8 @@ pub struct CelCache {
     verdicts: RefCell<HashMap<(usize, u128), bool, FxBuild>>,
     /// What is known of each node's devices, kept while its slices stay the same objects.
     pub(crate) views: crate::view::Views,
+    /// Numbers of the claim device specs the fast path has plans for.
+    pub(crate) specs: crate::fast::Specs,
 }
 
 /// A compiled expression, or the compiler's message.

@@ -18,10 +18,12 @@
 //! What depends only on the claim's device spec, its classes and the node view is worked out
 //! once and kept in the view as a [`Plan`] (each request's selectable devices, the constraints
 //! as interned per-device codes, the slots, the result's configuration), recognised again by
-//! comparing the spec and the classes (by uid+resourceVersion, or by spec when they have
-//! none). Per call the walk only marks the devices existing claims hold (a per-pool hash
-//! table of device names), lists each request's free candidates and walks them; a walk that
-//! runs long first checks whether any value of a scalar `matchAttribute` has enough free
+//! the spec's number (see [`Specs`]) and the classes (by uid+resourceVersion, or by spec when
+//! they have none). Per call the path only marks the devices existing claims hold (a
+//! per-pool hash table of device names), then, for a claim without constraints, takes each
+//! request's first free devices (the first branch, whose picks nothing else constrains); for
+//! a claim with constraints it lists each request's free candidates and walks them; a walk
+//! that runs long first checks whether any value of a scalar `matchAttribute` has enough free
 //! candidates at all, so a claim that cannot fit goes to the search without a long walk.
 
 use std::rc::Rc;
@@ -35,7 +37,7 @@ use allot_api::resource::v1::{
 use smallvec::SmallVec;
 
 use crate::attributes::{Constraint, ConstraintKind};
-use crate::search::{Picks, configs, device_result, node_selector};
+use crate::search::{Picks, configs, copied, device_result, node_selector};
 use crate::view::{Flat, NodeView, same};
 use crate::{AllocationInput, CelCache, Features};
 
@@ -49,6 +51,12 @@ const FIRST_VISITS: usize = 256;
 /// Plans kept per node view beyond this many are dropped, oldest first.
 const MAX_PLANS: usize = 8;
 
+/// Claim device specs numbered by [`Specs`] beyond this many are forgotten, oldest first.
+const MAX_SPECS: usize = 64;
+
+/// Claims [`Specs`] recognises by identity beyond this many are forgotten, oldest first.
+const MAX_CLAIMS: usize = 16;
+
 /// A scalar constraint's code of a device without the attribute.
 const ABSENT: u32 = u32::MAX;
 /// A scalar constraint's code of a device whose attribute has no scalar value (a list).
@@ -60,8 +68,8 @@ const NO_SCALAR: u32 = u32::MAX - 1;
 /// and the classes it names are the same (see [`Plan::fits`]); the view it is kept in
 /// vouches for the node, gates and slices.
 pub(crate) struct Plan {
-    /// The claim's device spec the plan was made for.
-    spec: DeviceClaim,
+    /// The number of the claim device spec the plan was made for (see [`Specs`]).
+    spec: u64,
     /// Per request: its class as it was.
     classes: Vec<ClassRef>,
     /// Per request: its devices in search order whose selectors accept them (and per-device
@@ -110,11 +118,11 @@ impl ClassRef {
             return false;
         };
         let meta = &class.metadata;
-        if meta.name != self.name {
+        if !same(&meta.name, &self.name) {
             return false;
         }
         match (&self.version, &self.spec) {
-            (Some((uid, rv)), _) => meta.uid == *uid && meta.resource_version == *rv,
+            (Some((uid, rv)), _) => same(&meta.uid, uid) && same(&meta.resource_version, rv),
             (None, Some(spec)) => {
                 (meta.uid.is_empty() || meta.resource_version.is_empty()) && class.spec == *spec
             }
@@ -140,10 +148,76 @@ enum Codes {
     List(Rc<crate::view::Column>),
 }
 
+/// Numbers for the claim device specs the fast path plans for, kept across calls (in the
+/// [`CelCache`]): a plan names its spec by number, so finding a claim's plan on a node compares
+/// numbers, not specs. A claim with a `uid` and a `resourceVersion` (every claim a store
+/// holds; the store changes the version with every write) is recognised by those, so its spec
+/// is compared once, not once per node the scheduler tries it on; a claim without them (built
+/// in memory, or read from a file) is numbered by comparing its spec with the specs numbered
+/// lately. A number stands for one spec for good: numbers are never reused, and a forgotten
+/// spec seen again gets a new one (its old plans are then no longer found, and age out).
+#[derive(Default)]
+pub(crate) struct Specs(std::cell::RefCell<SpecNumbers>);
+
+#[derive(Default)]
+struct SpecNumbers {
+    /// Claims recognised lately, newest last: uid, resourceVersion and their spec's number.
+    claims: Vec<(String, String, u64)>,
+    /// Specs numbered lately, newest last.
+    specs: Vec<(DeviceClaim, u64)>,
+    /// The next number.
+    next: u64,
+}
+
+impl Specs {
+    /// The number of `claim`'s device spec.
+    pub(crate) fn number(&self, claim: &ResourceClaim) -> u64 {
+        let meta = &claim.metadata;
+        let identified = !meta.uid.is_empty() && !meta.resource_version.is_empty();
+        let mut numbers = self.0.borrow_mut();
+        if identified
+            && let Some(&(_, _, number)) = numbers
+                .claims
+                .iter()
+                .rev()
+                .find(|(uid, rv, _)| same(uid, &meta.uid) && same(rv, &meta.resource_version))
+        {
+            return number;
+        }
+        let number = match numbers
+            .specs
+            .iter()
+            .rev()
+            .find(|(spec, _)| *spec == claim.spec.devices)
+        {
+            Some(&(_, number)) => number,
+            None => {
+                let number = numbers.next;
+                numbers.next += 1;
+                if numbers.specs.len() >= MAX_SPECS {
+                    numbers.specs.remove(0);
+                }
+                numbers.specs.push((claim.spec.devices.clone(), number));
+                number
+            }
+        };
+        if identified {
+            if numbers.claims.len() >= MAX_CLAIMS {
+                numbers.claims.remove(0);
+            }
+            numbers
+                .claims
+                .push((meta.uid.clone(), meta.resource_version.clone(), number));
+        }
+        number
+    }
+}
+
 impl Plan {
-    /// Whether the plan serves `claim` with these classes.
-    fn fits(&self, claim: &ResourceClaim, classes: &[DeviceClass]) -> bool {
-        self.spec == claim.spec.devices && self.classes.iter().all(|class| class.holds(classes))
+    /// Whether the plan serves a claim whose device spec has number `spec`, with these
+    /// classes.
+    fn fits(&self, spec: u64, classes: &[DeviceClass]) -> bool {
+        self.spec == spec && self.classes.iter().all(|class| class.holds(classes))
     }
 
     /// The plan of `claim` over `view`, `None` when the claim has a shape the fast path does
@@ -155,6 +229,7 @@ impl Plan {
         view: &NodeView,
         flat: &Flat,
         claim: &ResourceClaim,
+        number: u64,
     ) -> Option<Plan> {
         let spec = &claim.spec.devices;
         let mut classes = Vec::with_capacity(spec.requests.len());
@@ -276,7 +351,7 @@ impl Plan {
             .flat_map(|(r, &count)| std::iter::repeat_n(r, count))
             .collect();
         Some(Plan {
-            spec: spec.clone(),
+            spec: number,
             classes,
             selected,
             counts,
@@ -592,6 +667,92 @@ impl Walk<'_, '_> {
     }
 }
 
+/// Without constraints, the walk's first branch takes, slot after slot, the first device of
+/// the slot's request that is free (no pick limits a later one but by taking its device), and
+/// no walk goes further than that branch, so this takes those picks without building the
+/// walk: `None` when a slot finds no free device (the walk would backtrack: left to the
+/// search) or meets a device the path does not model.
+fn first_free(plan: &Plan, state: &mut [u8]) -> Option<SmallVec<[(u32, u32); 8]>> {
+    let mut picked = SmallVec::new();
+    for (r, (selected, &count)) in plan.selected.iter().zip(&plan.counts).enumerate() {
+        let mut needed = count;
+        for &d in selected {
+            if needed == 0 {
+                break;
+            }
+            match state[d as usize] {
+                FREE => {
+                    state[d as usize] = TAKEN;
+                    picked.push((d, r as u32));
+                    needed -= 1;
+                }
+                TAKEN => {}
+                _ => return None,
+            }
+        }
+        if needed > 0 {
+            return None;
+        }
+    }
+    Some(picked)
+}
+
+/// The walk's picks for the claim of `plan` (in walk order, as `(device, request)`), the
+/// devices they take marked in `state`; `None` when the claim goes to the search.
+fn walk(
+    plan: &Plan,
+    state: &mut [u8],
+    candidates: &mut Vec<u32>,
+    ranges: &mut Vec<(u32, u32)>,
+    counts: &mut Vec<u32>,
+    marks: &mut Vec<bool>,
+) -> Option<SmallVec<[(u32, u32); 8]>> {
+    candidates.clear();
+    ranges.clear();
+    for (selected, &count) in plan.selected.iter().zip(&plan.counts) {
+        let start = candidates.len();
+        for &d in selected {
+            if state[d as usize] != TAKEN {
+                candidates.push(d);
+            }
+        }
+        // Fewer candidates than devices needed: the claim cannot fit.
+        if candidates.len() - start < count {
+            return None;
+        }
+        ranges.push((start as u32, candidates.len() as u32));
+    }
+    // A claim that does not fit would make the search backtrack into the claims before
+    // it, or report why: leave that to the search. A walk that runs long first checks
+    // whether the claim can fit at all.
+    let mut added: SmallVec<[Added<'_>; 2]> = SmallVec::new();
+    for constraint in &plan.constraints {
+        added.push(Added::new(constraint));
+    }
+    let mut walk = Walk {
+        plan,
+        candidates,
+        ranges,
+        added: &mut added,
+        state,
+        picked: SmallVec::new(),
+        visits: 0,
+        limit: FIRST_VISITS,
+    };
+    let mut found = walk.descend(0);
+    if found.is_none() && walk.visits > FIRST_VISITS {
+        if plan.cannot_fit(candidates, ranges, counts, marks) {
+            return None;
+        }
+        walk.restart(MAX_VISITS);
+        found = walk.descend(0);
+    }
+    if !found? {
+        return None;
+    }
+    Some(walk.picked)
+}
+
 /// The plan of `claim` on `view`: a kept one that still fits, else a new one (kept).
 fn plan_of(
     input: &AllocationInput<'_>,
@@ -601,16 +762,19 @@ fn plan_of(
     flat: &Flat,
     claim: &ResourceClaim,
 ) -> Option<Rc<Plan>> {
+    let number = cache.specs.number(claim);
     if let Some(plan) = view
         .plans
         .borrow()
         .iter()
         .rev()
-        .find(|plan| plan.fits(claim, input.classes))
+        .find(|plan| plan.fits(number, input.classes))
     {
         return Some(Rc::clone(plan));
     }
-    let plan = Rc::new(Plan::make(input, features, cache, view, flat, claim)?);
+    let plan = Rc::new(Plan::make(
+        input, features, cache, view, flat, claim, number,
+    )?);
     let mut plans = view.plans.borrow_mut();
     if plans.len() >= MAX_PLANS {
         plans.remove(0);
@@ -679,54 +843,19 @@ pub(crate) fn allocate(
     let mut out = Vec::with_capacity(input.claims.len());
     for claim in input.claims {
         let plan = plan_of(input, features, cache, &view, &flat, claim)?;
-        candidates.clear();
-        ranges.clear();
-        for (selected, &count) in plan.selected.iter().zip(&plan.counts) {
-            let start = candidates.len();
-            for &d in selected {
-                if state[d as usize] != TAKEN {
-                    candidates.push(d);
-                }
-            }
-            // Fewer candidates than devices needed: the claim cannot fit.
-            if candidates.len() - start < count {
-                return None;
-            }
-            ranges.push((start as u32, candidates.len() as u32));
-        }
-        // A claim that does not fit would make the search backtrack into the claims before
-        // it, or report why: leave that to the search. A walk that runs long first checks
-        // whether the claim can fit at all.
-        let mut added: SmallVec<[Added<'_>; 2]> = plan.constraints.iter().map(Added::new).collect();
-        let mut walk = Walk {
-            plan: &plan,
-            candidates,
-            ranges,
-            added: &mut added,
-            state,
-            picked: SmallVec::new(),
-            visits: 0,
-            limit: FIRST_VISITS,
+        let picked = if plan.constraints.is_empty() {
+            first_free(&plan, state)?
+        } else {
+            walk(&plan, state, candidates, ranges, counts, marks)?
         };
-        let mut found = walk.descend(0);
-        if found.is_none() && walk.visits > FIRST_VISITS {
-            if plan.cannot_fit(candidates, ranges, counts, marks) {
-                return None;
-            }
-            walk.restart(MAX_VISITS);
-            found = walk.descend(0);
-        }
-        if !found? {
-            return None;
-        }
-        let picked = walk.picked;
+        let picked = &picked;
         let device_at = |d: u32| {
             let (s, i) = flat.devices[d as usize];
             let slice = input.slices[s as usize];
             (slice, &slice.spec.devices[i as usize])
         };
         let mut results = Vec::with_capacity(picked.len());
-        for &(d, r) in &picked {
+        for &(d, r) in picked {
             let (slice, device) = device_at(d);
             let request = &claim.spec.devices.requests[r as usize];
             let tolerations = request
@@ -761,7 +890,7 @@ pub(crate) fn allocate(
         out.push(AllocationResult {
             devices: DeviceAllocationResult {
                 results,
-                config: plan.config.clone(),
+                config: copied(&plan.config),
             },
             node_selector,
             allocation_timestamp: None,

@@ -121,15 +121,16 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Gives every ResourceSlice and DeviceClass without a `metadata.uid` or
+    /// Gives every ResourceSlice, DeviceClass and ResourceClaim without a `metadata.uid` or
     /// `metadata.resourceVersion` one, as a store assigns them when it admits objects: the
-    /// allocator recognises slices and classes it already prepared by these two (see
-    /// [`crate::CelCache`]), so callers that keep a cache across calls over the same objects
-    /// (benchmarks, simulations) should call this first.
+    /// allocator recognises slices, classes and claim specs it already prepared by these two
+    /// (see [`crate::CelCache`]), so callers that keep a cache across calls over the same
+    /// objects (benchmarks, simulations) should call this first.
     pub fn assign_identities(&mut self) {
         let slices = self.slices.iter_mut().map(|s| ("slice", &mut s.metadata));
         let classes = self.classes.iter_mut().map(|c| ("class", &mut c.metadata));
-        for (index, (kind, meta)) in slices.chain(classes).enumerate() {
+        let claims = self.claims.iter_mut().map(|c| ("claim", &mut c.metadata));
+        for (index, (kind, meta)) in slices.chain(classes).chain(claims).enumerate() {
             if meta.uid.is_empty() {
                 meta.uid = format!("scenario-{kind}-{index}");
             }

@@ -610,6 +610,56 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_plan_follows_the_claims_identity_and_spec() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        assert!(!scenario.claims[0].metadata.uid.is_empty());
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
+        }
+        let narrow = |scenario: &mut Scenario, above: u32| {
+            let exactly = scenario.claims[0].spec.devices.requests[0]
+                .exactly
+                .as_mut()
+                .expect("exactly");
+            exactly.selectors = vec![allot_api::resource::v1::DeviceSelector {
+                cel: Some(allot_api::resource::v1::CelDeviceSelector {
+                    expression: format!("device.attributes[\"gpu.example.com\"].index > {above}"),
+                }),
+            }];
+        };
+        // A write to the claim changes its resourceVersion: the new spec gets its own plan.
+        narrow(&mut scenario, 2);
+        scenario.claims[0].metadata.resource_version = "2".into();
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-3");
+        }
+        // Another claim with the same spec has the same spec number (and so the same plan).
+        let number = cache.specs.number(&scenario.claims[0]);
+        scenario.claims[0].metadata.uid = "another-claim".into();
+        assert_eq!(cache.specs.number(&scenario.claims[0]), number);
+        assert_eq!(allocated_device(&scenario, &cache), "gpu-3");
+        narrow(&mut scenario, 4);
+        scenario.claims[0].metadata.resource_version = "3".into();
+        assert_ne!(cache.specs.number(&scenario.claims[0]), number);
+        for _ in 0..3 {
+            assert_eq!(allocated_device(&scenario, &cache), "gpu-5");
+        }
+        // Without an identity the spec itself is compared, call after call.
+        scenario.claims[0].metadata.uid.clear();
+        for above in [1, 5, 1, 6] {
+            narrow(&mut scenario, above);
+            for _ in 0..2 {
+                assert_eq!(
+                    allocated_device(&scenario, &cache),
+                    format!("gpu-{}", above + 1)
+                );
+            }
+        }
+    }
+
+    #[test]
     fn short_strings_compare_as_strings() {
         let words = [
             "",
@@ -747,7 +797,7 @@ impl PoolIndex {
 
 /// String equality without a `memcmp` call for short strings (names, pools, drivers): two
 /// overlapping loads cover 4 to 16 bytes, fewer bytes are compared one by one.
-#[inline]
+#[inline(always)]
 pub(crate) fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let n = a.len();

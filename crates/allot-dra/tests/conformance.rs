@@ -149,10 +149,17 @@ fn check(path: &Path, cache: Option<&CelCache>) -> Result<(), String> {
         .unwrap_or_default();
     if cache.is_some() {
         // Identities unique across scenarios, as a store gives them, so that the cache kept
-        // across scenarios (whose nodes share names) recognises only the same slices.
+        // across scenarios (whose nodes share names) recognises only the same slices and
+        // claims.
         for (i, slice) in scenario.slices.iter_mut().enumerate() {
             slice.metadata.uid = format!("{name}-{i}");
             slice.metadata.resource_version = "1".to_string();
+        }
+        for (i, claim) in scenario.claims.iter_mut().enumerate() {
+            if claim.metadata.uid.is_empty() {
+                claim.metadata.uid = format!("{name}-claim-{i}");
+                claim.metadata.resource_version = "1".to_string();
+            }
         }
     }
     let actual = run(&scenario, cache).map_err(|err| format!("scenario: {err}"))?;

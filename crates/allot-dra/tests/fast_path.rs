@@ -275,3 +275,62 @@ fn the_fast_path_takes_the_plain_shapes_and_leaves_the_rest() {
     assert!(allocate_with_cache(&input, &features, &cache).is_ok());
     assert!(allocate_fast_path_only(&input, &features, &cache).is_none());
 }
+
+/// A claim without constraints for 8 of 300 devices, some in use: the fast path takes the
+/// first free devices in search order however long the list (the walk it replaces gave up
+/// after 1,024 visits), and they are the search's.
+#[test]
+fn a_claim_without_constraints_takes_the_first_free_devices_of_a_long_list() {
+    let mut yaml = String::from(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\n\
+         spec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s\n\
+         spec:\n  driver: gpu.example.com\n  nodeName: node-1\n  pool:\n    name: p\n    \
+         generation: 1\n    resourceSliceCount: 1\n  devices:\n",
+    );
+    for i in 0..300 {
+        yaml.push_str(&format!("  - name: gpu-{i:03}\n"));
+    }
+    yaml.push_str(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: held\n  \
+         namespace: default\nspec:\n  devices:\n    requests:\n    - name: r\n      exactly:\n        \
+         deviceClassName: gpu\n        count: 3\nstatus:\n  allocation:\n    devices:\n      results:\n",
+    );
+    for i in [0, 2, 5] {
+        yaml.push_str(&format!(
+            "      - request: r\n        driver: gpu.example.com\n        pool: p\n        device: gpu-{i:03}\n"
+        ));
+    }
+    yaml.push_str(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: eight\n  \
+         namespace: default\nspec:\n  devices:\n    requests:\n    - name: a\n      exactly:\n        \
+         deviceClassName: gpu\n        count: 3\n    - name: b\n      exactly:\n        \
+         deviceClassName: gpu\n        count: 5\n",
+    );
+    let features = Features::default();
+    let (fast, kept, plain) = answers(&yaml, &features);
+    let fast = fast.expect("the fast path answers");
+    let devices: Vec<(String, String)> = fast[0]
+        .devices
+        .results
+        .iter()
+        .map(|r| (r.request.to_string(), r.device.to_string()))
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("a", 1),
+        ("a", 3),
+        ("a", 4),
+        ("b", 6),
+        ("b", 7),
+        ("b", 8),
+        ("b", 9),
+        ("b", 10),
+    ]
+    .iter()
+    .map(|(r, i)| (r.to_string(), format!("gpu-{i:03}")))
+    .collect();
+    assert_eq!(devices, want);
+    assert!(matches!(&kept, Ok(Outcome::Allocated(a)) if *a == fast));
+    assert!(matches!(&plain, Ok(Outcome::Allocated(b)) if *b == fast));
+}
