@@ -27,12 +27,11 @@
 //! candidates at all, so a claim that cannot fit goes to the search without a long walk.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use allot_api::resource::v1::{
     ALLOCATION_RESULTS_MAX_SIZE, AllocationResult, DeviceAllocationConfiguration,
     DeviceAllocationMode, DeviceAllocationResult, DeviceClaim, DeviceClass, DeviceClassSpec,
-    ResourceClaim,
+    ResourceClaim, SmolStr,
 };
 use smallvec::SmallVec;
 
@@ -78,7 +77,7 @@ pub(crate) struct Plan {
     /// Per request: how many devices it needs.
     counts: Vec<usize>,
     /// Per request: its name as results hold it.
-    requests: Vec<Arc<str>>,
+    requests: Vec<SmolStr>,
     constraints: Vec<PlanConstraint>,
     /// Per request: the constraints that apply to its devices.
     rules: Vec<SmallVec<[usize; 2]>>,
@@ -358,7 +357,7 @@ impl Plan {
             requests: spec
                 .requests
                 .iter()
-                .map(|request| Arc::from(request.name.as_str()))
+                .map(|request| SmolStr::from(&request.name))
                 .collect(),
             constraints,
             rules,
@@ -864,7 +863,7 @@ pub(crate) fn allocate(
                 .map_or(&[][..], |exactly| &exactly.tolerations);
             results.push(device_result(
                 features,
-                Arc::clone(&plan.requests[r as usize]),
+                plan.requests[r as usize].clone(),
                 Picks {
                     names: flat.names[d as usize].clone(),
                     slice,

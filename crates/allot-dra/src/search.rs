@@ -12,7 +12,7 @@ use allot_api::resource::v1::{
     DRA_ADMIN_NAMESPACE_LABEL_KEY, Device, DeviceAllocationConfiguration, DeviceAllocationMode,
     DeviceAllocationResult, DeviceAttribute, DeviceClass, DeviceDerivedAttribute,
     DeviceRequestAllocationResult, DeviceSelector, DeviceTaint, DeviceTaintEffect,
-    DeviceToleration, DeviceTolerationOperator, ResourceClaim, ResourceSlice,
+    DeviceToleration, DeviceTolerationOperator, ResourceClaim, ResourceSlice, SmolStr,
 };
 use allot_quantity::Quantity;
 
@@ -167,8 +167,8 @@ impl Req<'_> {
             None => self.parent.to_string(),
         }
     }
-    /// [`Req::name`] as a result holds it (one allocation for a plain request).
-    pub fn shared_name(&self) -> Arc<str> {
+    /// [`Req::name`] as a result holds it (no allocation for a plain request).
+    pub fn shared_name(&self) -> SmolStr {
         match self.sub {
             Some(_) => self.name().into(),
             None => self.parent.into(),
@@ -2312,9 +2312,9 @@ impl Search {
 
 /// A device as the results name it.
 pub(crate) struct Picks<'a> {
-    /// The driver, pool and device names as the result holds them (shared strings: the fast
-    /// path keeps them per device in the node view).
-    pub names: [Arc<str>; 3],
+    /// The driver, pool and device names as the result holds them (the fast path keeps them
+    /// per device in the node view).
+    pub names: [SmolStr; 3],
     pub slice: &'a ResourceSlice,
     pub device: &'a Device,
 }
@@ -2325,7 +2325,7 @@ pub(crate) struct Picks<'a> {
 #[inline]
 pub(crate) fn device_result(
     features: &Features,
-    request: Arc<str>,
+    request: SmolStr,
     dev: Picks<'_>,
     admin: bool,
     tolerations: &[DeviceToleration],

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use allot_api::core::v1::{Node, NodeSelector};
-use allot_api::resource::v1::{DeviceAttribute, ResourceSlice};
+use allot_api::resource::v1::{DeviceAttribute, ResourceSlice, SmolStr};
 
 use crate::Features;
 use crate::attributes;
@@ -144,7 +144,7 @@ pub(crate) struct Flat {
     /// picked with it.
     pub named: Vec<bool>,
     /// Per device: its driver, pool and name as allocation results hold them (shared).
-    pub names: Vec<[Arc<str>; 3]>,
+    pub names: Vec<[SmolStr; 3]>,
     /// Device indexes by driver, pool and name.
     pub index: Rc<DeviceIndex>,
 }
@@ -204,13 +204,13 @@ impl NodeView {
         for pool in &pools {
             for slice in &pool.slices {
                 let at = position(slices, slice)?;
-                let driver: Arc<str> = slice.spec.driver.as_str().into();
-                let pool_name: Arc<str> = slice.spec.pool.name.as_str().into();
+                let driver = SmolStr::from(&slice.spec.driver);
+                let pool_name = SmolStr::from(&slice.spec.pool.name);
                 for (i, device) in slice.spec.devices.iter().enumerate() {
                     names.push([
-                        Arc::clone(&driver),
-                        Arc::clone(&pool_name),
-                        device.name.as_str().into(),
+                        driver.clone(),
+                        pool_name.clone(),
+                        SmolStr::from(&device.name),
                     ]);
                     devices.push((u32::try_from(at).ok()?, u32::try_from(i).ok()?));
                     let node_name = if slice.spec.per_device_node_selection == Some(true) {

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use smol_str::SmolStr;
+
 use crate::Quantity;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -1243,23 +1245,25 @@ impl<'de> Deserialize<'de> for CapacityMap {
     }
 }
 
-/// One allocated device. The names are shared strings: an allocator hands out the same
-/// driver, pool, device and request names call after call, and copies of a result share them.
+/// One allocated device. The names are [`SmolStr`]s: an allocator hands out the same driver,
+/// pool, device and request names call after call, and copying a name of up to 23 bytes (most
+/// are) is a copy of 24 bytes, with neither an allocation nor an atomic reference count (a
+/// longer name is shared, as an `Arc<str>`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeviceRequestAllocationResult {
     /// The request (`<request>` or `<request>/<subrequest>`).
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub request: Arc<str>,
+    pub request: SmolStr,
     /// The driver.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub driver: Arc<str>,
+    pub driver: SmolStr,
     /// The pool.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub pool: Arc<str>,
+    pub pool: SmolStr,
     /// The device.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub device: Arc<str>,
+    pub device: SmolStr,
     /// Allocated for administrative access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_access: Option<bool>,
