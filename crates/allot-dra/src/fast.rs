@@ -153,19 +153,45 @@ enum Codes {
 /// holds; the store changes the version with every write) is recognised by those, so its spec
 /// is compared once, not once per node the scheduler tries it on; a claim without them (built
 /// in memory, or read from a file) is numbered by comparing its spec with the specs numbered
-/// lately. A number stands for one spec for good: numbers are never reused, and a forgotten
-/// spec seen again gets a new one (its old plans are then no longer found, and age out).
+/// lately. A claim is recognised by its namespace and name too, so that two claims of a
+/// hand-written file that share a uid and a version are still told apart. A number stands for
+/// one spec for good: numbers are never reused, and a forgotten spec seen again gets a new
+/// one (its old plans are then no longer found, and age out).
 #[derive(Default)]
 pub(crate) struct Specs(std::cell::RefCell<SpecNumbers>);
 
 #[derive(Default)]
 struct SpecNumbers {
-    /// Claims recognised lately, newest last: uid, resourceVersion and their spec's number.
-    claims: Vec<(String, String, u64)>,
+    /// Claims recognised lately, newest last, and their spec's number.
+    claims: Vec<(ClaimIdentity, u64)>,
     /// Specs numbered lately, newest last.
     specs: Vec<(DeviceClaim, u64)>,
     /// The next number.
     next: u64,
+}
+
+/// What recognises a claim: uid, resourceVersion, namespace and name.
+struct ClaimIdentity([String; 4]);
+
+impl ClaimIdentity {
+    fn of(claim: &ResourceClaim) -> Self {
+        let meta = &claim.metadata;
+        ClaimIdentity([
+            meta.uid.clone(),
+            meta.resource_version.clone(),
+            meta.namespace.clone(),
+            meta.name.clone(),
+        ])
+    }
+
+    fn is(&self, claim: &ResourceClaim) -> bool {
+        let meta = &claim.metadata;
+        let [uid, rv, namespace, name] = &self.0;
+        same(uid, &meta.uid)
+            && same(rv, &meta.resource_version)
+            && same(name, &meta.name)
+            && same(namespace, &meta.namespace)
+    }
 }
 
 impl Specs {
@@ -175,11 +201,11 @@ impl Specs {
         let identified = !meta.uid.is_empty() && !meta.resource_version.is_empty();
         let mut numbers = self.0.borrow_mut();
         if identified
-            && let Some(&(_, _, number)) = numbers
+            && let Some(&(_, number)) = numbers
                 .claims
                 .iter()
                 .rev()
-                .find(|(uid, rv, _)| same(uid, &meta.uid) && same(rv, &meta.resource_version))
+                .find(|(identity, _)| identity.is(claim))
         {
             return number;
         }
@@ -204,9 +230,7 @@ impl Specs {
             if numbers.claims.len() >= MAX_CLAIMS {
                 numbers.claims.remove(0);
             }
-            numbers
-                .claims
-                .push((meta.uid.clone(), meta.resource_version.clone(), number));
+            numbers.claims.push((ClaimIdentity::of(claim), number));
         }
         number
     }

@@ -660,6 +660,42 @@ mod tests {
     }
 
     #[test]
+    fn claims_sharing_a_uid_and_version_are_told_apart_by_name() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        let mut other = scenario.claims[0].clone();
+        other.metadata.name = "claim-1".into();
+        let exactly = other.spec.devices.requests[0]
+            .exactly
+            .as_mut()
+            .expect("exactly");
+        exactly.count = Some(2);
+        scenario.claims.push(other);
+        let features = scenario.features().expect("features");
+        let node = scenario.node(None).expect("node");
+        let claims = scenario.claims_to_allocate().expect("claims");
+        let allocated = scenario.allocated_claims(&claims);
+        let input = scenario.input(node, &claims, &allocated);
+        for _ in 0..3 {
+            let Ok(Outcome::Allocated(results)) = allocate_with_cache(&input, &features, &cache)
+            else {
+                panic!("both claims fit");
+            };
+            let devices = |i: usize| -> Vec<String> {
+                results[i]
+                    .devices
+                    .results
+                    .iter()
+                    .map(|r| r.device.to_string())
+                    .collect()
+            };
+            assert_eq!(devices(0), ["gpu-0"]);
+            assert_eq!(devices(1), ["gpu-1", "gpu-2"]);
+        }
+    }
+
+    #[test]
     fn short_strings_compare_as_strings() {
         let words = [
             "",
