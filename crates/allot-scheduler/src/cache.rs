@@ -7,13 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
-use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use allot_api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice, SmolStr,
+};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::resources::{Resources, node_allocatable, pod_non_zero_requests_with, pod_requests};
 
-/// A pool: (driver, pool name).
-pub type PoolKey = (String, String);
+/// A pool: (driver, pool name), as allocation results name it (names of up to 23 bytes are
+/// copied inline, without an allocation).
+pub type PoolKey = (SmolStr, SmolStr);
 
 /// What the scheduler knows about one node.
 #[derive(Debug, Clone)]
@@ -78,7 +81,7 @@ pub struct PoolState {
     /// Allocated claims with at least one device of this pool (shared with the store).
     pub claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
     /// Exclusively allocated devices of this pool, by name, with how many claims hold them.
-    pub allocated: BTreeMap<String, usize>,
+    pub allocated: BTreeMap<SmolStr, usize>,
 }
 
 impl PoolState {
@@ -184,7 +187,7 @@ pub struct Cache {
     pub namespaces: Vec<Namespace>,
     orphans: BTreeMap<String, Arc<ResourceSlice>>,
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
-    claim_pools: BTreeMap<ObjectKey, Vec<(usize, String, bool)>>,
+    claim_pools: BTreeMap<ObjectKey, Vec<(usize, SmolStr, bool)>>,
     assigned: BTreeMap<ObjectKey, Assigned>,
     /// Per slot, what the cheap filters read (brought up to date at the end of every sync).
     summaries: Vec<NodeSummary>,
@@ -378,7 +381,12 @@ impl Cache {
             Some(state) => state
                 .slices
                 .values()
-                .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
+                .map(|s| {
+                    (
+                        SmolStr::from(&s.spec.driver),
+                        SmolStr::from(&s.spec.pool.name),
+                    )
+                })
                 .collect(),
             None => return,
         };
@@ -479,7 +487,10 @@ impl Cache {
         };
         self.epoch += 1;
         let name = slice.metadata.name.clone();
-        let pool: PoolKey = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+        let pool: PoolKey = (
+            SmolStr::from(&slice.spec.driver),
+            SmolStr::from(&slice.spec.pool.name),
+        );
         let node_name = slice.spec.node_name.clone().filter(|n| !n.is_empty());
         // Forget the previous version of this slice wherever it was.
         if let Some((old_pool, old_node)) = self.slice_home.remove(&name) {
@@ -576,7 +587,7 @@ impl Cache {
         let Some(allocation) = allocation else { return };
         let mut entries = Vec::new();
         for result in &allocation.devices.results {
-            let pool: PoolKey = (result.driver.to_string(), result.pool.to_string());
+            let pool: PoolKey = (result.driver.clone(), result.pool.clone());
             let dedicated = result.admin_access != Some(true) && result.share_id.is_none();
             let id = self.pool_id(&pool);
             if dedicated {
@@ -586,12 +597,9 @@ impl Cache {
             state.changed_at = version;
             state.claims.insert(key.clone(), Arc::clone(claim));
             if dedicated {
-                *state
-                    .allocated
-                    .entry(result.device.to_string())
-                    .or_insert(0) += 1;
+                *state.allocated.entry(result.device.clone()).or_insert(0) += 1;
             }
-            entries.push((id, result.device.to_string(), dedicated));
+            entries.push((id, result.device.clone(), dedicated));
         }
         self.claim_pools.insert(key, entries);
     }
@@ -687,10 +695,10 @@ impl Cache {
     fn node_pool_ids(&self, state: &NodeState) -> Vec<usize> {
         let mut ids: Vec<usize> = state.pool_ids.clone();
         for slice in self.global_slices.values() {
-            if let Some(id) = self
-                .pool_index
-                .get(&(slice.spec.driver.clone(), slice.spec.pool.name.clone()))
-            {
+            if let Some(id) = self.pool_index.get(&(
+                SmolStr::from(&slice.spec.driver),
+                SmolStr::from(&slice.spec.pool.name),
+            )) {
                 ids.push(*id);
             }
         }
