@@ -162,52 +162,80 @@ pub(crate) struct Specs(std::cell::RefCell<SpecNumbers>);
 
 #[derive(Default)]
 struct SpecNumbers {
-    /// Claims recognised lately, newest last, and their spec's number.
-    claims: Vec<(ClaimIdentity, u64)>,
+    /// Claims recognised lately: a ring of [`MAX_CLAIMS`] entries, the oldest overwritten
+    /// in place (its strings' memory reused), so recording a claim allocates nothing once
+    /// the ring is full.
+    claims: Vec<Recognised>,
+    /// The entry of `claims` to overwrite next, once it is full.
+    oldest: usize,
     /// Specs numbered lately, newest last.
     specs: Vec<(DeviceClaim, u64)>,
     /// The next number.
     next: u64,
 }
 
-/// What recognises a claim: uid, resourceVersion, namespace and name.
-struct ClaimIdentity([String; 4]);
+/// A claim recognised lately: its identity and its spec's number.
+struct Recognised {
+    /// The last bytes of uid and resourceVersion (where one claim's differ from another's),
+    /// compared before the strings.
+    fingerprint: u64,
+    /// uid, resourceVersion, namespace and name.
+    identity: [String; 4],
+    number: u64,
+}
 
-impl ClaimIdentity {
-    fn of(claim: &ResourceClaim) -> Self {
-        let meta = &claim.metadata;
-        ClaimIdentity([
-            meta.uid.clone(),
-            meta.resource_version.clone(),
-            meta.namespace.clone(),
-            meta.name.clone(),
-        ])
+/// The identity of `claim`: uid, resourceVersion, namespace and name.
+fn identity(claim: &ResourceClaim) -> [&str; 4] {
+    let meta = &claim.metadata;
+    [
+        &meta.uid,
+        &meta.resource_version,
+        &meta.namespace,
+        &meta.name,
+    ]
+}
+
+/// The last eight bytes of `text` (all of it when shorter) as a number.
+#[inline]
+fn tail(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    match bytes.len().checked_sub(8) {
+        Some(start) => {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[start..]);
+            u64::from_le_bytes(word)
+        }
+        None => bytes
+            .iter()
+            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte)),
     }
+}
 
-    fn is(&self, claim: &ResourceClaim) -> bool {
-        let meta = &claim.metadata;
-        let [uid, rv, namespace, name] = &self.0;
-        same(uid, &meta.uid)
-            && same(rv, &meta.resource_version)
-            && same(name, &meta.name)
-            && same(namespace, &meta.namespace)
+impl Recognised {
+    fn is(&self, fingerprint: u64, identity: &[&str; 4]) -> bool {
+        self.fingerprint == fingerprint
+            && self
+                .identity
+                .iter()
+                .zip(identity)
+                .all(|(kept, given)| same(kept, given))
     }
 }
 
 impl Specs {
     /// The number of `claim`'s device spec.
     pub(crate) fn number(&self, claim: &ResourceClaim) -> u64 {
-        let meta = &claim.metadata;
-        let identified = !meta.uid.is_empty() && !meta.resource_version.is_empty();
+        let identity = identity(claim);
+        let identified = !identity[0].is_empty() && !identity[1].is_empty();
+        let fingerprint = tail(identity[0]) ^ tail(identity[1]).rotate_left(32);
         let mut numbers = self.0.borrow_mut();
         if identified
-            && let Some(&(_, number)) = numbers
+            && let Some(known) = numbers
                 .claims
                 .iter()
-                .rev()
-                .find(|(identity, _)| identity.is(claim))
+                .find(|known| known.is(fingerprint, &identity))
         {
-            return number;
+            return known.number;
         }
         let number = match numbers
             .specs
@@ -227,12 +255,32 @@ impl Specs {
             }
         };
         if identified {
-            if numbers.claims.len() >= MAX_CLAIMS {
-                numbers.claims.remove(0);
-            }
-            numbers.claims.push((ClaimIdentity::of(claim), number));
+            numbers.record(fingerprint, &identity, number);
         }
         number
+    }
+}
+
+impl SpecNumbers {
+    /// Remembers a claim's identity and spec number, over the oldest entry once the ring is
+    /// full.
+    fn record(&mut self, fingerprint: u64, identity: &[&str; 4], number: u64) {
+        if self.claims.len() < MAX_CLAIMS {
+            self.claims.push(Recognised {
+                fingerprint,
+                identity: identity.map(str::to_string),
+                number,
+            });
+            return;
+        }
+        let entry = &mut self.claims[self.oldest];
+        self.oldest = (self.oldest + 1) % MAX_CLAIMS;
+        entry.fingerprint = fingerprint;
+        entry.number = number;
+        for (kept, given) in entry.identity.iter_mut().zip(identity) {
+            kept.clear();
+            kept.push_str(given);
+        }
     }
 }
 

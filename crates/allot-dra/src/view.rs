@@ -660,6 +660,37 @@ mod tests {
     }
 
     #[test]
+    fn many_claims_are_recognised_through_the_ring_of_identities() {
+        let cache = CelCache::default();
+        let mut scenario = Scenario::parse(GPU8).expect("scenario");
+        scenario.assign_identities();
+        // More claims than the ring holds, each seen twice (the second time by identity),
+        // with specs that come back: an entry overwritten in place must answer for its new
+        // claim only.
+        for i in 0..40u32 {
+            let claim = &mut scenario.claims[0];
+            claim.metadata.uid = format!("00000000-0000-4000-8000-{i:012x}");
+            claim.metadata.resource_version = format!("{}", 100 + i);
+            let exactly = claim.spec.devices.requests[0]
+                .exactly
+                .as_mut()
+                .expect("exactly");
+            exactly.selectors = vec![allot_api::resource::v1::DeviceSelector {
+                cel: Some(allot_api::resource::v1::CelDeviceSelector {
+                    expression: format!("device.attributes[\"gpu.example.com\"].index > {}", i % 7),
+                }),
+            }];
+            for _ in 0..2 {
+                assert_eq!(
+                    allocated_device(&scenario, &cache),
+                    format!("gpu-{}", i % 7 + 1),
+                    "claim {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn claims_sharing_a_uid_and_version_are_told_apart_by_name() {
         let cache = CelCache::default();
         let mut scenario = Scenario::parse(GPU8).expect("scenario");
