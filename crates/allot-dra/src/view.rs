@@ -609,6 +609,19 @@ mod tests {
         }
     }
 
+    /// Gives the scenario's first claim one selector: GPUs whose index is above `above`.
+    fn only_above(scenario: &mut Scenario, above: u32) {
+        let exactly = scenario.claims[0].spec.devices.requests[0]
+            .exactly
+            .as_mut()
+            .expect("exactly");
+        exactly.selectors = vec![allot_api::resource::v1::DeviceSelector {
+            cel: Some(allot_api::resource::v1::CelDeviceSelector {
+                expression: format!("device.attributes[\"gpu.example.com\"].index > {above}"),
+            }),
+        }];
+    }
+
     #[test]
     fn a_kept_plan_follows_the_claims_identity_and_spec() {
         let cache = CelCache::default();
@@ -618,19 +631,8 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(allocated_device(&scenario, &cache), "gpu-0");
         }
-        let narrow = |scenario: &mut Scenario, above: u32| {
-            let exactly = scenario.claims[0].spec.devices.requests[0]
-                .exactly
-                .as_mut()
-                .expect("exactly");
-            exactly.selectors = vec![allot_api::resource::v1::DeviceSelector {
-                cel: Some(allot_api::resource::v1::CelDeviceSelector {
-                    expression: format!("device.attributes[\"gpu.example.com\"].index > {above}"),
-                }),
-            }];
-        };
         // A write to the claim changes its resourceVersion: the new spec gets its own plan.
-        narrow(&mut scenario, 2);
+        only_above(&mut scenario, 2);
         scenario.claims[0].metadata.resource_version = "2".into();
         for _ in 0..3 {
             assert_eq!(allocated_device(&scenario, &cache), "gpu-3");
@@ -640,7 +642,7 @@ mod tests {
         scenario.claims[0].metadata.uid = "another-claim".into();
         assert_eq!(cache.specs.number(&scenario.claims[0]), number);
         assert_eq!(allocated_device(&scenario, &cache), "gpu-3");
-        narrow(&mut scenario, 4);
+        only_above(&mut scenario, 4);
         scenario.claims[0].metadata.resource_version = "3".into();
         assert_ne!(cache.specs.number(&scenario.claims[0]), number);
         for _ in 0..3 {
@@ -649,7 +651,7 @@ mod tests {
         // Without an identity the spec itself is compared, call after call.
         scenario.claims[0].metadata.uid.clear();
         for above in [1, 5, 1, 6] {
-            narrow(&mut scenario, above);
+            only_above(&mut scenario, above);
             for _ in 0..2 {
                 assert_eq!(
                     allocated_device(&scenario, &cache),
@@ -671,15 +673,7 @@ mod tests {
             let claim = &mut scenario.claims[0];
             claim.metadata.uid = format!("00000000-0000-4000-8000-{i:012x}");
             claim.metadata.resource_version = format!("{}", 100 + i);
-            let exactly = claim.spec.devices.requests[0]
-                .exactly
-                .as_mut()
-                .expect("exactly");
-            exactly.selectors = vec![allot_api::resource::v1::DeviceSelector {
-                cel: Some(allot_api::resource::v1::CelDeviceSelector {
-                    expression: format!("device.attributes[\"gpu.example.com\"].index > {}", i % 7),
-                }),
-            }];
+            only_above(&mut scenario, i % 7);
             for _ in 0..2 {
                 assert_eq!(
                     allocated_device(&scenario, &cache),
