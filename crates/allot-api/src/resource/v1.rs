@@ -1174,22 +1174,33 @@ impl DeviceAllocationResult {
 /// costs nothing when it is empty, as it is in nearly every allocation result (only shares
 /// of devices allowing multiple allocations consume capacity). An empty `BTreeMap` owns no
 /// memory, yet dropping one walks its generic teardown, some fifty instructions per result.
-#[derive(Clone, Default, PartialEq)]
-pub struct CapacityMap(std::mem::ManuallyDrop<BTreeMap<QualifiedName, Quantity>>);
+#[derive(Clone, Default)]
+pub struct CapacityMap {
+    map: std::mem::ManuallyDrop<BTreeMap<QualifiedName, Quantity>>,
+    /// Whether the map may own memory: it was handed in, or handed out for writing (a map
+    /// emptied by removals can keep an empty node). A map made empty and never written owns
+    /// nothing, and its drop is skipped.
+    owns: bool,
+}
 
 impl CapacityMap {
     /// Whether no capacity is listed.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.map.is_empty()
+    }
+}
+
+impl PartialEq for CapacityMap {
+    fn eq(&self, other: &Self) -> bool {
+        *self.map == *other.map
     }
 }
 
 impl Drop for CapacityMap {
     fn drop(&mut self) {
-        // An empty map owns nothing; a full one is moved out and dropped (the empty map
-        // left in its place owns nothing either).
-        if !self.0.is_empty() {
-            drop(std::mem::take(&mut *self.0));
+        // The map is moved out and dropped; the empty map left in its place owns nothing.
+        if self.owns {
+            drop(std::mem::take(&mut *self.map));
         }
     }
 }
@@ -1197,19 +1208,23 @@ impl Drop for CapacityMap {
 impl std::ops::Deref for CapacityMap {
     type Target = BTreeMap<QualifiedName, Quantity>;
     fn deref(&self) -> &Self::Target {
-        &self.0
+        &self.map
     }
 }
 
 impl std::ops::DerefMut for CapacityMap {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
+        self.owns = true;
+        &mut self.map
     }
 }
 
 impl From<BTreeMap<QualifiedName, Quantity>> for CapacityMap {
     fn from(map: BTreeMap<QualifiedName, Quantity>) -> Self {
-        CapacityMap(std::mem::ManuallyDrop::new(map))
+        CapacityMap {
+            map: std::mem::ManuallyDrop::new(map),
+            owns: true,
+        }
     }
 }
 
@@ -1223,7 +1238,7 @@ impl<'a> IntoIterator for &'a CapacityMap {
     type Item = (&'a QualifiedName, &'a Quantity);
     type IntoIter = std::collections::btree_map::Iter<'a, QualifiedName, Quantity>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.map.iter()
     }
 }
 
@@ -1522,5 +1537,10 @@ mod tests {
         grown.insert("memory".into(), Quantity::parse("1Gi").expect("quantity"));
         assert_eq!(format!("{grown:?}"), format!("{:?}", *grown));
         assert_ne!(grown, CapacityMap::default());
+        // Emptied by removal it equals an empty map (and is dropped whole: an emptied
+        // BTreeMap may keep a node).
+        grown.remove("memory");
+        assert_eq!(grown, CapacityMap::default());
+        assert!(grown.is_empty());
     }
 }
