@@ -7,8 +7,7 @@ use crate::Error;
 /// Field names are the snake_case of upstream's gate names without the `DRA` prefix;
 /// [`Features::set`] takes the upstream names (`DRAPrioritizedList`, ...). Defaults are those
 /// of Kubernetes 1.37.
-#[derive(Debug, Clone, Copy, Eq)]
-#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Features {
     /// `DRAAdminAccess`: requests may ask for admin access to devices that are in use.
     pub admin_access: bool,
@@ -32,15 +31,6 @@ pub struct Features {
     pub device_compatibility_groups: bool,
     /// `DRAOptionalNodeOperations`: `skipNodeOperations` is copied into results.
     pub optional_node_operations: bool,
-}
-
-/// Equal when every gate is (compared as one array: the allocator compares gates on every
-/// call to recognise what it prepared, and field by field costs a branch per gate).
-impl PartialEq for Features {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        self.gates() == other.gates()
-    }
 }
 
 impl Default for Features {
@@ -159,37 +149,6 @@ impl Features {
             self.set(gate.trim(), enabled)?;
         }
         Ok(())
-    }
-
-    /// Every gate, in the order of [`Features::GATES`].
-    #[inline]
-    fn gates(&self) -> [bool; 11] {
-        let Features {
-            admin_access,
-            prioritized_list,
-            device_taints,
-            partitionable_devices,
-            consumable_capacity,
-            device_binding_conditions,
-            resource_claim_device_status,
-            list_type_attributes,
-            derived_attributes,
-            device_compatibility_groups,
-            optional_node_operations,
-        } = *self;
-        [
-            admin_access,
-            prioritized_list,
-            device_taints,
-            partitionable_devices,
-            consumable_capacity,
-            device_binding_conditions,
-            resource_claim_device_status,
-            list_type_attributes,
-            derived_attributes,
-            device_compatibility_groups,
-            optional_node_operations,
-        ]
     }
 
     /// Whether devices with binding conditions may be allocated (upstream's
