@@ -153,7 +153,7 @@ impl Fx {
 /// compiles to a `memcpy` call): 4 to 7 bytes as two overlapping 4-byte loads, fewer one by
 /// one. For a given length every byte lands in the word, so equal words mean equal bytes.
 #[inline]
-fn tail_word(rest: &[u8]) -> u64 {
+pub(crate) fn tail_word(rest: &[u8]) -> u64 {
     let n = rest.len();
     if n >= 4 {
         let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);

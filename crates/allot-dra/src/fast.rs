@@ -205,9 +205,7 @@ fn tail(text: &str) -> u64 {
             word.copy_from_slice(&bytes[start..]);
             u64::from_le_bytes(word)
         }
-        None => bytes
-            .iter()
-            .fold(0u64, |word, &byte| (word << 8) | u64::from(byte)),
+        None => crate::cel::tail_word(bytes),
     }
 }
 
