@@ -752,7 +752,7 @@ impl DeviceTaintEvictionController {
                 .devices
                 .results
                 .iter()
-                .any(|r| &*r.driver == driver && &*r.pool == pool)
+                .any(|r| r.driver == driver && r.pool == pool)
             {
                 for r in &claim.status.reserved_for {
                     if r.resource == "pods" {

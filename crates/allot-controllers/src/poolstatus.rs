@@ -379,13 +379,16 @@ pub fn calculate_pool_status(
             continue;
         };
         for result in &allocation.devices.results {
-            if result.admin_access == Some(true) || &*result.driver != driver {
+            if result.admin_access == Some(true) || result.driver != driver {
                 continue;
             }
-            let Some(pool) = pools.get_key_value(&*result.pool).map(|(k, _)| *k) else {
+            let Some(pool) = pools.get_key_value(result.pool.as_str()).map(|(k, _)| *k) else {
                 continue;
             };
-            in_use.entry(pool).or_default().insert(&*result.device);
+            in_use
+                .entry(pool)
+                .or_default()
+                .insert(result.device.as_str());
             for (name, quantity) in &result.consumed_capacity {
                 let entry = consumed
                     .entry(pool)

@@ -352,7 +352,11 @@ impl<'a> Problem<'a> {
                         &mut dev_usage[d]
                     }
                     None => usage
-                        .entry((&*result.driver, &*result.pool, &*result.device))
+                        .entry((
+                            result.driver.as_str(),
+                            result.pool.as_str(),
+                            result.device.as_str(),
+                        ))
                         .or_default(),
                 };
                 if features.consumable_capacity && result.share_id.is_some() {

@@ -172,7 +172,7 @@ proptest! {
                 let request: usize = r.request.trim_start_matches("req-").parse().unwrap();
                 let req = &claim.requests[request];
                 // Selector: the class picks the driver.
-                prop_assert_eq!(&*r.driver == "driver-b", req.class_b);
+                prop_assert_eq!(r.driver == "driver-b", req.class_b);
                 if spec.multi {
                     prop_assert!(r.share_id.is_some());
                     let used = r.consumed_capacity.get("memory").map(|q| q.value() as u32 >> 30).unwrap_or(0);

@@ -149,18 +149,14 @@ impl Devices {
             for r in &allocation.devices.results {
                 if found
                     .iter()
-                    .any(|(id, _)| *id.0 == *r.driver && *id.1 == *r.pool && *id.2 == *r.device)
+                    .any(|(id, _)| id.0 == r.driver && id.1 == r.pool && id.2 == r.device)
                 {
                     continue;
                 }
                 let hit = agent
                     .find_device(store, &r.driver, &r.pool, &r.device)
                     .and_then(|(slice, _)| {
-                        let index = slice
-                            .spec
-                            .devices
-                            .iter()
-                            .position(|d| *d.name == *r.device)?;
+                        let index = slice.spec.devices.iter().position(|d| d.name == r.device)?;
                         let shared = store.get_shared::<ResourceSlice>("", &slice.metadata.name)?;
                         Some((shared.clone(), index))
                     });
@@ -528,7 +524,7 @@ impl NodeAgent {
                     .devices
                     .results
                     .iter()
-                    .filter(|r| *r.driver == *driver)
+                    .filter(|r| r.driver == *driver)
                     .all(|r| claims::skips(r, SkipNodeOperation::NodeUnprepareResources));
             drivers.insert(driver, skip_unprepare);
         }
@@ -560,17 +556,20 @@ impl NodeAgent {
                     // Entries for devices no longer allocated go, as the API server drops them.
                     c.status.devices.retain(|e| {
                         results.iter().any(|r| {
-                            *r.driver == *e.driver
-                                && *r.pool == *e.pool
-                                && *r.device == *e.device
+                            r.driver == e.driver
+                                && r.pool == e.pool
+                                && r.device == e.device
                                 && r.share_id == e.share_id
                         })
                     });
-                    for r in results.iter().filter(|r| drivers.contains_key(&*r.driver)) {
+                    for r in results
+                        .iter()
+                        .filter(|r| drivers.contains_key(r.driver.as_str()))
+                    {
                         let index = match c.status.devices.iter().position(|e| {
-                            *e.driver == *r.driver
-                                && *e.pool == *r.pool
-                                && *e.device == *r.device
+                            e.driver == r.driver
+                                && e.pool == r.pool
+                                && e.device == r.device
                                 && e.share_id == r.share_id
                         }) {
                             Some(i) => i,
@@ -641,7 +640,7 @@ impl NodeAgent {
                     .devices
                     .results
                     .iter()
-                    .filter(|r| *r.driver == **driver)
+                    .filter(|r| r.driver == **driver)
                 {
                     let top = r.request.split('/').next().unwrap_or_default();
                     if !requests.contains(&top) {
@@ -654,7 +653,7 @@ impl NodeAgent {
                         .results
                         .iter()
                         .filter(|r| {
-                            *r.driver == **driver
+                            r.driver == **driver
                                 && r.request.split('/').next().unwrap_or_default() == top
                         })
                         .map(|r| MetadataDevice {
@@ -669,9 +668,9 @@ impl NodeAgent {
                                 .devices
                                 .iter()
                                 .find(|e| {
-                                    *e.driver == *r.driver
-                                        && *e.pool == *r.pool
-                                        && *e.device == *r.device
+                                    e.driver == r.driver
+                                        && e.pool == r.pool
+                                        && e.device == r.device
                                         && e.share_id == r.share_id
                                 })
                                 .and_then(|e| e.network_data.as_ref()),
@@ -747,7 +746,7 @@ impl NodeAgent {
                         continue;
                     }
                     let id = device_id(r);
-                    let health = if called.contains(&*r.driver) {
+                    let health = if called.contains(r.driver.as_str()) {
                         let report = found
                             .get(self, store, &r.driver, &r.pool, &r.device)
                             .map(|(slice, _)| health::reported(slice, &r.device))

@@ -239,7 +239,7 @@ pub(crate) fn annotation<'d>(
                 .devices
                 .results
                 .iter()
-                .filter(|r| requests.contains(&&*r.request))
+                .filter(|r| requests.contains(&r.request.as_str()))
                 .map(|r| claim_resource(r, device_of))
                 .collect();
             dynamic.push(DynamicResource {

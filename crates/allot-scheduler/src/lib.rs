@@ -535,9 +535,9 @@ impl Scheduler {
                 continue;
             }
             let Some(status) = claim.status.devices.iter().find(|d| {
-                *d.driver == *result.driver
-                    && *d.pool == *result.pool
-                    && *d.device == *result.device
+                d.driver == result.driver
+                    && d.pool == result.pool
+                    && d.device == result.device
                     && d.share_id == result.share_id
             }) else {
                 return Ok(false);
@@ -1885,7 +1885,12 @@ fn dra_score(
 ) -> i64 {
     let mut score = 0;
     for (claim, result) in claims.iter().zip(results) {
-        let chosen: BTreeSet<&str> = result.devices.results.iter().map(|r| &*r.request).collect();
+        let chosen: BTreeSet<&str> = result
+            .devices
+            .results
+            .iter()
+            .map(|r| r.request.as_str())
+            .collect();
         for request in &claim.spec.devices.requests {
             for (i, sub) in request.first_available.iter().enumerate() {
                 if chosen.contains(format!("{}/{}", request.name, sub.name).as_str()) {

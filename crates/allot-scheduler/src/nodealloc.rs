@@ -89,15 +89,10 @@ pub fn find_device<'a, S: std::borrow::Borrow<ResourceSlice>>(
 ) -> Result<&'a Device, String> {
     for slice in slices {
         let slice: &ResourceSlice = slice.borrow();
-        if *slice.spec.driver != *result.driver || *slice.spec.pool.name != *result.pool {
+        if slice.spec.driver != result.driver || slice.spec.pool.name != result.pool {
             continue;
         }
-        if let Some(device) = slice
-            .spec
-            .devices
-            .iter()
-            .find(|d| *d.name == *result.device)
-        {
+        if let Some(device) = slice.spec.devices.iter().find(|d| d.name == result.device) {
             if !device_matches_node(slice, device, node) {
                 return Err(format!("device {} does not match node", result.device));
             }

@@ -296,7 +296,7 @@ fn dra_allocation_reserves_and_binds() {
         let allocation = claim.status.allocation.as_ref().expect("allocated");
         assert_eq!(allocation.devices.results.len(), 1);
         let result = &allocation.devices.results[0];
-        assert_eq!(*result.pool, *node, "devices come from the pod's node");
+        assert_eq!(result.pool, node, "devices come from the pod's node");
         assert!(
             used.insert((result.pool.clone(), result.device.clone())),
             "no device twice"
@@ -436,7 +436,7 @@ spec:
     assert_eq!(node_of(&rt, "p").as_deref(), Some("node-b"));
     let claim = rt.store.get::<ResourceClaim>("default", "c").unwrap();
     assert_eq!(
-        &*claim.status.allocation.as_ref().unwrap().devices.results[0].request,
+        claim.status.allocation.as_ref().unwrap().devices.results[0].request,
         "gpu/large"
     );
 }

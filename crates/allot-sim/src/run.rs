@@ -417,9 +417,10 @@ fn set_claim_condition(
         ));
     };
     let allocated = claim.status.allocation.as_ref().is_some_and(|a| {
-        a.devices.results.iter().any(|r| {
-            *r.driver == *spec.driver && *r.pool == *spec.pool && *r.device == *spec.device
-        })
+        a.devices
+            .results
+            .iter()
+            .any(|r| r.driver == spec.driver && r.pool == spec.pool && r.device == spec.device)
     });
     if !allocated {
         return Err(format!(
