@@ -40,6 +40,9 @@ pub struct ServeOptions {
     /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
     /// defaults when `None`.
     pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
+    /// Start even when the event log is missing or empty in a data directory an earlier
+    /// server used (`--allow-empty-store`).
+    pub allow_empty_store: bool,
 }
 
 impl ServeOptions {
@@ -53,6 +56,7 @@ impl ServeOptions {
             token_auth_file: None,
             etcd: None,
             kubelet_config: None,
+            allow_empty_store: false,
         }
     }
 }
@@ -99,7 +103,11 @@ impl Server {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(&options.data_dir).map_err(io(&options.data_dir))?;
-        let (backend, store, lock) = storage::open(&options.data_dir, options.etcd.as_ref())?;
+        let (backend, store, lock) = storage::open(
+            &options.data_dir,
+            options.etcd.as_ref(),
+            options.allow_empty_store,
+        )?;
         let persisted = store.resource_version();
         let mut inner = Inner {
             store,
