@@ -25,6 +25,7 @@ pub mod namespace;
 pub mod nodes;
 pub mod openapi;
 pub mod patch;
+pub mod printers;
 pub mod protobuf;
 pub mod rbac;
 pub mod resources;
