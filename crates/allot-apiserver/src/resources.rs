@@ -414,6 +414,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
             "kind": r.kind.name(),
             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
             "shortNames": r.short_names,
+            "categories": categories(r.plural),
         }));
         if r.status {
             resources.push(json!({
@@ -436,6 +437,24 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
+}
+
+/// The categories a resource belongs to, as upstream's REST storage declares them (`kubectl get
+/// all` lists the `all` category).
+pub fn categories(plural: &str) -> &'static [&'static str] {
+    match plural {
+        "pods"
+        | "replicationcontrollers"
+        | "services"
+        | "daemonsets"
+        | "deployments"
+        | "replicasets"
+        | "statefulsets"
+        | "horizontalpodautoscalers"
+        | "cronjobs"
+        | "jobs" => &["all"],
+        _ => &[],
+    }
 }
 
 /// `APIGroupList` for `/apis`.
