@@ -13,9 +13,19 @@ use allot_kubelet::{CpuPolicy, Node};
 /// Show which container owns each CPU after admission.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The scenario: NodeTopology, KubeletConfiguration, optionally NodeState, then Pods.
-    #[arg(short = 'f', long = "file")]
-    pub file: PathBuf,
+    /// The scenario: NodeTopology, KubeletConfiguration, optionally NodeState, then Pods; a
+    /// file, a directory of files, or `-` for standard input.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        visible_alias = "file",
+        required = true,
+        value_name = "FILE|DIR|-"
+    )]
+    pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Read (and update) the checkpoints in this directory instead of the scenario's NodeState.
     #[arg(long = "state-dir")]
     pub state_dir: Option<PathBuf>,
@@ -25,7 +35,8 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Colour in text output: auto (when stdout is a terminal), always or never.
+    /// Colour in text output: auto (when stdout is a terminal and the environment variable
+    /// NO_COLOR is unset or empty), always or never.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
 }
@@ -42,7 +53,7 @@ pub enum Output {
 /// When to colour text output.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Color {
-    /// When stdout is a terminal.
+    /// When stdout is a terminal and NO_COLOR is unset or empty.
     Auto,
     /// Always.
     Always,
@@ -205,7 +216,7 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn svg(node: &Node) -> String {
+fn svg(node: &Node, _report: &allot_kubelet::Report) -> String {
     const CELL_W: u32 = 46;
     const CELL_H: u32 = 24;
     const PAD: u32 = 8;
@@ -321,31 +332,60 @@ fn svg(node: &Node) -> String {
     )
 }
 
+/// Whether text output is coloured: `--color always|never` decides; `auto` colours a terminal
+/// unless `NO_COLOR` is set to anything but the empty string (no-color.org).
+fn use_color(choice: Color, terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    match choice {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => terminal && no_color.is_none_or(|v| v.is_empty()),
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    let files = crate::files::Files::new(args.files.clone(), args.recursive);
     let (node, report) = super::node_admit::admit(
-        &args.file,
+        &files,
         args.state_dir.as_ref(),
         args.allow_zero_cpu_reservation,
     )?;
     match args.output {
-        Output::Svg => print!("{}", svg(&node)),
+        Output::Svg => crate::out::print(&svg(&node, &report))?,
         Output::Text => {
-            let color = match args.color {
-                Color::Always => true,
-                Color::Never => false,
-                Color::Auto => std::io::stdout().is_terminal(),
-            };
-            print!("{}", text(&node, color));
+            let color = use_color(
+                args.color,
+                std::io::stdout().is_terminal(),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            let mut out = text(&node, color);
             for p in report.pods.iter().filter(|p| !p.admitted) {
-                println!(
-                    "not admitted: {} ({}): {}",
+                out.push_str(&format!(
+                    "not admitted: {} ({}): {}\n",
                     p.pod,
                     p.reason.as_deref().unwrap_or("-"),
                     p.message.as_deref().unwrap_or("-")
-                );
+                ));
             }
+            crate::out::print(&out)?;
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_turns_auto_off_but_not_always() {
+        let set = Some(std::ffi::OsStr::new("1"));
+        let empty = Some(std::ffi::OsStr::new(""));
+        assert!(use_color(Color::Auto, true, None));
+        assert!(use_color(Color::Auto, true, empty));
+        assert!(!use_color(Color::Auto, true, set));
+        assert!(!use_color(Color::Auto, false, None));
+        assert!(use_color(Color::Always, false, set));
+        assert!(!use_color(Color::Never, true, None));
+    }
 }
