@@ -533,3 +533,101 @@ fn simulate_ends_with_a_summary_line_on_a_terminal() {
     assert!(last.contains("(load "), "{last}");
     assert!(last.contains("peak memory"), "{last}");
 }
+
+/// The fills of `class` rects in an SVG, with their `<title>`s.
+fn rects<'a>(svg: &'a roxmltree::Document<'a>, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    svg.descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("class") == Some(class))
+        .collect()
+}
+
+fn title(node: &roxmltree::Node<'_, '_>) -> String {
+    node.children()
+        .find(|c| c.has_tag_name("title"))
+        .and_then(|t| t.text())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn node_show_svg_has_a_colour_per_pod_devices_memory_a_legend_and_the_rejected() {
+    let run = allot(&[
+        "node",
+        "show",
+        "-f",
+        &example("node/gpu-node.yaml"),
+        "-o",
+        "svg",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let svg = roxmltree::Document::parse(&run.stdout).expect("well-formed SVG");
+    let root = svg.root_element();
+    let width: f64 = root.attribute("width").unwrap().parse().unwrap();
+    // Distinct fills for the two trainers (once nearly the same green), on CPUs and GPUs.
+    let cpus = rects(&svg, "cpu");
+    let fill_of = |who: &str| -> std::collections::BTreeSet<String> {
+        cpus.iter()
+            .filter(|r| title(r).ends_with(who))
+            .map(|r| r.attribute("fill").unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (fill_of("ml/trainer-0/main"), fill_of("ml/trainer-1/main"));
+    assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+    assert_ne!(a, b);
+    let devices = rects(&svg, "device");
+    assert_eq!(devices.len(), 2, "a GPU per NUMA node");
+    let gpu0 = devices.iter().find(|d| title(d).contains("gpu-0")).unwrap();
+    assert_eq!(
+        Some(gpu0.attribute("fill").unwrap()),
+        a.iter().next().map(String::as_str)
+    );
+    assert!(run.stdout.contains("memory 64Gi"), "memory per NUMA node");
+    // Every owner in the legend, each with its own colour.
+    let legend: Vec<String> = rects(&svg, "legend")
+        .iter()
+        .map(|r| r.attribute("fill").unwrap().to_string())
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = legend.iter().collect();
+    assert_eq!(distinct.len(), legend.len(), "{legend:?}");
+    assert!(
+        legend.len() >= 4,
+        "reserved, shared, two trainers: {legend:?}"
+    );
+    // The pod not admitted is listed.
+    let rejected: Vec<String> = svg
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("rejected"))
+        .filter_map(|n| n.text().map(str::to_string))
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|t| t.starts_with("ml/too-wide (TopologyAffinityError)")),
+        "{rejected:?}"
+    );
+    // One uncore cache per socket here: drawn. The NUMA boxes use the width.
+    assert_eq!(rects(&svg, "cache").len(), 2);
+    let right_edge = rects(&svg, "numa")
+        .iter()
+        .map(|r| {
+            r.attribute("x").unwrap().parse::<f64>().unwrap()
+                + r.attribute("width").unwrap().parse::<f64>().unwrap()
+        })
+        .fold(0.0, f64::max);
+    assert!(
+        right_edge > 0.6 * width,
+        "boxes end at {right_edge} of {width}"
+    );
+}
+
+#[test]
+fn node_show_svg_draws_no_cache_where_the_topology_has_none() {
+    let text = read("node/gpu-node.yaml")
+        .replace(", uncoreCache: 1}", "}")
+        .replace(", uncoreCache: 0}", "}");
+    let run = allot_stdin(&["node", "show", "-f", "-", "-o", "svg"], &text);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let svg = roxmltree::Document::parse(&run.stdout).expect("well-formed SVG");
+    assert_eq!(rects(&svg, "cache").len(), 0);
+    assert_eq!(rects(&svg, "cpu").len(), 16);
+}
