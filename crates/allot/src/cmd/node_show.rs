@@ -217,7 +217,8 @@ fn escape(s: &str) -> String {
 /// A well-spaced colour per container: hues a golden angle apart (137.5°), so neighbours in
 /// owner order never look alike, at a saturation and lightness that keep black text readable.
 fn pod_fill(index: usize) -> String {
-    let hue = (index as f64 * 137.507_764) % 360.0;
+    // From blue on: red stays the reserved CPUs' colour only.
+    let hue = (210.0 + index as f64 * 137.507_764) % 360.0;
     hsl_hex(hue, 0.70, if index % 2 == 0 { 0.62 } else { 0.74 })
 }
 
@@ -245,9 +246,9 @@ fn svg_fills(owners: &std::collections::BTreeSet<Owner>) -> BTreeMap<Owner, Stri
     let mut index = 0;
     for owner in owners {
         let fill = match owner {
-            Owner::Reserved => "#e05a4f".to_string(),
+            Owner::Reserved => "#7f8c8d".to_string(),
             Owner::Shared => "#e4e8eb".to_string(),
-            Owner::Unknown => "#8a9499".to_string(),
+            Owner::Unknown => "#2d3436".to_string(),
             _ => {
                 index += 1;
                 pod_fill(index - 1)
@@ -350,7 +351,7 @@ fn svg(node: &Node, report: &allot_kubelet::Report) -> String {
             let inner_w = (per_row * (core_w + PAD)).max(2 * (DEVICE_W + PAD)) + PAD;
             let box_w = inner_w + 2 * PAD;
             let left = x;
-            let mut cy = y + 26 + 22;
+            let mut cy = y + 26 + 34;
             let mut inner = String::new();
             let _ = writeln!(
                 inner,
