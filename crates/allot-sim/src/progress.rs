@@ -98,12 +98,12 @@ impl ProgressDisplay {
         if !self.terminal {
             return;
         }
-        if bar.length().is_none() {
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
+        if bar.length().is_none()
+            && let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{spinner} {prefix} [{elapsed}] {bar:30} {pos}/{len} pods running, {msg}",
-            ) {
-                bar.set_style(style);
-            }
+            )
+        {
+            bar.set_style(style);
         }
         bar.set_length(progress.pods as u64);
         bar.set_position(progress.running_pods as u64);

@@ -219,7 +219,7 @@ fn escape(s: &str) -> String {
 fn pod_fill(index: usize) -> String {
     // From blue on: red stays the reserved CPUs' colour only.
     let hue = (210.0 + index as f64 * 137.507_764) % 360.0;
-    hsl_hex(hue, 0.70, if index % 2 == 0 { 0.62 } else { 0.74 })
+    hsl_hex(hue, 0.70, if index.is_multiple_of(2) { 0.62 } else { 0.74 })
 }
 
 fn hsl_hex(hue: f64, saturation: f64, lightness: f64) -> String {

@@ -312,8 +312,8 @@ fn what_if(
             match &answer.stopped_because {
                 Some(reason) => out.push_str(&format!("the next copy does not fit: {reason}\n")),
                 None => out.push_str(&format!(
-                    "stopped at the limit of {} copies\n",
-                    args.what_if_limit
+                    "stopped at the limit of {}\n",
+                    crate::out::count(args.what_if_limit, "copy", "copies")
                 )),
             }
             crate::out::print(&out)?;
