@@ -51,7 +51,7 @@ pub struct Outcome {
 }
 
 /// Reconciles between two progress reports.
-const PROGRESS_CHUNK: u64 = 20_000;
+const PROGRESS_CHUNK: u64 = 5_000;
 
 /// The controllers of a run, and the metadata logs of its node agents.
 struct Controllers {
