@@ -367,13 +367,19 @@ fn simulate_table_fits_120_columns_and_explains_numa_and_pools() {
         run.stdout
             .contains("DRA devices give the kubelet's Topology Manager no hints")
     );
-    assert!(
-        run.stdout
-            .lines()
-            .any(|l| l.starts_with("ml/batch-0 ") && l.contains("shared pool")),
-        "{}",
-        run.stdout
+    // batch-0 arrives at 1m (the timeline) and runs in the shared pool.
+    let batch = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ml/batch-0 "))
+        .expect("batch-0");
+    let cells: Vec<&str> = batch.split_whitespace().collect();
+    assert_eq!(
+        &cells[..4],
+        ["ml/batch-0", "Running", "gpu-node-1", "1m"],
+        "{batch}"
     );
+    assert!(batch.contains("shared pool"), "{batch}");
     assert!(run.stdout.contains("\nResourcePoolStatusRequests:\n"));
     assert!(
         run.stdout
@@ -440,6 +446,32 @@ fn simulate_says_nothing_on_a_non_terminal_stderr_unless_asked() {
         "{summary}"
     );
     assert!(summary.contains("peak memory"), "{summary}");
+    // --bench counts every phase, loading included, and adds the run's rate.
+    let bench = allot(&["simulate", &simulate, "--bench", "-o", "json"]);
+    let summary = bench.stderr.lines().last().expect("summary");
+    assert!(summary.contains("(load "), "{summary}");
+    assert!(summary.contains("pods/s in the run phase"), "{summary}");
+}
+
+#[test]
+fn every_golden_table_fits_120_columns() {
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut files = Vec::new();
+    for dir in [golden.clone(), golden.join("spec")] {
+        for entry in std::fs::read_dir(dir).expect("golden dir") {
+            let path = entry.expect("entry").path();
+            if path.to_string_lossy().ends_with(".table.txt") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 20);
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("golden");
+        for line in text.lines() {
+            assert!(line.chars().count() <= 120, "{}: {line:?}", path.display());
+        }
+    }
 }
 
 /// A pseudo-terminal: the binary's stdout and stderr are its slave side, read back here.
