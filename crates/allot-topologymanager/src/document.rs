@@ -114,6 +114,14 @@ fn out_of_range(field: String, id: u64, what: &str) -> DocumentError {
 
 /// Checks `numaNodes` and `distances`, returning the ids as `usize`.
 fn numa_nodes(document: &Document) -> Result<Vec<usize>, DocumentError> {
+    if document.numa_nodes.is_empty() {
+        // Every machine the kubelet runs on has a NUMA node; with none, every hint's mask is
+        // empty and so is the best one.
+        return Err(DocumentError::Field {
+            field: "numaNodes".to_string(),
+            message: "Required value: a machine has at least one NUMA node".to_string(),
+        });
+    }
     let mut ids = Vec::with_capacity(document.numa_nodes.len());
     for (index, &id) in document.numa_nodes.iter().enumerate() {
         if id >= MAX_NUMA_NODE_ID {
@@ -301,6 +309,9 @@ mod tests {
         let distances =
             r#"{"policy": "none", "numaNodes": [0], "distances": {"40000000000": [10]}}"#;
         assert_eq!(field_error(distances), "distances[40000000000]");
+        // Found by the fuzzer: no NUMA node gave a best hint with an empty mask.
+        let none = r#"{"numaNodes": [], "policy": "restricted", "providersHints": [{"r": []}]}"#;
+        assert_eq!(field_error(none), "numaNodes");
     }
 
     #[test]
