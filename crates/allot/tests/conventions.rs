@@ -49,7 +49,7 @@ fn stdin_works_wherever_f_does() {
         (&["validate", "-f", "-"], "allocate/two-gpus.yaml", 0),
         (&["allocate", "-f", "-"], "allocate/two-gpus.yaml", 0),
         (
-            &["simulate", "-f", "-", "-o", "name"],
+            &["simulate", "-f", "-", "-o", "name", "--fail-on-pending"],
             "what-if-pod.yaml",
             1,
         ),
@@ -324,13 +324,32 @@ fn explanations_write_values_as_kubernetes_and_count_in_the_right_number() {
 #[test]
 fn simulate_filters_by_namespace_and_labels_and_decides_its_exit_code_on_them() {
     let simulate = example("simulate");
-    let all = allot(&["simulate", &simulate, "-o", "name"]);
+    let all = allot(&["simulate", &simulate, "-o", "name", "--fail-on-pending"]);
     assert_eq!(all.code, 1, "ml/too-big stays pending: {}", all.stderr);
+    let answer = allot(&["simulate", &simulate, "-o", "name"]);
+    assert_eq!(answer.code, 0, "pending is an answer without the flag");
+    assert_eq!(answer.stdout, all.stdout);
     assert!(all.stdout.contains("pod/too-big\n"), "{}", all.stdout);
-    let inference = allot(&["simulate", &simulate, "-l", "app=inference", "-o", "name"]);
+    let inference = allot(&[
+        "simulate",
+        &simulate,
+        "-l",
+        "app=inference",
+        "-o",
+        "name",
+        "--fail-on-pending",
+    ]);
     assert_eq!(inference.code, 0, "{}", inference.stderr);
     assert_eq!(inference.stdout, "pod/inference-0\npod/inference-1\n");
-    let not = allot(&["simulate", &simulate, "-l", "app!=inference", "-o", "name"]);
+    let not = allot(&[
+        "simulate",
+        &simulate,
+        "-l",
+        "app!=inference",
+        "-o",
+        "name",
+        "--fail-on-pending",
+    ]);
     assert_eq!(not.code, 1);
     assert!(!not.stdout.contains("inference"), "{}", not.stdout);
     let other = allot(&["simulate", &simulate, "-n", "other", "-o", "json"]);
@@ -349,7 +368,7 @@ fn simulate_filters_by_namespace_and_labels_and_decides_its_exit_code_on_them() 
 #[test]
 fn simulate_table_fits_120_columns_and_explains_numa_and_pools() {
     let run = allot(&["simulate"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, 0, "{}", run.stderr);
     for line in run.stdout.lines() {
         assert!(line.chars().count() <= 120, "{line:?}");
     }

@@ -21,8 +21,8 @@ fn condition<'a>(pod: &'a Value, type_: &str) -> Option<&'a Value> {
 #[test]
 fn bundled_example_runs_without_files() {
     let run = allot(&["simulate"]);
-    // Exit 1: ml/too-big stays pending on purpose.
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    // Exit 0 although ml/too-big stays pending on purpose: pending is part of the answer.
+    assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.starts_with("POD "), "{}", run.stdout);
     // The pod that cannot fit is listed with the allocator's explanation.
     assert!(
@@ -127,7 +127,7 @@ fn output_is_byte_for_byte_deterministic() {
     for format in ["json", "yaml", "table"] {
         let a = allot(&["simulate", "-o", format, "--example"]);
         let b = allot(&["simulate", "-o", format, &repo("examples/simulate")]);
-        assert_eq!(a.code, 1, "ml/too-big stays pending");
+        assert_eq!(a.code, 0, "the simulation ran");
         assert_eq!(a.stdout, b.stdout, "{format}");
     }
 }
@@ -339,8 +339,8 @@ fn out_writes_the_metadata_files() {
         &out.path().display().to_string(),
         &scenario("timeline-delete"),
     ]);
-    // A pod of the scenario ends pending: exit 1, the table printed and the files written.
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    // A pod of the scenario ends pending: exit 0, the table printed and the files written.
+    assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("\nNot running:\n"), "{}", run.stdout);
     let mut found = Vec::new();
     let mut stack = vec![out.path().to_path_buf()];

@@ -63,11 +63,11 @@ pub fn repo(path: &str) -> String {
     format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs `allot simulate -o json` on the paths, checks the exit code (1 exactly when a pod is
-/// left pending or failed) and the invariants, and returns
+/// Runs `allot simulate -o json --fail-on-pending` on the paths, checks the exit code (1
+/// exactly when a pod is left pending or failed) and the invariants, and returns
 /// the List's items.
 pub fn simulate_json(paths: &[&str]) -> Vec<Value> {
-    let mut args = vec!["simulate", "-o", "json"];
+    let mut args = vec!["simulate", "-o", "json", "--fail-on-pending"];
     args.extend_from_slice(paths);
     let run = allot(&args);
     assert!(run.code == 0 || run.code == 1, "{paths:?}: {}", run.stderr);
