@@ -219,9 +219,9 @@ impl Server {
 }
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
-/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
-/// leader's Lease object.
+/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests, the
+/// workload controllers, the recorder of Events, the garbage collector), then the namespace
+/// controller, ClusterRole aggregation and the leader's Lease object.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     // Their writes record managedFields as the upstream component that makes them.
     let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
@@ -264,7 +264,25 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
                 allot_controllers::PoolStatusControllerConfig::default(),
             )),
         ),
-        Box::new(crate::events::EventRecorder::new()),
+        // The workload controllers of kube-controller-manager, then the recorder of Events and
+        // the garbage collector, as `allot simulate` runs them.
+        as_(
+            KCM,
+            Box::new(allot_controllers::DeploymentController::new()),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::ReplicaSetController::new()),
+        ),
+        as_(
+            KCM,
+            Box::new(allot_controllers::StatefulSetController::new()),
+        ),
+        as_(KCM, Box::new(allot_controllers::DaemonSetController::new())),
+        as_(KCM, Box::new(allot_controllers::JobController::new())),
+        as_(KCM, Box::new(allot_controllers::CronJobController::new())),
+        Box::new(allot_controllers::EventRecorder::new()),
+        as_(KCM, Box::new(allot_controllers::GarbageCollector::new())),
         as_(KCM, Box::new(crate::namespace::NamespaceController::new())),
         as_(
             KCM,
@@ -744,7 +762,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes, &query),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -1885,11 +1903,52 @@ fn apply_patch(
     })
 }
 
+/// How a DELETE treats the object's dependents: `propagationPolicy` (body or query), else the
+/// older `orphanDependents`, else the kind's default (Orphan for batch/v1 Jobs, for backward
+/// compatibility as upstream; Background for the rest).
+fn propagation(
+    options: &Value,
+    query: &[(String, String)],
+    kind: Kind,
+) -> Result<allot_controllers::garbagecollector::Propagation, ApiError> {
+    use allot_controllers::garbagecollector::Propagation;
+    let policy = options
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            let q = query_get(query, "propagationPolicy");
+            (!q.is_empty()).then(|| q.to_string())
+        });
+    if let Some(policy) = policy {
+        return Propagation::parse(&policy).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+            ))
+        });
+    }
+    let orphan = options
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| match query_get(query, "orphanDependents") {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        });
+    Ok(match orphan {
+        Some(true) => Propagation::Orphan,
+        Some(false) => Propagation::Background,
+        None if kind == Kind::Job => Propagation::Orphan,
+        None => Propagation::Background,
+    })
+}
+
 fn delete(
     shared: &Shared,
     target: &Target,
     name: &str,
     bytes: &[u8],
+    query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
@@ -1904,6 +1963,10 @@ fn delete(
             .get("dryRun")
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().any(|v| v == "All"));
+    use allot_controllers::garbagecollector::{
+        FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation,
+    };
+    let propagation = propagation(&options, query, key.kind)?;
     let deleted = write(shared, dry_run, |store| {
         let current = store
             .get_stored(&key)
@@ -1949,8 +2012,19 @@ fn delete(
         {
             return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
         }
-        if !current.meta().finalizers.is_empty() {
+        // Foreground and Orphan leave the object with the garbage collector's finalizer.
+        let gc_finalizer = match propagation {
+            Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+            Propagation::Orphan => Some(ORPHAN_FINALIZER),
+            Propagation::Background => None,
+        };
+        if !current.meta().finalizers.is_empty() || gc_finalizer.is_some() {
             let mut marked = current.clone();
+            if let Some(finalizer) = gc_finalizer {
+                let finalizers = &mut marked.meta_mut().finalizers;
+                finalizers.retain(|f| f != FOREGROUND_FINALIZER && f != ORPHAN_FINALIZER);
+                finalizers.push(finalizer.to_string());
+            }
             if marked.meta().deletion_timestamp.is_none() {
                 marked.meta_mut().deletion_timestamp = Some(now_rfc3339());
             }

@@ -18,9 +18,12 @@ pub mod invariants;
 pub mod memory;
 pub mod output;
 pub mod progress;
+pub mod record;
 pub mod run;
 pub mod table;
 pub mod timeline;
+pub mod trace;
+pub mod workloads;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};
