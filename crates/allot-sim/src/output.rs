@@ -190,7 +190,7 @@ mod list_tests {
     fn the_streamed_list_is_the_list() {
         let outcome =
             crate::run(&crate::example::input().expect("example"), &mut |_| {}).expect("runs");
-        let streamed = super::List(&outcome.store);
+        let streamed = super::List(&outcome.store, None);
         let whole = super::list(&outcome.store);
         let json = serde_json::to_string_pretty(&streamed).unwrap();
         assert!(json.len() > 10_000 && json.contains("\"kind\": \"ResourceClaim\""));
