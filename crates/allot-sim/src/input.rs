@@ -26,7 +26,7 @@ use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 
 use crate::timeline::{
     API_VERSION, ClaimDeviceCondition, DeviceHealth, NODE_SELECTOR_ANNOTATION, OPTIONS_KIND,
-    SimulationOptions, TIMELINE_KIND, Timeline, parse_duration_millis,
+    REPORT_KIND, SimulationOptions, TIMELINE_KIND, Timeline, parse_duration_millis,
 };
 use crate::{InputError, SimError};
 
@@ -41,6 +41,7 @@ pub fn load_options() -> LoadOptions {
         )
         .with_kind(API_VERSION, TIMELINE_KIND)
         .with_kind(API_VERSION, OPTIONS_KIND)
+        .with_kind(API_VERSION, REPORT_KIND)
 }
 
 /// A NodeTopology with the nodes it applies to.
@@ -683,6 +684,9 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                     Err(err) => errors.push(load_error(&err)),
                 }
             }
+            // A previous run's report (the last item of `-o json|yaml`) is output: a run fed
+            // its own output ignores it.
+            (Object::Extension, API_VERSION, REPORT_KIND) => {}
             // Scheduler configuration and allocation options are accepted; the simulator's
             // own options carry what it uses.
             (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}

@@ -477,7 +477,7 @@ impl Report {
         let pods: Vec<&PodRecord> = self.pods.iter().filter(|p| keep(p)).collect();
         serde_json::json!({
             "apiVersion": crate::timeline::API_VERSION,
-            "kind": "SimulationReport",
+            "kind": crate::timeline::REPORT_KIND,
             "metadata": {"name": "report"},
             "summary": self.summary,
             "pods": pods,
@@ -558,7 +558,8 @@ fn cpu_capacity(store: &Store) -> f64 {
                 .or_else(|| n.status.capacity.get("cpu"))
                 .map_or(0.0, |q| q.milli_value() as f64 / 1000.0)
         })
-        .sum()
+        // (Not `sum`: an empty f64 sum is -0.0.)
+        .fold(0.0, |a, b| a + b)
 }
 
 fn utilisation(summary: &mut Summary, data: &LedgerData, store: &Store, end: SimTime) {
@@ -574,7 +575,7 @@ fn utilisation(summary: &mut Summary, data: &LedgerData, store: &Store, end: Sim
             .into_iter()
             .flatten()
             .filter_map(|d| per_driver.get(d))
-            .sum()
+            .fold(0.0, |a, b| a + b)
     };
     let start = data.usage.first().map_or(SimTime::ZERO, |u| u.at);
     let span = end.0.saturating_sub(start.0).max(1) as f64;

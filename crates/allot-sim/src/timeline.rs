@@ -54,6 +54,9 @@ pub const API_VERSION: &str = "allot.dev/v1alpha1";
 pub const TIMELINE_KIND: &str = "Timeline";
 /// The kind of a simulation options document.
 pub const OPTIONS_KIND: &str = "SimulationOptions";
+/// The kind of the run's report, the last item of `-o json|yaml` (output; read back as input,
+/// it is ignored).
+pub const REPORT_KIND: &str = "SimulationReport";
 /// ResourceSlice annotation holding device health: a JSON object from device name to
 /// `Healthy`, `Unhealthy` or `Unknown`.
 pub const DEVICE_HEALTH_ANNOTATION: &str = "allot.dev/device-health";
