@@ -92,7 +92,8 @@ fn seconds<S: serde::Serializer>(ms: &Option<u64>, serializer: S) -> Result<S::O
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Held {
     cpu_millis: u64,
-    devices: BTreeMap<String, u64>,
+    /// (device class, `driver/pool/device`) of each allocated device.
+    devices: Vec<(String, String)>,
 }
 
 /// One Event occurrence.
@@ -131,6 +132,9 @@ pub struct LedgerData {
     usage: Vec<Usage>,
     pending_pods: Vec<(Pod, bool)>,
     pending_events: Vec<CoreEvent>,
+    /// Running pods holding each device (`driver/pool/device`): a device shared by several
+    /// pods (one claim, or several claims of a shareable device) counts once.
+    device_holders: HashMap<String, u32>,
     /// The drivers each device class allocated from.
     class_drivers: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
@@ -246,8 +250,8 @@ fn devices_by_class(
     store: &Store,
     pod: &Pod,
     drivers: &mut BTreeMap<String, std::collections::BTreeSet<String>>,
-) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     for (_, claim) in crate::output::pod_claims(pod) {
         let Some(claim) = store.get::<ResourceClaim>(&pod.metadata.namespace, &claim) else {
             continue;
@@ -279,7 +283,7 @@ fn devices_by_class(
                 .entry(class.clone())
                 .or_default()
                 .insert(r.driver.to_string());
-            *out.entry(class).or_default() += 1;
+            out.push((class, format!("{}/{}/{}", r.driver, r.pool, r.device)));
         }
     }
     out
@@ -342,26 +346,36 @@ impl LedgerData {
                     cpu_millis: cpu_millis(pod),
                     devices: devices_by_class(store, pod, &mut self.class_drivers),
                 };
+                let mut devices: BTreeMap<String, i64> = BTreeMap::new();
+                for (class, device) in &held.devices {
+                    let holders = self.device_holders.entry(device.clone()).or_default();
+                    *holders += 1;
+                    if *holders == 1 {
+                        *devices.entry(class.clone()).or_default() += 1;
+                    }
+                }
                 self.usage.push(Usage {
                     at: now,
                     cpu_millis: held.cpu_millis as i64,
-                    devices: held
-                        .devices
-                        .iter()
-                        .map(|(k, v)| (k.clone(), *v as i64))
-                        .collect(),
+                    devices,
                 });
                 self.pods[index].held = Some(held);
             }
             (Some(held), false) => {
+                let mut devices: BTreeMap<String, i64> = BTreeMap::new();
+                for (class, device) in &held.devices {
+                    if let Some(holders) = self.device_holders.get_mut(device) {
+                        *holders -= 1;
+                        if *holders == 0 {
+                            self.device_holders.remove(device);
+                            *devices.entry(class.clone()).or_default() -= 1;
+                        }
+                    }
+                }
                 self.usage.push(Usage {
                     at: now,
                     cpu_millis: -(held.cpu_millis as i64),
-                    devices: held
-                        .devices
-                        .iter()
-                        .map(|(k, v)| (k.clone(), -(*v as i64)))
-                        .collect(),
+                    devices,
                 });
                 self.pods[index].held = None;
             }

@@ -418,11 +418,13 @@ pub fn report_sections(
         if let Some(reason) = &p.reason {
             let _ = write!(line, " ({reason})");
         }
-        ended.push(line);
+        ended.push((at, line));
     }
+    // In the order they ended (a stable sort: pods that ended together stay in creation order).
+    ended.sort_by_key(|(at, _)| *at);
     if !ended.is_empty() {
         out.push_str("\nEnded:\n");
-        for line in ended {
+        for (_, line) in ended {
             out.push_str(&wrap(&line, "  ", width));
         }
     }
