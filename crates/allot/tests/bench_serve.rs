@@ -1,8 +1,8 @@
 //! End-to-end tests of `allot bench serve`: a small load on the embedded store and on a private
 //! etcd, every pod scheduled with its claim allocated and running, the JSON figures consistent;
 //! the children and temporary directories gone afterwards, also after SIGTERM. No timing is
-//! asserted. Without an `etcd` binary the etcd test prints a skip notice (and fails under CI,
-//! whose .ci/run installs it).
+//! asserted. Without an `etcd` binary the etcd test fails and names the README's test
+//! command (`cargo xtask test`), which provisions one.
 
 #[path = "support/etcd.rs"]
 mod etcd;
@@ -151,9 +151,7 @@ fn a_small_load_on_the_embedded_store_schedules_every_pod() {
 
 #[test]
 fn a_small_load_on_a_private_etcd_schedules_every_pod() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut args = SMALL.to_vec();
     args.extend(["--store", "etcd"]);
