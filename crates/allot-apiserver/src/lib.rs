@@ -26,6 +26,7 @@ pub mod nodes;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
+pub mod query;
 pub mod rbac;
 pub mod resources;
 pub mod selector;

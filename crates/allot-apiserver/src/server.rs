@@ -444,6 +444,33 @@ impl ApiError {
     }
 }
 
+impl From<crate::query::QueryError> for ApiError {
+    fn from(err: crate::query::QueryError) -> Self {
+        ApiError {
+            code: StatusCode::from_u16(err.code).unwrap_or(StatusCode::BAD_REQUEST),
+            reason: err.reason,
+            message: err.message,
+            details: err.details,
+        }
+    }
+}
+
+/// The checked read parameters of a request (see [`crate::query`]).
+fn read_query(
+    verb: crate::query::Verb,
+    target: &Target,
+    query: &[(String, String)],
+) -> Result<crate::query::ReadQuery, ApiError> {
+    crate::query::check(verb, target.info.kind, |key| {
+        query
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    })
+    .map_err(ApiError::from)
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         json_response(self.code, &self.status())
@@ -558,17 +585,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let query = parse_query(parts.uri.query().unwrap_or_default());
     match path.as_str() {
         "/livez" | "/healthz" => return (StatusCode::OK, "ok").into_response(),
-        "/readyz" => {
-            return match &shared.lock().failed {
-                None => (StatusCode::OK, "ok").into_response(),
-                Some(err) => (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("storage failed: {err}"),
-                )
-                    .into_response(),
-            };
+        "/readyz" => return readyz(&shared, None, &query).await,
+        _ => {
+            if let Some(check) = path.strip_prefix("/readyz/") {
+                return readyz(&shared, Some(check), &query).await;
+            }
         }
-        _ => {}
     }
     let user = match shared.security.authenticate(
         parts
@@ -650,13 +672,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     } else {
         bytes
     };
-    if body_type.starts_with("application/cbor") {
-        return ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json (got {body_type})"),
-        )
-        .into_response();
+    // Bodies of creates, updates and deletes in a media type the server does not decode (415);
+    // a patch's type is checked with the patch.
+    let decodes_body = matches!(parts.method, Method::POST | Method::PUT)
+        || (parts.method == Method::DELETE && !bytes.is_empty());
+    if decodes_body && let Err(err) = crate::query::check_body_type(body_type) {
+        return ApiError::from(err).into_response();
     }
     if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
@@ -739,6 +760,110 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     response
 }
 
+/// How long the storage check of `/readyz` waits for etcd (kube-apiserver's
+/// `--etcd-healthcheck-timeout`).
+const STORAGE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The storage check of `/readyz`: on etcd, etcd answers and this server's copy caught up with
+/// it (named `etcd`, as kube-apiserver's); on the embedded log, no write to it has failed
+/// (`storage`).
+async fn storage_check(shared: &Shared) -> (&'static str, Result<(), String>) {
+    let barrier = {
+        let inner = shared.lock();
+        if let Some(err) = &inner.failed {
+            let name = if shared.options.etcd.is_some() {
+                "etcd"
+            } else {
+                "storage"
+            };
+            return (name, Err(err.clone()));
+        }
+        inner.backend.read_barrier(None)
+    };
+    let Some(barrier) = barrier else {
+        return ("storage", Ok(()));
+    };
+    let waited =
+        tokio::time::timeout(STORAGE_CHECK_TIMEOUT, tokio::task::spawn_blocking(barrier)).await;
+    let result = match waited {
+        Err(_) => Err(format!(
+            "etcd did not answer within {} s",
+            STORAGE_CHECK_TIMEOUT.as_secs()
+        )),
+        Ok(Err(join)) => Err(join.to_string()),
+        Ok(Ok(Err(storage::ReadError::Unavailable(message)))) => Err(message),
+        Ok(Ok(Err(storage::ReadError::TooLarge { wanted, current }))) => Err(format!(
+            "this server's copy is at revision {current}, etcd at {wanted}"
+        )),
+        Ok(Ok(Ok(()))) => Ok(()),
+    };
+    ("etcd", result)
+}
+
+/// `/readyz` as kube-apiserver answers it: every check as `[+]name ok` or `[-]name failed:
+/// reason withheld` (the reason goes to the log), 500 and "readyz check failed" when one
+/// failed, else "ok" (the list and "readyz check passed" with `?verbose`); `?exclude=name`
+/// skips a check. `/readyz/NAME` runs one check: "ok", or 500 with the reason.
+async fn readyz(shared: &Shared, only: Option<&str>, query: &[(String, String)]) -> Response {
+    let text = |code: StatusCode, body: String| {
+        (
+            code,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
+    let (storage_name, storage) = storage_check(shared).await;
+    let checks: [(&str, Result<(), String>); 4] = [
+        ("ping", Ok(())),
+        ("log", Ok(())),
+        (storage_name, storage),
+        ("shutdown", Ok(())),
+    ];
+    if let Some(name) = only {
+        return match checks.iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(()))) => text(StatusCode::OK, "ok".into()),
+            Some((_, Err(reason))) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal server error: {reason}\n"),
+            ),
+            None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
+        };
+    }
+    let excluded: Vec<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "exclude")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let mut lines = String::new();
+    let mut failed = false;
+    for (name, result) in &checks {
+        if excluded.contains(name) {
+            lines.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        match result {
+            Ok(()) => lines.push_str(&format!("[+]{name} ok\n")),
+            Err(reason) => {
+                tracing::warn!("readyz: [-]{name} failed: {reason}");
+                lines.push_str(&format!("[-]{name} failed: reason withheld\n"));
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{lines}readyz check failed\n"),
+        );
+    }
+    if query.iter().any(|(k, _)| k == "verbose") {
+        text(StatusCode::OK, format!("{lines}readyz check passed\n"))
+    } else {
+        text(StatusCode::OK, "ok".into())
+    }
+}
+
 /// Serves the access reviews (`authorization.k8s.io`), which are not stored.
 fn review_request(
     shared: &Shared,
@@ -746,7 +871,9 @@ fn review_request(
     parts: &axum::http::request::Parts,
     bytes: &[u8],
 ) -> Option<Response> {
-    if !attributes.resource_request || attributes.api_group != crate::auth::REVIEW_GROUP {
+    let review_group = [crate::auth::REVIEW_GROUP, crate::auth::AUTHENTICATION_GROUP]
+        .contains(&attributes.api_group.as_str());
+    if !attributes.resource_request || !review_group {
         return None;
     }
     if attributes.api_version != "v1" {
@@ -839,10 +966,12 @@ fn discovery_json(path: &str) -> Option<Value> {
             let mut list = resources::api_group_list();
             if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
                 groups.push(crate::auth::review_api_group());
+                groups.push(crate::auth::authentication_api_group());
             }
             list
         }
         "/apis/authorization.k8s.io/v1" => crate::auth::review_resource_list(),
+        "/apis/authentication.k8s.io/v1" => crate::auth::authentication_resource_list(),
         "/openapi/v3" => crate::openapi::v3_root(),
         "/openapi/v2" => crate::openapi::v2(),
         _ => {
@@ -998,13 +1127,23 @@ fn list(
     query: &[(String, String)],
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let read = read_query(crate::query::Verb::List, target, query)?;
     let filter = Filter::new(target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
     let rv = inner.store.resource_version().to_string();
+    // A continue token (allot returns none: it lists in one page) starts at its key.
+    let after = |o: &Stored| {
+        read.continue_from.as_deref().is_none_or(|start| {
+            let meta = o.meta();
+            crate::query::relative_key(&target.namespace, &meta.namespace, &meta.name).as_str()
+                >= start
+        })
+    };
     let items: Vec<Value> = inner
         .store
         .list_kind(target.info.kind)
+        .filter(|o| after(o))
         .filter_map(|o| {
             let json = render(target.info, o);
             filter.matches(o, &json).then_some(json)
@@ -1119,6 +1258,7 @@ fn get(
     query: &[(String, String)],
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
+    read_query(crate::query::Verb::Get, target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
     let object = inner
@@ -1928,6 +2068,9 @@ fn watch(
     query: &[(String, String)],
     accept: &str,
 ) -> Response {
+    if let Err(err) = read_query(crate::query::Verb::Watch, &target, query) {
+        return err.into_response();
+    }
     let filter = match Filter::new(&target, query) {
         Ok(filter) => filter,
         Err(err) => return err.into_response(),
