@@ -28,6 +28,9 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// The address to listen on; port 0 picks a free port.
     pub listen: String,
+    /// When the port of `listen` is taken, listen on a free port of the same host instead
+    /// (the default address of `allot serve`, as kind picks a free port).
+    pub listen_fallback: bool,
     /// How many resourceVersions back a watch may start; older ones get 410 Gone.
     pub watch_window: u64,
     /// How often watches that allow bookmarks get one.
@@ -48,6 +51,7 @@ impl ServeOptions {
         ServeOptions {
             data_dir: data_dir.into(),
             listen: "127.0.0.1:6443".into(),
+            listen_fallback: false,
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
             token_auth_file: None,
@@ -151,12 +155,20 @@ impl Server {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .refresh(&inner.store, inner.persisted);
-        let listener = tokio::net::TcpListener::bind(&options.listen)
-            .await
-            .map_err(|source| Error::Bind {
-                address: options.listen.clone(),
-                source,
-            })?;
+        let listener = match tokio::net::TcpListener::bind(&options.listen).await {
+            Err(err) if options.listen_fallback && err.kind() == std::io::ErrorKind::AddrInUse => {
+                let host = options
+                    .listen
+                    .rsplit_once(':')
+                    .map_or(options.listen.as_str(), |(host, _)| host);
+                tokio::net::TcpListener::bind(format!("{host}:0")).await
+            }
+            bound => bound,
+        }
+        .map_err(|source| Error::Bind {
+            address: options.listen.clone(),
+            source,
+        })?;
         let address = listener.local_addr().map_err(|source| Error::Bind {
             address: options.listen.clone(),
             source,
