@@ -1773,18 +1773,23 @@ fn replace_with(
                 }
             }
         }
-        if !target.status
-            && merged.get("spec") != current.get("spec")
-            && let Some(generation) = current["metadata"]
-                .get("generation")
-                .and_then(Value::as_i64)
-        {
-            merged["metadata"]["generation"] = json!(generation + 1);
-        }
         if info.kind == Kind::Namespace && !target.status {
             crate::namespace::keep_spec_finalizers(&current, &mut merged);
         }
-        let object = admit(target, merged)?;
+        let mut object = admit(target, merged)?;
+        // metadata.generation counts changes of everything but metadata and status, made
+        // after defaulting (a patch that restates defaults changes nothing).
+        let stored = store
+            .get_stored(&key)
+            .map(Stored::to_json)
+            .unwrap_or_default();
+        if !target.status
+            && outside_metadata_and_status(&object.to_json())
+                != outside_metadata_and_status(&stored)
+            && let Some(generation) = object.meta().generation
+        {
+            object.meta_mut().generation = Some(generation + 1);
+        }
         if target.status
             && info.kind == Kind::ResourceClaim
             && let Some(requester) = &target.requester
@@ -1821,6 +1826,20 @@ fn replace_with(
             &now,
         );
         object.meta_mut().resource_version = value_rv(&value, target, &current);
+        // A write that changes nothing is not made, as kube-apiserver's storage skips it: the
+        // object keeps its resourceVersion, generation and managedFields (a patch or apply of
+        // an unchanged manifest is a no-op). A stale resourceVersion still conflicts.
+        let have = object.meta().resource_version.clone();
+        let stored_rv = stored
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if (have.is_empty() || have == stored_rv)
+            && unchanged(&object.to_json(), &stored)
+            && let Some(existing) = store.get_stored(&key)
+        {
+            return Ok(existing.clone());
+        }
         let mut updated =
             storage::update_stored(store, object).map_err(|e| store_error(info, e))?;
         // The last finalizer of an object being deleted is gone: it goes now.
@@ -1838,6 +1857,36 @@ fn replace_with(
         Ok(updated)
     })?;
     Ok((StatusCode::OK, render(target.info, &result)))
+}
+
+/// An object without its metadata and status (and type): what `metadata.generation` counts
+/// changes of.
+fn outside_metadata_and_status(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        for field in ["metadata", "status", "apiVersion", "kind"] {
+            map.remove(field);
+        }
+    }
+    object
+}
+
+/// Whether an update leaves the stored object as it is: equal but for the resourceVersion and
+/// the times of managedFields entries (which a write that changes nothing does not renew).
+fn unchanged(new: &Value, stored: &Value) -> bool {
+    let normal = |object: &Value| {
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+                for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                    entry.remove("time");
+                }
+            }
+        }
+        object
+    };
+    normal(new) == normal(stored)
 }
 
 fn value_rv(value: &Value, target: &Target, _current: &Value) -> String {
