@@ -43,6 +43,9 @@ pub struct ServeOptions {
     /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
     /// defaults when `None`.
     pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
+    /// The feature gates of the control plane (`--feature-gates`), the same defaults as
+    /// `allot simulate`'s.
+    pub feature_gates: allot_features::FeatureGates,
 }
 
 impl ServeOptions {
@@ -57,6 +60,7 @@ impl ServeOptions {
             token_auth_file: None,
             etcd: None,
             kubelet_config: None,
+            feature_gates: allot_features::FeatureGates::defaults(),
         }
     }
 }
@@ -233,27 +237,40 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
             as Box<dyn allot_runtime::Controller>
     };
     const KCM: &str = "kube-controller-manager";
+    // The gates as `allot simulate` passes them on (allot-sim's run.rs).
+    let gates = &options.feature_gates;
+    let features = gates.dra();
     vec![
-        // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
         as_(
             KCM,
             Box::new(allot_controllers::ResourceClaimController::new(
                 allot_controllers::ResourceClaimControllerConfig {
-                    workload_resource_claims: true,
+                    workload_resource_claims: gates.enabled("DRAWorkloadResourceClaims"),
                 },
             )),
         ),
         as_(
             "kube-scheduler",
             Box::new(allot_scheduler::Scheduler::new(
-                allot_scheduler::SchedulerConfig::default(),
+                allot_scheduler::SchedulerConfig {
+                    features,
+                    extended_resource: gates.enabled("DRAExtendedResource"),
+                    node_allocatable_resources: gates.enabled("DRANodeAllocatableResources"),
+                    ..allot_scheduler::SchedulerConfig::default()
+                },
             )),
         ),
         as_(
             "kubelet",
             Box::new(
                 crate::nodes::NodeFleet::new(options.kubelet_config.clone().unwrap_or_default())
-                    .with_state_dir(options.data_dir.join("nodes")),
+                    .with_state_dir(options.data_dir.join("nodes"))
+                    .with_features(allot_nodesim::NodeFeatures {
+                        resource_health_status: gates.enabled("ResourceHealthStatus"),
+                        resource_claim_device_status: features.resource_claim_device_status,
+                        node_allocatable_resources: gates.enabled("DRANodeAllocatableResources"),
+                        optional_node_operations: features.optional_node_operations,
+                    }),
             ),
         ),
         as_(

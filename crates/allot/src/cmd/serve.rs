@@ -60,6 +60,10 @@ pub struct Args {
     /// context, as kind does; other entries are kept.
     #[arg(long)]
     pub write_kubeconfig: bool,
+    /// Feature gates over allot's defaults, as kube-apiserver takes them:
+    /// `Name=true,Other=false` (`--help` lists them).
+    #[arg(long, value_name = "KEY=VALUE,...", long_help = allot_features::help())]
+    pub feature_gates: Option<String>,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -100,7 +104,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         None
     };
+    let mut gates = allot_features::FeatureGates::defaults();
+    if let Some(flag) = &args.feature_gates
+        && let Err(message) = gates.apply_flag(flag)
+    {
+        eprintln!("allot serve: --feature-gates: {message}");
+        return Ok(2);
+    }
     let mut options = allot_apiserver::ServeOptions::new(args.data_dir);
+    options.feature_gates = gates.clone();
     options.listen_fallback = args.listen.is_none();
     options.listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());
     options.watch_window = args.watch_window;
@@ -140,6 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if fallback && address != DEFAULT_LISTEN {
             eprintln!("allot serve: port 6443 is in use; listening on {address} instead");
         }
+        eprintln!("allot serve: feature gates: {}", gates.summary());
         let mut out = std::io::stdout();
         let _ = writeln!(out, "serving on https://{address}");
         let _ = writeln!(out, "kubeconfig: {}", server.kubeconfig().display());
