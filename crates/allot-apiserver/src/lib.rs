@@ -29,6 +29,7 @@ pub mod patch;
 pub mod patch_kinds;
 pub mod printers;
 pub mod protobuf;
+pub mod query;
 pub mod rbac;
 pub mod rbac_kinds;
 pub mod resources;
