@@ -27,7 +27,8 @@ pub fn validate_object(object: &Object) -> Vec<FieldError> {
         Object::ControllerRevision(o) => apps::validate_controller_revision(o),
         Object::Job(o) => batch::validate_job(o),
         Object::CronJob(o) => batch::validate_cron_job(o),
-        _ => Vec::new(),
+        Object::VolumeAttributesClass(o) => storage::validate_volume_attributes_class(o),
+        other => crate::uninterpreted::validate_object(other),
     }
 }
 

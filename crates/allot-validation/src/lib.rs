@@ -23,6 +23,7 @@ pub mod policy;
 pub mod rbac;
 pub mod resource;
 pub mod storage;
+pub mod uninterpreted;
 
 use std::collections::BTreeMap;
 
