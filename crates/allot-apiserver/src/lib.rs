@@ -62,6 +62,18 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The event log is missing or empty in a data directory an earlier server used.
+    #[error(
+        "{log}: {state}, but {sign} shows that this data directory was used before: its objects are lost, and allot serve will not start an empty cluster in their place. Restore the data directory from a backup, or start with --allow-empty-store to begin with an empty cluster"
+    )]
+    EmptyStore {
+        /// The log file.
+        log: PathBuf,
+        /// `missing` or `empty`.
+        state: &'static str,
+        /// What shows the directory was used (`DIR/pki` or `DIR/tokens.csv`).
+        sign: PathBuf,
+    },
     /// A record could not be replayed into the store.
     #[error("replaying resourceVersion {rv}: {message}")]
     Replay {

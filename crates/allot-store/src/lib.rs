@@ -564,6 +564,14 @@ macro_rules! stored_kinds {
                     _ => None,
                 }
             }
+
+            /// A copy of the object as the decoded document enum (for validation rules that
+            /// compare an object with its stored version).
+            pub fn to_object(&self) -> Object {
+                match self {
+                    $(Stored::$variant(o) => Object::$variant((**o).clone()),)*
+                }
+            }
         }
 
         impl Store {

@@ -12,10 +12,11 @@ use allot_api::intstr::IntOrString;
 
 use crate::field::{BadValue, FieldError, child};
 use crate::kinds::{
-    Selection, go_int_or_string, go_label_selector, immutable, int_or_percent_value, nonnegative,
-    not_more_than_100_percent, restart_policy, selector_converts, template_mismatch,
-    validate_annotations, validate_labels, validate_object_meta_update, validate_pod_template_spec,
-    validate_positive_int_or_percent, validate_workload_selector,
+    Selection, go_int_or_string, go_label_selector, immutable, immutable_struct,
+    int_or_percent_value, nonnegative, not_more_than_100_percent, restart_policy,
+    selector_converts, template_mismatch, validate_annotations, validate_labels,
+    validate_object_meta_update, validate_pod_template_spec, validate_positive_int_or_percent,
+    validate_workload_selector,
 };
 use crate::meta::{name_is_dns_label, name_is_dns_subdomain, validate_object_meta};
 
@@ -199,11 +200,10 @@ fn validate_deployment_strategy(spec: &DeploymentSpec, path: &str) -> Vec<FieldE
     errs
 }
 
-/// Validates a Deployment update: the new object as on create (but its name), and the
-/// selector, which apps/v1 makes immutable.
+/// What a Deployment update may not change (the create rules run on the new object too): its
+/// metadata's identity and the selector, which apps/v1 makes immutable.
 pub fn validate_deployment_update(new: &Deployment, old: &Deployment) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_deployment_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -253,10 +253,9 @@ fn validate_replica_set_spec(spec: &ReplicaSetSpec, path: &str) -> Vec<FieldErro
     errs
 }
 
-/// Validates a ReplicaSet update; the selector is immutable in apps/v1.
+/// What a ReplicaSet update may not change: the selector (immutable in apps/v1).
 pub fn validate_replica_set_update(new: &ReplicaSet, old: &ReplicaSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_replica_set_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -412,11 +411,10 @@ fn validate_stateful_set_update_strategy(spec: &StatefulSetSpec, path: &str) -> 
     errs
 }
 
-/// Validates a StatefulSet update: only `replicas`, `ordinals`, `template`, `updateStrategy`,
-/// `persistentVolumeClaimRetentionPolicy` and `minReadySeconds` may change.
+/// What a StatefulSet update may not change: anything but `replicas`, `ordinals`,
+/// `template`, `updateStrategy`, `persistentVolumeClaimRetentionPolicy` and `minReadySeconds`.
 pub fn validate_stateful_set_update(new: &StatefulSet, old: &StatefulSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_stateful_set_spec(&new.spec, "spec"));
     let mut clone = new.spec.clone();
     clone.replicas = old.spec.replicas;
     clone.template = old.spec.template.clone();
@@ -548,10 +546,9 @@ fn validate_daemon_set_update_strategy(spec: &DaemonSetSpec, path: &str) -> Vec<
     errs
 }
 
-/// Validates a DaemonSet update; the selector is immutable in apps/v1.
+/// What a DaemonSet update may not change: the selector (immutable in apps/v1).
 pub fn validate_daemon_set_update(new: &DaemonSet, old: &DaemonSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_daemon_set_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -572,15 +569,12 @@ pub fn validate_controller_revision(revision: &ControllerRevision) -> Vec<FieldE
     errs
 }
 
-/// Validates a ControllerRevision update: its data is immutable.
+/// What a ControllerRevision update may not change: its data.
 pub fn validate_controller_revision_update(
     new: &ControllerRevision,
     old: &ControllerRevision,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_controller_revision(new));
-    errs.extend(immutable(&new.data, &old.data, "data", |_| {
-        BadValue::Raw("{...}".into())
-    }));
+    errs.extend(immutable_struct(&new.data, &old.data, "data"));
     errs
 }

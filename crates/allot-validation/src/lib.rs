@@ -24,6 +24,7 @@ pub mod rbac;
 pub mod resource;
 pub mod storage;
 pub mod uninterpreted;
+pub mod update;
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,7 @@ use allot_api::resource::v1::{DRA_ADMIN_NAMESPACE_LABEL_KEY, ResourceClaimSpec};
 
 pub use cel::{CelCompileError, CelCompiler, CelErrorKind, DraCel, ExpressionKind};
 pub use field::{BadValue, ErrorType, FieldError};
+pub use update::{Subresource, validate_object_update};
 
 /// Validates one decoded (and defaulted) object. Kinds without rules (AllocationOptions,
 /// extensions) validate as empty.
