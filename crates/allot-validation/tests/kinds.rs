@@ -61,6 +61,7 @@ fn patched(mut value: Value, patches: &[(&str, Value)]) -> Value {
 }
 
 /// Decodes (strictly) and defaults a JSON document.
+#[allow(clippy::result_large_err)]
 fn load(value: &Value) -> Result<Object, LoadError> {
     let text = serde_json::to_string(value).expect("JSON");
     let documents = parse_str("case.json", &text).expect("parses");
@@ -614,6 +615,14 @@ fn create_validation_reports_upstream_messages() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `(kind, patches of the old object, patches of the new one, expected messages)`.
+type UpdateCase<'a> = (
+    &'a str,
+    Vec<(&'a str, Value)>,
+    Vec<(&'a str, Value)>,
+    Vec<&'a str>,
+);
+
 /// Update validation of `kind`'s object changed by `patches`, as the server runs it: the
 /// create rules on the new object and the update rules on both.
 fn check_update(kind: &str, old: &[(&str, Value)], new: &[(&str, Value)]) -> BTreeSet<String> {
@@ -629,7 +638,7 @@ fn check_update(kind: &str, old: &[(&str, Value)], new: &[(&str, Value)]) -> BTr
 #[test]
 fn update_validation_keeps_what_upstream_keeps() {
     let uid = ("/metadata/uid", json!("u-1"));
-    let cases: Vec<(&str, Vec<(&str, Value)>, Vec<(&str, Value)>, Vec<&str>)> = vec![
+    let cases: Vec<UpdateCase> = vec![
         (
             "Deployment",
             vec![],
