@@ -32,6 +32,7 @@ pub mod protobuf;
 pub mod rbac;
 pub mod rbac_kinds;
 pub mod resources;
+pub mod scale;
 pub mod selector;
 pub mod server;
 pub mod storage;
