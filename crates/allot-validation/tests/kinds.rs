@@ -597,6 +597,38 @@ fn create_validation_reports_upstream_messages() {
             ],
         ),
         (
+            "ControllerRevision",
+            vec![("/data", Value::Null), ("/revision", json!(-1))],
+            vec![
+                "data: Required value: data is mandatory",
+                "revision: Invalid value: -1: must be greater than or equal to 0",
+            ],
+        ),
+        (
+            "CSIStorageCapacity",
+            vec![("/capacity", json!("-1Gi"))],
+            vec!["capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0"],
+        ),
+        (
+            "CSIDriver",
+            vec![("/spec/fsGroupPolicy", json!("Sometimes"))],
+            vec![
+                "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", \"None\", \"ReadWriteOnceWithFSType\"",
+            ],
+        ),
+        (
+            "HorizontalPodAutoscaler",
+            vec![("/metadata/name", json!("Web"))],
+            vec![
+                "metadata.name: Invalid value: \"Web\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ],
+        ),
+        (
+            "PodTemplate",
+            vec![("/template/spec/containers", json!([]))],
+            vec!["template.spec.containers: Required value"],
+        ),
+        (
             "IPAddress",
             vec![("/metadata/name", json!("not-an-ip"))],
             vec![
