@@ -944,3 +944,62 @@ fn validate_time_zone(zone: Option<&str>, path: &str) -> Vec<FieldError> {
     }
     Vec::new()
 }
+
+/// The counters of a Job's status update (upstream's `validateJobStatus`, its checks that hold
+/// for every writer): not negative, uncounted pods named once, no more ready pods than active
+/// ones, the succeeded and failed counters never decreased.
+pub fn validate_job_status_update(new: &Job, old: &Job) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        ("active", Some(s.active)),
+        ("succeeded", Some(s.succeeded)),
+        ("failed", Some(s.failed)),
+        ("ready", s.ready),
+        ("terminating", s.terminating),
+    ] {
+        if let Some(value) = value {
+            errs.extend(nonnegative(i64::from(value), &child("status", field)));
+        }
+    }
+    if let Some(uncounted) = &s.uncounted_terminated_pods {
+        let mut seen = BTreeSet::new();
+        for (list, uids) in [
+            ("succeeded", &uncounted.succeeded),
+            ("failed", &uncounted.failed),
+        ] {
+            for (i, uid) in uids.iter().enumerate() {
+                let path = index(&format!("status.uncountedTerminatedPods.{list}"), i);
+                if uid.is_empty() {
+                    errs.push(FieldError::invalid(&path, uid, "must not be empty"));
+                } else if !seen.insert(uid.as_str()) {
+                    errs.push(FieldError::duplicate(&path, uid));
+                }
+            }
+        }
+    }
+    if let Some(ready) = s.ready
+        && ready > s.active
+    {
+        errs.push(FieldError::invalid(
+            "status.ready",
+            i64::from(ready),
+            "cannot set more ready pods than active",
+        ));
+    }
+    if s.failed < old.status.failed {
+        errs.push(FieldError::invalid(
+            "status.failed",
+            i64::from(s.failed),
+            "cannot decrease the failed counter",
+        ));
+    }
+    if s.succeeded < old.status.succeeded {
+        errs.push(FieldError::invalid(
+            "status.succeeded",
+            i64::from(s.succeeded),
+            "cannot decrease the succeeded counter",
+        ));
+    }
+    errs
+}

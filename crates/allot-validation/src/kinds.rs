@@ -34,7 +34,8 @@ pub fn validate_object(object: &Object) -> Vec<FieldError> {
 
 /// Update validation of the kinds this module dispatches (the create rules run on the new
 /// object too): through the main resource, what each kind's update may not change; through
-/// `/status`, the metadata's identity. Objects of different kinds, or of other kinds, validate
+/// `/status`, the metadata's identity and, for the apps/v1 workloads and Jobs, upstream's
+/// status rules (counters). Objects of different kinds, or of other kinds, validate
 /// as empty.
 pub fn validate_object_update(
     new: &Object,
@@ -42,9 +43,24 @@ pub fn validate_object_update(
     subresource: crate::update::Subresource,
 ) -> Vec<FieldError> {
     if subresource == crate::update::Subresource::Status {
-        return match (meta_of(new), meta_of(old)) {
-            (Some(n), Some(o)) if new.kind() == old.kind() => validate_object_meta_update(n, o),
-            _ => Vec::new(),
+        return match (new, old) {
+            (Object::Deployment(n), Object::Deployment(o)) => {
+                apps::validate_deployment_status_update(n, o)
+            }
+            (Object::ReplicaSet(n), Object::ReplicaSet(o)) => {
+                apps::validate_replica_set_status_update(n, o)
+            }
+            (Object::StatefulSet(n), Object::StatefulSet(o)) => {
+                apps::validate_stateful_set_status_update(n, o)
+            }
+            (Object::DaemonSet(n), Object::DaemonSet(o)) => {
+                apps::validate_daemon_set_status_update(n, o)
+            }
+            (Object::Job(n), Object::Job(o)) => batch::validate_job_status_update(n, o),
+            _ => match (meta_of(new), meta_of(old)) {
+                (Some(n), Some(o)) if new.kind() == old.kind() => validate_object_meta_update(n, o),
+                _ => Vec::new(),
+            },
         };
     }
     match (new, old) {

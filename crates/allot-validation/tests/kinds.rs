@@ -816,3 +816,56 @@ fn only_one_priority_class_is_the_default() {
     assert_eq!(admit(&class("a", true), &stored), None, "itself");
     assert_eq!(admit(&class("c", false), &stored), None);
 }
+
+#[test]
+fn status_updates_keep_upstream_counters() {
+    let status = |kind: &str, old: &[(&str, Value)], new: &[(&str, Value)]| {
+        let old_value = patched(base(kind), old);
+        let old = load(&old_value).expect("old");
+        let new = load(&patched(old_value, new)).expect("new");
+        messages(validate_object_update(&new, &old, Subresource::Status))
+    };
+    let set =
+        |items: &[&str]| -> BTreeSet<String> { items.iter().map(|s| s.to_string()).collect() };
+    assert_eq!(
+        status(
+            "Deployment",
+            &[],
+            &[(
+                "/status",
+                json!({"replicas": 2, "readyReplicas": 3, "availableReplicas": 1})
+            )]
+        ),
+        set(&["status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas"])
+    );
+    assert_eq!(
+        status(
+            "StatefulSet",
+            &[("/status", json!({"replicas": 1, "collisionCount": 2}))],
+            &[("/status", json!({"replicas": 1, "collisionCount": 1}))]
+        ),
+        set(&["status.collisionCount: Invalid value: 1: cannot be decremented"])
+    );
+    assert_eq!(
+        status(
+            "Job",
+            &[
+                ("/metadata/uid", json!("u")),
+                ("/status", json!({"failed": 2}))
+            ],
+            &[("/status", json!({"failed": 1, "active": 1, "ready": 2}))]
+        ),
+        set(&[
+            "status.failed: Invalid value: 1: cannot decrease the failed counter",
+            "status.ready: Invalid value: 2: cannot set more ready pods than active",
+        ])
+    );
+    assert_eq!(
+        status(
+            "ReplicaSet",
+            &[],
+            &[("/status", json!({"replicas": 1, "readyReplicas": 1}))]
+        ),
+        BTreeSet::new()
+    );
+}
