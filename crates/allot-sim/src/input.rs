@@ -437,6 +437,12 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Input, SimError> {
     build(loaded)
 }
 
+/// Builds the input from documents already loaded (with [`load_options`]): what
+/// `allot simulate` does after reading `-f` files and standard input itself.
+pub fn from_loaded(loaded: Loaded) -> Result<Input, SimError> {
+    build(loaded)
+}
+
 /// Builds the input from named texts (`(file name, text)`), as the bundled example is kept.
 pub fn load_texts(texts: &[(&str, &str)]) -> Result<Input, SimError> {
     build(allot_api::load::load_texts(texts, &load_options()))
