@@ -1,5 +1,6 @@
 //! Just enough of Kubernetes' protobuf encoding to read the bodies kubectl's typed clients send
-//! for the kinds it has `kubectl create <kind>` generators for (today: Namespace).
+//! for the kinds it has `kubectl create <kind>` generators for (Namespace, the RBAC kinds, the
+//! access reviews, Deployment and Job).
 //!
 //! The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message whose `raw` field
 //! holds the object. Only string-valued metadata (name, generateName, labels, annotations,
@@ -8,12 +9,14 @@
 
 use serde_json::{Map, Value, json};
 
+mod workloads;
+
 const MAGIC: &[u8] = b"k8s\0";
 
 /// One field of a protobuf message: number and payload (length-delimited bytes or a varint).
 enum Field<'a> {
     Bytes(u32, &'a [u8]),
-    Varint(u32),
+    Varint(u32, u64),
 }
 
 fn varint(data: &[u8], pos: &mut usize) -> Result<u64, String> {
@@ -37,8 +40,8 @@ fn fields(data: &[u8]) -> Result<Vec<Field<'_>>, String> {
         let number = u32::try_from(tag >> 3).map_err(|_| "field number too large")?;
         match tag & 7 {
             0 => {
-                varint(data, &mut pos)?;
-                out.push(Field::Varint(number));
+                let value = varint(data, &mut pos)?;
+                out.push(Field::Varint(number, value));
             }
             2 => {
                 let len =
@@ -79,13 +82,13 @@ fn object_meta(bytes: &[u8]) -> Result<Value, String> {
     let mut finalizers = Vec::new();
     for field in fields(bytes)? {
         match field {
-            Field::Bytes(1, b) => {
+            Field::Bytes(1, b) if !b.is_empty() => {
                 meta.insert("name".into(), Value::String(string(b)?));
             }
-            Field::Bytes(2, b) => {
+            Field::Bytes(2, b) if !b.is_empty() => {
                 meta.insert("generateName".into(), Value::String(string(b)?));
             }
-            Field::Bytes(3, b) => {
+            Field::Bytes(3, b) if !b.is_empty() => {
                 meta.insert("namespace".into(), Value::String(string(b)?));
             }
             Field::Bytes(11, b) => {
@@ -100,9 +103,9 @@ fn object_meta(bytes: &[u8]) -> Result<Value, String> {
             // Server-managed fields (selfLink, uid, resourceVersion, timestamps, counters,
             // managedFields) are ignored as the JSON path ignores them; Go's encoder writes
             // every string field, so empty ones are skipped too.
-            Field::Bytes(4 | 5 | 6 | 8 | 9 | 17, _) | Field::Varint(7 | 10) => {}
+            Field::Bytes(4 | 5 | 6 | 8 | 9 | 17, _) | Field::Varint(7 | 10, _) => {}
             Field::Bytes(_, []) => {}
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported metadata field {n}"));
             }
         }
@@ -125,7 +128,7 @@ fn strings_of(bytes: &[u8], what: &str, known: &[u32]) -> Result<Vec<(u32, Strin
     for field in fields(bytes)? {
         match field {
             Field::Bytes(n, b) if known.contains(&n) => out.push((n, string(b)?)),
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported {what} field {n}"));
             }
         }
@@ -181,7 +184,7 @@ fn rbac_object(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, Strin
                 }
                 object["roleRef"] = Value::Object(role_ref);
             }
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported {kind} field {n}"));
             }
         }
@@ -222,7 +225,7 @@ fn self_subject_access_review(api_version: &str, kind: &str, raw: &[u8]) -> Resu
                             d,
                         ),
                         Field::Bytes(2, d) => ("nonResourceAttributes", &["path", "verb"], d),
-                        Field::Bytes(n, _) | Field::Varint(n) => {
+                        Field::Bytes(n, _) | Field::Varint(n, _) => {
                             return Err(format!(
                                 "unsupported SelfSubjectAccessReviewSpec field {n}"
                             ));
@@ -238,7 +241,7 @@ fn self_subject_access_review(api_version: &str, kind: &str, raw: &[u8]) -> Resu
                                 );
                             }
                             Field::Bytes(8 | 9, _) if name == "resourceAttributes" => {}
-                            Field::Bytes(n, _) | Field::Varint(n) => {
+                            Field::Bytes(n, _) | Field::Varint(n, _) => {
                                 return Err(format!("unsupported {name} field {n}"));
                             }
                         }
@@ -247,7 +250,7 @@ fn self_subject_access_review(api_version: &str, kind: &str, raw: &[u8]) -> Resu
                 }
             }
             Field::Bytes(3, _) => {}
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported {kind} field {n}"));
             }
         }
@@ -268,7 +271,7 @@ fn self_subject_rules_review(api_version: &str, kind: &str, raw: &[u8]) -> Resul
                         Field::Bytes(1, b) => {
                             object["spec"]["namespace"] = Value::String(string(b)?)
                         }
-                        Field::Bytes(n, _) | Field::Varint(n) => {
+                        Field::Bytes(n, _) | Field::Varint(n, _) => {
                             return Err(format!(
                                 "unsupported SelfSubjectRulesReviewSpec field {n}"
                             ));
@@ -277,7 +280,7 @@ fn self_subject_rules_review(api_version: &str, kind: &str, raw: &[u8]) -> Resul
                 }
             }
             Field::Bytes(3, _) => {}
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported {kind} field {n}"));
             }
         }
@@ -293,7 +296,7 @@ fn self_subject_review(api_version: &str, kind: &str, raw: &[u8]) -> Result<Valu
         match field {
             Field::Bytes(1, b) => object["metadata"] = object_meta(b)?,
             Field::Bytes(2, _) => {}
-            Field::Bytes(n, _) | Field::Varint(n) => {
+            Field::Bytes(n, _) | Field::Varint(n, _) => {
                 return Err(format!("unsupported {kind} field {n}"));
             }
         }
@@ -343,6 +346,12 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
     }
     if (api_version.as_str(), kind.as_str()) == ("authentication.k8s.io/v1", "SelfSubjectReview") {
         return self_subject_review(&api_version, &kind, raw);
+    }
+    if matches!(
+        (api_version.as_str(), kind.as_str()),
+        ("apps/v1", "Deployment") | ("batch/v1", "Job")
+    ) {
+        return workloads::workload(&api_version, &kind, raw);
     }
     if (api_version.as_str(), kind.as_str()) != ("v1", "Namespace") {
         return Err(format!(
