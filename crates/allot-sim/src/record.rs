@@ -469,6 +469,9 @@ pub struct Report {
     /// Every Event occurrence.
     #[serde(skip)]
     pub events: Vec<TimelineEntry>,
+    /// Devices running pods hold at the end, per class (the record's running count).
+    #[serde(skip)]
+    pub devices_in_use: BTreeMap<String, i64>,
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -553,10 +556,15 @@ impl Report {
             p99: round3(percentile(&waits, 0.99)),
         };
         utilisation(&mut summary, data, store, end);
+        let mut devices_in_use: BTreeMap<String, i64> = BTreeMap::new();
+        for (class, n) in data.usage.iter().flat_map(|u| &u.devices) {
+            *devices_in_use.entry(class.clone()).or_default() += n;
+        }
         Report {
             summary,
             pods,
             events: data.events.clone(),
+            devices_in_use,
         }
     }
 }
@@ -684,3 +692,6 @@ fn utilisation(summary: &mut Summary, data: &LedgerData, store: &Store, end: Sim
         });
     }
 }
+
+#[cfg(test)]
+mod tests;
