@@ -43,6 +43,10 @@ def week(out):
             }
             with open(os.path.join(out, "jobs", f"{gpus}-{d}.json"), "w") as f:
                 json.dump(job, f)
+    # Run on past the last arrival until the longest job (10h) has finished.
+    with open(os.path.join(out, "options.json"), "w") as f:
+        json.dump({"apiVersion": "allot.dev/v1alpha1", "kind": "SimulationOptions",
+                   "metadata": {"name": "week"}, "horizon": "11h"}, f)
     week_s = 7 * 24 * 3600
     times = sorted(rng.uniform(0, week_s) for _ in range(100_000))
     with open(os.path.join(out, "trace.csv"), "w") as f:

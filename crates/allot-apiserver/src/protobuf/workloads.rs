@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn tag(number: u32, wire: u64) -> Vec<u8> {
-        varint(u64::from(number) << 3 | wire)
+        varint((u64::from(number) << 3) | wire)
     }
 
     fn varint(mut v: u64) -> Vec<u8> {

@@ -243,7 +243,7 @@ proptest! {
             }
             if j.exit_code == 0 {
                 prop_assert!(conditions.contains(&"Complete"), "job-{} {:?}", i, conditions);
-                prop_assert_eq!(job.status.succeeded, Some(j.completions as i32));
+                prop_assert_eq!(job.status.succeeded, j.completions as i32);
             } else {
                 prop_assert!(conditions.contains(&"Failed"), "job-{} {:?}", i, conditions);
             }
