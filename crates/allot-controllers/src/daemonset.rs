@@ -67,10 +67,7 @@ impl Controller for DaemonSetController {
                 _ => Vec::new(),
             },
             // A node that comes, goes or changes labels or taints concerns every DaemonSet.
-            Stored::Node(_) => store
-                .list::<DaemonSet>()
-                .map(|d| Store::key_of(d))
-                .collect(),
+            Stored::Node(_) => store.list::<DaemonSet>().map(Store::key_of).collect(),
             _ => Vec::new(),
         }
     }
@@ -486,13 +483,8 @@ fn rolling_update(
         }
     }
     if surge > 0 {
-        let mut surging = 0;
-        for (node, _) in &old_pods {
-            if surging >= surge {
-                break;
-            }
+        for (node, _) in old_pods.iter().take(surge as usize) {
             create_pod(store, ds, node, revision, now)?;
-            surging += 1;
         }
         return Ok(next);
     }

@@ -102,7 +102,7 @@ impl Controller for DeploymentController {
                 let keys: Vec<ObjectKey> = store
                     .list_in::<Deployment>(namespace)
                     .filter(|d| selects(d.spec.selector.as_ref(), &rs.metadata.labels))
-                    .map(|d| Store::key_of(d))
+                    .map(Store::key_of)
                     .collect();
                 if !keys.is_empty() {
                     orphans
@@ -210,10 +210,10 @@ impl DeploymentController {
                     })
                     .map_err(|e| e.to_string())?;
             }
-            if adopt || gone {
-                if let Some(set) = self.orphans.get_mut().get_mut(&namespace) {
-                    set.remove(&name);
-                }
+            if (adopt || gone)
+                && let Some(set) = self.orphans.get_mut().get_mut(&namespace)
+            {
+                set.remove(&name);
             }
         }
         Ok(())

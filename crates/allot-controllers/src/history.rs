@@ -92,7 +92,7 @@ pub fn truncate(
     let dead: Vec<_> = revisions(store, owner)
         .into_iter()
         .filter(|r| !live.contains(&r.metadata.name))
-        .map(|r| Store::key_of(r))
+        .map(Store::key_of)
         .collect();
     let surplus = dead.len().saturating_sub(limit.max(0) as usize);
     for key in dead.into_iter().take(surplus) {

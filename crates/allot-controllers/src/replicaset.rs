@@ -51,7 +51,7 @@ fn matching_sets(store: &Store, pod: &Pod) -> Vec<ObjectKey> {
     store
         .list_in::<ReplicaSet>(&pod.metadata.namespace)
         .filter(|rs| selects(rs.spec.selector.as_ref(), &pod.metadata.labels))
-        .map(|rs| Store::key_of(rs))
+        .map(Store::key_of)
         .collect()
 }
 

@@ -250,7 +250,7 @@ fn manage(
             None => {
                 // New pods take the update revision, unless a partition keeps them current.
                 let partition = partition(set);
-                let revision = if ordinal < partition && set.status.current_revision != "" {
+                let revision = if ordinal < partition && !set.status.current_revision.is_empty() {
                     current_revision
                 } else {
                     update_revision

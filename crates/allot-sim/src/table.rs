@@ -385,7 +385,7 @@ pub fn table(store: &Store, input: Option<&crate::Input>, options: &TableOptions
 /// Milliseconds of simulated time as the table writes offsets (`1m30s`; `1.5s` below a minute
 /// when not whole).
 pub fn millis(ms: u64) -> String {
-    if ms % 1000 != 0 && ms < 60_000 {
+    if !ms.is_multiple_of(1000) && ms < 60_000 {
         let text = format!("{:.3}", ms as f64 / 1000.0);
         return format!("{}s", text.trim_end_matches('0').trim_end_matches('.'));
     }

@@ -185,7 +185,9 @@ fn eligibility_table() {
         should_run(&spec, &node(&[], &[("x", TaintEffect::PreferNoSchedule)])),
         (true, true)
     );
-    let mut named = PodSpec::default();
-    named.node_name = Some("other".into());
+    let named = PodSpec {
+        node_name: Some("other".into()),
+        ..PodSpec::default()
+    };
     assert_eq!(should_run(&named, &node(&[], &[])), (false, false));
 }
