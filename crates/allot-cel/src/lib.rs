@@ -6,8 +6,12 @@
 //! identifiers, unknown `device` fields, unknown functions, result type) and cost estimator,
 //! because cel-rust has neither a type checker nor a cost estimator; both follow cel-go's rules
 //! closely enough for the DRA environment (see the `cost` module for what is approximated).
-//! Runtime costs are not metered: an expression is only accepted when its worst-case estimate is
-//! within the limit. The common selector shapes (driver, attribute and capacity comparisons with
+//! Evaluation is metered as cel-go meters it: compilation also builds an instrumented copy of the
+//! expression whose data-dependent operations go through metering functions (the `instrument`,
+//! `metered` and `meter` modules), so a gap in the estimate ends in upstream's "actual cost limit
+//! exceeded" error before anything large is allocated; constant regex patterns are compiled once
+//! per expression. Compilation, and evaluation of deeply nested expressions, run on a stack
+//! segment of their own when the caller's stack is short. The common selector shapes (driver, attribute and capacity comparisons with
 //! literals under `&&`/`||`/`!`) also get a native fast path that answers only when the answer is
 //! unambiguous and otherwise defers to the interpreter, so results and errors stay the
 //! interpreter's (checked by differential tests).
@@ -17,7 +21,11 @@
 mod cost;
 mod device;
 mod fast;
+mod instrument;
 mod library;
+mod meter;
+mod metered;
+mod regexes;
 mod values;
 
 pub use device::{AttributeValue, CelDevice};
@@ -31,8 +39,12 @@ use values::SemverVal;
 
 /// Maximum length of a selector expression in bytes (`CELSelectorExpressionMaxLength`).
 pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
-/// Maximum estimated cost of a selector expression (`CELSelectorExpressionMaxCost`).
+/// Maximum estimated cost of a selector expression (`CELSelectorExpressionMaxCost`), also the
+/// runtime cost limit upstream evaluates DRA selectors with (`cel.CostLimit`).
 pub const CEL_SELECTOR_EXPRESSION_MAX_COST: u64 = 1_000_000;
+/// What an evaluation may do beyond cel-go's cost model: bytes allocated, copied or scanned,
+/// plus nodes evaluated (see the `meter` module).
+pub const EVALUATION_WORK_LIMIT: u64 = meter::WORK_LIMIT;
 
 /// Everything that can go wrong compiling or evaluating an expression. Compile-time variants
 /// print like upstream's `compilation failed: ERROR: <input>:LINE:COLUMN: ...` messages;
@@ -116,6 +128,23 @@ pub enum CelError {
         /// The limit.
         limit: u64,
     },
+    /// A constant regex pattern of `matches` that does not compile (cel-go's regex validator).
+    #[error("compilation failed: ERROR: <input>:{line}:{column}: invalid {function} argument")]
+    InvalidArgument {
+        /// The function.
+        function: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
+    /// The program could not be built: a constant regex pattern of `find`/`findAll` that does
+    /// not compile (upstream compiles them when it instantiates the program).
+    #[error("program instantiation failed: {message}")]
+    ProgramInstantiation {
+        /// What went wrong.
+        message: String,
+    },
     /// The CEL environment could not be built (an internal error).
     #[error("unexpected error loading CEL environment: {message}")]
     Environment {
@@ -148,6 +177,10 @@ pub enum CelError {
         /// The result's type.
         type_name: String,
     },
+    /// The evaluation exceeded the runtime cost limit, or allocated or scanned more than an
+    /// evaluation may ([`EVALUATION_WORK_LIMIT`]).
+    #[error("{}", meter::CANCELLED)]
+    RuntimeCostLimitExceeded,
     /// Any other runtime error.
     #[error("{message}")]
     Runtime {
@@ -163,6 +196,7 @@ impl CelError {
         !matches!(
             self,
             CelError::NoSuchKey { .. }
+                | CelError::RuntimeCostLimitExceeded
                 | CelError::InvalidAttribute { .. }
                 | CelError::NotBool { .. }
                 | CelError::NotAttributeValue { .. }
@@ -181,6 +215,9 @@ pub type EvalError = CelError;
 pub struct CompileOptions {
     /// The maximum estimated cost ([`CEL_SELECTOR_EXPRESSION_MAX_COST`] by default).
     pub cost_limit: u64,
+    /// The cost limit of each evaluation ([`CEL_SELECTOR_EXPRESSION_MAX_COST`] by default, as
+    /// upstream's `cel.CostLimit` for DRA expressions).
+    pub runtime_cost_limit: u64,
     /// Whether the result must be a bool (selectors) rather than any attribute value (derived
     /// attributes).
     pub require_bool: bool,
@@ -190,6 +227,7 @@ impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             cost_limit: CEL_SELECTOR_EXPRESSION_MAX_COST,
+            runtime_cost_limit: CEL_SELECTOR_EXPRESSION_MAX_COST,
             require_bool: true,
         }
     }
@@ -199,7 +237,16 @@ impl Default for CompileOptions {
 pub struct CompiledExpression {
     expression: String,
     program: cel::Program,
+    /// The instrumented copy the evaluator runs.
+    instrumented: cel::IdedExpr,
+    /// The static cost and node count charged when an evaluation starts.
+    start: (u64, u64),
+    /// The constant regex patterns, compiled.
+    regexes: Arc<[regex::Regex]>,
+    /// The depth of the expression's tree, which bounds the evaluator's recursion.
+    depth: usize,
     max_cost: u64,
+    runtime_cost_limit: u64,
     env: Arc<cel::Env>,
     /// The fast path for common selector shapes, when the expression has one.
     fast: Option<fast::Fast>,
@@ -222,11 +269,35 @@ pub fn compile_with(
             limit: CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
         });
     }
+    // The parser needs several MiB of stack for nesting it accepts (more in debug builds).
+    stacker::maybe_grow(COMPILE_RED_ZONE, COMPILE_STACK, || {
+        compile_on_stack(expr, options)
+    })
+}
+
+/// The stack compilation needs left, and the segment it gets otherwise.
+const COMPILE_RED_ZONE: usize = 32 << 20;
+const COMPILE_STACK: usize = 64 << 20;
+
+/// Evaluations of trees at most this deep run on the caller's stack as they are.
+const SHALLOW_DEPTH: usize = 24;
+
+fn compile_on_stack(
+    expr: &str,
+    options: CompileOptions,
+) -> Result<CompiledExpression, CompileError> {
     let env = environment()?;
     let program = env.compile(expr).map_err(|e| CelError::Syntax {
         message: e.to_string(),
     })?;
-    let info = cost::Analyzer::new(&program).analyze(program.expression())?;
+    let depth = cost::depth(program.expression());
+    if depth > cost::MAX_DEPTH {
+        return Err(CelError::Syntax {
+            message: "max recursion depth exceeded".to_string(),
+        });
+    }
+    let analysis = cost::Analyzer::new(&program).run()?;
+    let info = &analysis.root;
     if options.require_bool && !matches!(info.ty, cost::Ty::Bool | cost::Ty::Dyn) {
         return Err(CelError::WrongResultType {
             type_name: info.ty.name(),
@@ -238,6 +309,26 @@ pub fn compile_with(
             limit: options.cost_limit,
         });
     }
+    let instrumented = instrument::instrument(program.expression(), &analysis.own);
+    let mut regexes = Vec::with_capacity(instrumented.patterns.len());
+    for p in &instrumented.patterns {
+        match regexes::compile(&p.pattern) {
+            Ok(re) => regexes.push(re),
+            Err(_) if p.member_matches => {
+                let (line, column) = program.source_info().offset_for(p.id).unwrap_or((1, 1));
+                return Err(CelError::InvalidArgument {
+                    function: "matches".to_string(),
+                    line,
+                    column,
+                });
+            }
+            Err(e) => {
+                return Err(CelError::ProgramInstantiation {
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
     let fast = if options.require_bool {
         fast::build(program.expression())
     } else {
@@ -245,14 +336,19 @@ pub fn compile_with(
     };
     Ok(CompiledExpression {
         expression: expr.to_string(),
-        program,
+        instrumented: instrumented.expr,
+        start: instrumented.start,
+        regexes: regexes.into(),
+        depth,
         max_cost: info.cost,
+        runtime_cost_limit: options.runtime_cost_limit,
+        program,
         env,
         fast,
     })
 }
 
-fn environment() -> Result<Arc<cel::Env>, CelError> {
+pub(crate) fn environment() -> Result<Arc<cel::Env>, CelError> {
     match &*library::ENV {
         Ok(env) => Ok(Arc::clone(env)),
         Err(e) => Err(CelError::Environment {
@@ -313,11 +409,29 @@ impl CompiledExpression {
                 message: message.clone(),
             });
         }
-        let resolver = DeviceResolver(&device.val);
-        let mut ctx = Context::with_env(Arc::clone(&self.env));
-        ctx.set_variable_resolver(&resolver);
-        let value = Value::resolve_val(self.program.expression(), &ctx).map_err(runtime_error)?;
-        f(value.as_ref())
+        let run = || {
+            let resolver = DeviceResolver(&device.val);
+            let mut ctx = Context::with_env(Arc::clone(&self.env));
+            ctx.set_variable_resolver(&resolver);
+            let (result, usage) =
+                meter::metered(self.runtime_cost_limit, self.start, &self.regexes, || {
+                    Value::resolve_val(&self.instrumented, &ctx)
+                        .map_err(runtime_error)
+                        .and_then(|value| f(value.as_ref()))
+                });
+            // cel-go abandons the evaluation when the limit is exceeded, whatever the
+            // expression made of the error.
+            if usage.exceeded {
+                return Err(CelError::RuntimeCostLimitExceeded);
+            }
+            result
+        };
+        if self.depth <= SHALLOW_DEPTH {
+            return run();
+        }
+        // Each level of the tree is a few frames of the recursive evaluator.
+        let red_zone = self.depth * (96 << 10) + (512 << 10);
+        stacker::maybe_grow(red_zone, 2 * red_zone, run)
     }
 
     /// Evaluates a selector on a device: `Ok(true)` when it matches. A result that is not a bool
