@@ -21,6 +21,8 @@
 mod cost;
 mod device;
 mod fast;
+#[doc(hidden)]
+pub mod fuzzing;
 mod instrument;
 mod library;
 mod meter;
@@ -397,10 +399,27 @@ impl CompiledExpression {
         self.max_cost
     }
 
+    /// Whether common selector shapes are answered natively (see the `fast` module).
+    #[doc(hidden)]
+    pub fn has_fast_path(&self) -> bool {
+        self.fast.is_some()
+    }
+
     /// Runs the expression on a device and hands its result to `f`.
     fn with_result<T>(
         &self,
         device: &CelDevice,
+        f: impl FnOnce(&dyn Val) -> Result<T, CelError>,
+    ) -> Result<T, CelError> {
+        self.run(device, None, f)
+    }
+
+    /// Runs the instrumented expression on a device under a meter and hands its result to `f`;
+    /// reports the meter's reading to `usage`.
+    fn run<T>(
+        &self,
+        device: &CelDevice,
+        usage: Option<&mut Usage>,
         f: impl FnOnce(&dyn Val) -> Result<T, CelError>,
     ) -> Result<T, CelError> {
         if let Some((name, message)) = &device.invalid {
@@ -413,25 +432,63 @@ impl CompiledExpression {
             let resolver = DeviceResolver(&device.val);
             let mut ctx = Context::with_env(Arc::clone(&self.env));
             ctx.set_variable_resolver(&resolver);
-            let (result, usage) =
+            let (result, meter) =
                 meter::metered(self.runtime_cost_limit, self.start, &self.regexes, || {
                     Value::resolve_val(&self.instrumented, &ctx)
                         .map_err(runtime_error)
                         .and_then(|value| f(value.as_ref()))
                 });
-            // cel-go abandons the evaluation when the limit is exceeded, whatever the
-            // expression made of the error.
-            if usage.exceeded {
-                return Err(CelError::RuntimeCostLimitExceeded);
-            }
-            result
+            (result, meter)
         };
-        if self.depth <= SHALLOW_DEPTH {
-            return run();
+        let (result, meter) = if self.depth <= SHALLOW_DEPTH {
+            run()
+        } else {
+            // Each level of the tree is a few frames of the recursive evaluator.
+            let red_zone = self.depth * (96 << 10) + (512 << 10);
+            stacker::maybe_grow(red_zone, 2 * red_zone, run)
+        };
+        if let Some(usage) = usage {
+            *usage = Usage {
+                cost: meter.cost,
+                work: meter.work,
+                exceeded: meter.exceeded,
+            };
         }
-        // Each level of the tree is a few frames of the recursive evaluator.
-        let red_zone = self.depth * (96 << 10) + (512 << 10);
-        stacker::maybe_grow(red_zone, 2 * red_zone, run)
+        // cel-go abandons the evaluation when the limit is exceeded, whatever the expression
+        // made of the error.
+        if meter.exceeded {
+            return Err(CelError::RuntimeCostLimitExceeded);
+        }
+        result
+    }
+
+    /// Evaluates a selector like [`CompiledExpression::evaluate_interpreted`], and tells what the
+    /// evaluation cost: cel-go's cost units, allot's work units, and whether a limit ended it.
+    pub fn evaluate_with_usage(&self, device: &CelDevice) -> (Result<bool, EvalError>, Usage) {
+        let mut usage = Usage::default();
+        let result = self.run(device, Some(&mut usage), bool_result);
+        (result, usage)
+    }
+
+    /// Evaluates the expression with cel-rust alone, without metering: the reference metered
+    /// evaluation is tested against. Only for expressions known to be cheap.
+    #[doc(hidden)]
+    pub fn evaluate_uninstrumented(&self, device: &CelDevice) -> Result<bool, EvalError> {
+        if let Some((name, message)) = &device.invalid {
+            return Err(CelError::InvalidAttribute {
+                name: name.clone(),
+                message: message.clone(),
+            });
+        }
+        let resolver = DeviceResolver(&device.val);
+        let mut ctx = Context::with_env(Arc::clone(&self.env));
+        ctx.set_variable_resolver(&resolver);
+        let run = || {
+            Value::resolve_val(self.program.expression(), &ctx)
+                .map_err(runtime_error)
+                .and_then(|v| bool_result(v.as_ref()))
+        };
+        stacker::maybe_grow(COMPILE_RED_ZONE, COMPILE_STACK, run)
     }
 
     /// Evaluates a selector on a device: `Ok(true)` when it matches. A result that is not a bool
@@ -448,13 +505,7 @@ impl CompiledExpression {
     /// Evaluates a selector with the cel-rust interpreter only, bypassing the fast path for
     /// common shapes; the reference the fast path is tested against.
     pub fn evaluate_interpreted(&self, device: &CelDevice) -> Result<bool, EvalError> {
-        self.with_result(device, |v| {
-            v.downcast_ref::<CelBool>()
-                .map(|b| *b.inner())
-                .ok_or_else(|| CelError::NotBool {
-                    type_name: v.get_type().name().to_owned(),
-                })
-        })
+        self.with_result(device, bool_result)
     }
 
     /// Evaluates an expression that yields an attribute value (derived attributes): int, bool,
@@ -462,6 +513,25 @@ impl CompiledExpression {
     pub fn evaluate_value(&self, device: &CelDevice) -> Result<AttributeValue, EvalError> {
         self.with_result(device, to_attribute_value)
     }
+}
+
+/// What one evaluation cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// cel-go's cost units.
+    pub cost: u64,
+    /// allot's work units (bytes allocated, copied or scanned, nodes evaluated).
+    pub work: u64,
+    /// Whether a limit ended the evaluation.
+    pub exceeded: bool,
+}
+
+fn bool_result(v: &dyn Val) -> Result<bool, CelError> {
+    v.downcast_ref::<CelBool>()
+        .map(|b| *b.inner())
+        .ok_or_else(|| CelError::NotBool {
+            type_name: v.get_type().name().to_owned(),
+        })
 }
 
 fn to_attribute_value(v: &dyn Val) -> Result<AttributeValue, CelError> {

@@ -603,55 +603,59 @@ pub(crate) fn list_last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     )
 }
 
-/// A pattern computed at run time, compiled once per evaluation.
-pub(crate) fn regex_for(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    crate::meter::dynamic_regex(pattern).map_err(|e| ExecutionError::function_error(function, e))
-}
-
-/// Charges what cel-go charges for `find`/`findAll` (the string times the pattern) and compiles
-/// the pattern.
-fn regex_arg(args: &[CowVal<'_, '_>], function: &str) -> Result<regex::Regex, ExecutionError> {
+/// Charges what cel-go charges for `find`/`findAll` (the string times the pattern).
+fn charge_regex(args: &[CowVal<'_, '_>], function: &str) -> Result<(), ExecutionError> {
     let s = str_arg(args, 0, function)?;
     let pattern = str_arg(args, 1, function)?;
     let chars = s.chars().count() as u64;
     let cost = crate::cost::scaled_cost(chars.saturating_add(1), 0.1).saturating_mul(
         crate::cost::scaled_cost(pattern.chars().count() as u64, 0.25),
     );
-    crate::meter::charge(cost, cost.saturating_add(s.len() as u64))?;
-    regex_for(function, pattern)
+    crate::meter::charge(cost, cost.saturating_add(s.len() as u64))
 }
 
 fn find<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "find")?;
-    let re = regex_arg(&args, "find")?;
-    let found = re
-        .find(s)
-        .map(|m| m.as_str().to_string())
-        .unwrap_or_default();
+    let pattern = str_arg(&args, 1, "find")?;
+    charge_regex(&args, "find")?;
+    let found = crate::meter::with_dynamic_regex(pattern, |re| {
+        re.find(s)
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_default()
+    })
+    .map_err(|e| ExecutionError::function_error("find", e))?;
     Ok(CowVal::owned(CelString::from(found)))
 }
 
 fn find_all<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "findAll")?;
-    let re = regex_arg(&args, "findAll")?;
+    let pattern = str_arg(&args, 1, "findAll")?;
+    charge_regex(&args, "findAll")?;
     let limit = if args.len() > 2 {
         int_arg(&args, 2, "findAll")?
     } else {
         -1
     };
-    find_all_with(&re, s, limit)
+    let ranges = crate::meter::with_dynamic_regex(pattern, |re| {
+        let mut ranges = Vec::new();
+        for m in re.find_iter(s) {
+            if limit >= 0 && ranges.len() as i64 >= limit {
+                break;
+            }
+            ranges.push(m.range());
+        }
+        ranges
+    })
+    .map_err(|e| ExecutionError::function_error("findAll", e))?;
+    strings_at(s, ranges)
 }
 
-/// The matches of `re` in `s` (at most `limit` of them, all when negative), each charged before
-/// it is added.
-pub(crate) fn find_all_with<'b, 'v>(re: &regex::Regex, s: &str, limit: i64) -> Ret<'b, 'v> {
-    let mut items: Vec<Box<dyn Val>> = Vec::new();
-    for m in re.find_iter(s) {
-        if limit >= 0 && items.len() as i64 >= limit {
-            break;
-        }
-        crate::meter::charge(0, m.as_str().len() as u64 + 48)?;
-        items.push(Box::new(CelString::from(m.as_str().to_string())));
+/// The substrings of `s` at `ranges` as a list, each charged before it is added.
+pub(crate) fn strings_at<'b, 'v>(s: &str, ranges: Vec<std::ops::Range<usize>>) -> Ret<'b, 'v> {
+    let mut items: Vec<Box<dyn Val>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        crate::meter::charge(0, r.len() as u64 + 48)?;
+        items.push(Box::new(CelString::from(s[r].to_string())));
     }
     Ok(CowVal::owned(CelList::from(items)))
 }

@@ -103,47 +103,60 @@ pub(crate) fn charge(cost: u64, work: u64) -> Result<(), ExecutionError> {
         if m.exceeded {
             return Err(cancelled());
         }
+        // The work is charged only if it fits: the counter tells what was actually done.
+        let work = m.work.saturating_add(work);
         m.cost = m.cost.saturating_add(cost);
-        m.work = m.work.saturating_add(work);
-        if m.cost > m.cost_limit || m.work > WORK_LIMIT {
+        if m.cost > m.cost_limit || work > WORK_LIMIT {
             m.exceeded = true;
             return Err(cancelled());
         }
+        m.work = work;
         Ok(())
     })
 }
 
-/// The precompiled regular expression number `index` of the expression being evaluated.
-pub(crate) fn regex(index: usize) -> Option<regex::Regex> {
-    METER.with(|m| {
-        m.borrow()
-            .as_ref()
-            .and_then(|m| m.regexes.get(index).cloned())
-    })
+/// Runs `f` with the precompiled regular expression number `index` of the expression being
+/// evaluated (`None` outside of a metered evaluation). `f` must not charge the meter.
+pub(crate) fn with_regex<T>(index: usize, f: impl FnOnce(Option<&regex::Regex>) -> T) -> T {
+    METER.with(|m| f(m.borrow().as_ref().and_then(|m| m.regexes.get(index))))
 }
 
-/// `pattern` compiled, once per evaluation.
-pub(crate) fn dynamic_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+/// Runs `f` with `pattern` compiled, once per evaluation. `f` must not charge the meter.
+pub(crate) fn with_dynamic_regex<T>(
+    pattern: &str,
+    f: impl FnOnce(&regex::Regex) -> T,
+) -> Result<T, regex::Error> {
     let cached = METER.with(|m| {
-        m.borrow().as_ref().and_then(|m| {
-            m.dynamic
-                .iter()
-                .find(|(p, _)| p == pattern)
-                .map(|(_, re)| re.clone())
-        })
+        m.borrow()
+            .as_ref()
+            .is_some_and(|m| m.dynamic.iter().any(|(p, _)| p == pattern))
     });
-    if let Some(re) = cached {
-        return Ok(re);
-    }
-    let re = crate::regexes::compile(pattern)?;
-    METER.with(|m| {
-        if let Some(m) = m.borrow_mut().as_mut() {
-            // A handful of distinct patterns per evaluation at most; keep the latest few.
-            if m.dynamic.len() >= 8 {
-                m.dynamic.remove(0);
+    if !cached {
+        let re = crate::regexes::compile(pattern)?;
+        let installed = METER.with(|m| match m.borrow_mut().as_mut() {
+            Some(m) => {
+                // A handful of distinct patterns per evaluation at most; keep the latest few.
+                if m.dynamic.len() >= 8 {
+                    m.dynamic.remove(0);
+                }
+                m.dynamic.push((pattern.to_string(), re));
+                None
             }
-            m.dynamic.push((pattern.to_string(), re.clone()));
+            None => Some(re),
+        });
+        if let Some(re) = installed {
+            return Ok(f(&re));
         }
-    });
-    Ok(re)
+    }
+    METER.with(|m| {
+        let m = m.borrow();
+        let re = m
+            .as_ref()
+            .and_then(|m| m.dynamic.iter().find(|(p, _)| p == pattern))
+            .map(|(_, re)| re);
+        match re {
+            Some(re) => Ok(f(re)),
+            None => crate::regexes::compile(pattern).map(|re| f(&re)),
+        }
+    })
 }

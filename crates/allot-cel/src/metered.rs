@@ -405,88 +405,94 @@ fn matches<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let (s, pattern) = (str_at(&args, 0), str_at(&args, 1));
     let cost = regex_cost(s, pattern);
     charge(cost, cost.saturating_add((s.len() + pattern.len()) as u64))?;
-    let re = meter::dynamic_regex(pattern).map_err(|e| invalid_regex(pattern, &e))?;
-    boolean(re.is_match(s))
+    let found = meter::with_dynamic_regex(pattern, |re| re.is_match(s))
+        .map_err(|e| invalid_regex(pattern, &e))?;
+    boolean(found)
 }
 
-/// A constant-pattern regex call: the arguments end with the pattern's index; the one before
-/// is the pattern itself.
-fn precompiled(args: &[CowVal<'_, '_>]) -> Option<regex::Regex> {
-    let index = usize::try_from(int_at(args, args.len() - 1)).ok()?;
-    meter::regex(index)
+/// Runs `f` with the regex of a constant-pattern call (whose arguments end with the pattern's
+/// index, the pattern itself before it), compiling it if the meter has none.
+fn with_precompiled<T>(
+    args: &[CowVal<'_, '_>],
+    pattern: &str,
+    f: impl Fn(&regex::Regex) -> T,
+) -> Result<T, regex::Error> {
+    let index = usize::try_from(int_at(args, args.len() - 1)).unwrap_or(usize::MAX);
+    match meter::with_regex(index, |re| re.map(&f)) {
+        Some(out) => Ok(out),
+        None => meter::with_dynamic_regex(pattern, f),
+    }
 }
 
 fn regex_matches<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    let re = precompiled(&args);
-    let args = &args[..args.len() - 1];
-    if !signature(args, &[STRING_TYPE, STRING_TYPE]) {
-        return Err(no_member_overload("matches", args));
+    let plain = &args[..args.len() - 1];
+    if !signature(plain, &[STRING_TYPE, STRING_TYPE]) {
+        return Err(no_member_overload("matches", plain));
     }
-    let (s, pattern) = (str_at(args, 0), str_at(args, 1));
+    let (s, pattern) = (str_at(plain, 0), str_at(plain, 1));
     let cost = regex_cost(s, pattern);
     charge(cost, cost.saturating_add(s.len() as u64))?;
-    let re = match re {
-        Some(re) => re,
-        None => meter::dynamic_regex(pattern).map_err(|e| invalid_regex(pattern, &e))?,
-    };
-    boolean(re.is_match(s))
+    let found = with_precompiled(&args, pattern, |re| re.is_match(s))
+        .map_err(|e| invalid_regex(pattern, &e))?;
+    boolean(found)
 }
 
 fn regex_matches_global<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    let re = precompiled(&args);
-    let args = &args[..args.len() - 1];
-    if !signature(args, &[STRING_TYPE, STRING_TYPE]) {
+    let plain = &args[..args.len() - 1];
+    if !signature(plain, &[STRING_TYPE, STRING_TYPE]) {
         return Err(ExecutionError::no_such_overload(
             "matches",
-            type_names(args),
+            type_names(plain),
         ));
     }
-    let (s, pattern) = (str_at(args, 0), str_at(args, 1));
+    let (s, pattern) = (str_at(plain, 0), str_at(plain, 1));
     // The global form's overload is `matches`, which cel-go charges 1.
     charge(1, regex_cost(s, pattern).saturating_add(s.len() as u64))?;
-    let re = match re {
-        Some(re) => re,
-        None => meter::dynamic_regex(pattern).map_err(|e| invalid_regex(pattern, &e))?,
-    };
-    boolean(re.is_match(s))
+    let found = with_precompiled(&args, pattern, |re| re.is_match(s))
+        .map_err(|e| invalid_regex(pattern, &e))?;
+    boolean(found)
 }
 
 fn regex_find<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    let re = precompiled(&args);
-    let args = &args[..args.len() - 1];
-    if !signature(args, &[STRING_TYPE, STRING_TYPE]) {
-        return Err(no_member_overload("find", args));
+    let plain = &args[..args.len() - 1];
+    if !signature(plain, &[STRING_TYPE, STRING_TYPE]) {
+        return Err(no_member_overload("find", plain));
     }
-    let (s, pattern) = (str_at(args, 0), str_at(args, 1));
+    let (s, pattern) = (str_at(plain, 0), str_at(plain, 1));
     let cost = regex_cost(s, pattern);
     charge(cost, cost.saturating_add(s.len() as u64))?;
-    let re = match re {
-        Some(re) => re,
-        None => crate::library::regex_for("find", pattern)?,
-    };
-    Ok(string(
+    let found = with_precompiled(&args, pattern, |re| {
         re.find(s)
             .map(|m| m.as_str().to_string())
-            .unwrap_or_default(),
-    ))
+            .unwrap_or_default()
+    })
+    .map_err(|e| ExecutionError::function_error("find", e))?;
+    Ok(string(found))
 }
 
 fn regex_find_all<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    let re = precompiled(&args);
-    let args = &args[..args.len() - 1];
-    let with_limit = signature(args, &[STRING_TYPE, STRING_TYPE, INT_TYPE]);
-    if !with_limit && !signature(args, &[STRING_TYPE, STRING_TYPE]) {
-        return Err(no_member_overload("findAll", args));
+    let plain = &args[..args.len() - 1];
+    let with_limit = signature(plain, &[STRING_TYPE, STRING_TYPE, INT_TYPE]);
+    if !with_limit && !signature(plain, &[STRING_TYPE, STRING_TYPE]) {
+        return Err(no_member_overload("findAll", plain));
     }
-    let (s, pattern) = (str_at(args, 0), str_at(args, 1));
+    let (s, pattern) = (str_at(plain, 0), str_at(plain, 1));
     let cost = regex_cost(s, pattern);
     charge(cost, cost.saturating_add(s.len() as u64))?;
-    let re = match re {
-        Some(re) => re,
-        None => crate::library::regex_for("findAll", pattern)?,
-    };
-    let limit = if with_limit { int_at(args, 2) } else { -1 };
-    crate::library::find_all_with(&re, s, limit)
+    let limit = if with_limit { int_at(plain, 2) } else { -1 };
+    // The matches are at most as many as the characters, and hold at most the string.
+    let ranges = with_precompiled(&args, pattern, |re| {
+        let mut ranges = Vec::new();
+        for m in re.find_iter(s) {
+            if limit >= 0 && ranges.len() as i64 >= limit {
+                break;
+            }
+            ranges.push(m.range());
+        }
+        ranges
+    })
+    .map_err(|e| ExecutionError::function_error("findAll", e))?;
+    crate::library::strings_at(s, ranges)
 }
 
 fn size<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
