@@ -189,7 +189,14 @@ impl Rewriter<'_> {
     }
 
     fn rewrite(&mut self, e: &IdedExpr, region: &mut Region) -> IdedExpr {
-        region.nodes = region.nodes.saturating_add(1);
+        // A node is one unit of work; a string or bytes literal as many as its bytes, as a list
+        // or map literal or a `cel.bind` copies it.
+        let weight = match &e.expr {
+            Expr::Literal(LiteralValue::String(s)) => s.inner().len() as u64,
+            Expr::Literal(LiteralValue::Bytes(b)) => b.inner().len() as u64,
+            _ => 0,
+        };
+        region.nodes = region.nodes.saturating_add(1).saturating_add(weight);
         let expr = match &e.expr {
             Expr::Call(call) => return self.call(e, call, region),
             Expr::Comprehension(c) => Expr::Comprehension(Box::new(self.comprehension(c, region))),
