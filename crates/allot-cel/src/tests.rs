@@ -1160,6 +1160,31 @@ mod deep_nesting {
     }
 
     #[test]
+    fn deep_shapes_evaluate_on_a_small_stack() {
+        let shapes = vec![
+            format!("'a'{} == 'a'", ".trim()".repeat(240)),
+            format!("device{}.size() > 0", ".a".repeat(240)),
+            format!("{}1 > 0", "-".repeat(241)),
+            format!("{}true{}", "[1].all(x, ".repeat(90), ")".repeat(90)),
+            format!("{}true{}", "cel.bind(x, 1, ".repeat(90), ")".repeat(90)),
+            format!("{}1{} == 1", "[".repeat(90), "]".repeat(90)),
+            format!("{}true", "true ? true : ".repeat(90)),
+            format!("{}'a'{} == 'a'", "'a' + (".repeat(90), ")".repeat(90)),
+        ];
+        for expr in shapes {
+            let shown = expr.chars().take(40).collect::<String>();
+            let result = on_small_stack(move || {
+                let compiled = compile(&expr).map_err(|e| e.to_string())?;
+                compiled
+                    .evaluate(&CelDevice::new(DRIVER, false))
+                    .map_err(|e| e.to_string())
+            });
+            // Any answer will do (some are runtime errors); the point is getting one.
+            let _ = (shown, result);
+        }
+    }
+
+    #[test]
     fn chains_within_the_depth_limit_evaluate_on_a_small_stack() {
         let result = on_small_stack(|| {
             let expr = format!("{}1 == 241", "1 + ".repeat(240));
