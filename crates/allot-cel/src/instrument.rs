@@ -67,7 +67,37 @@ pub(crate) struct Instrumented {
     pub(crate) start: (u64, u64),
     /// The constant regex patterns, in the order of the indices the calls refer to.
     pub(crate) patterns: Vec<Pattern>,
+    /// Whether the expression is plain: no loop, no constant pattern, and no operation whose
+    /// result can outgrow its operands (concatenation, `replace`, `join`, `format`, `split`,
+    /// quoting, list and map literals of computed values). Every node of a plain expression is
+    /// evaluated at most once and none builds more than it reads, so its evaluation is bounded by
+    /// its size times its input's, and needs no meter.
+    pub(crate) plain: bool,
 }
+
+/// Metering functions that leave an expression plain (see [`Instrumented::plain`]).
+const PLAIN: &[&str] = &[
+    "_==_",
+    "_!=_",
+    "_<_",
+    "_<=_",
+    "_>_",
+    "_>=_",
+    "@in",
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "reverse",
+    "substring",
+];
 
 /// A constant regex pattern of the expression.
 pub(crate) struct Pattern {
@@ -105,6 +135,10 @@ struct Rewriter<'a> {
     patterns: Vec<Pattern>,
     /// Local variables in scope, which shadow namespaces such as `strings`.
     locals: Vec<String>,
+    /// Cleared by anything that makes the expression not plain.
+    plain: bool,
+    /// Set while touching an index key (which does not make the expression less plain).
+    touching_key: bool,
 }
 
 /// Builds the instrumented copy of `root`; `own` holds the estimator's own cost of each node.
@@ -120,13 +154,17 @@ pub(crate) fn instrument(root: &IdedExpr, own: &HashMap<u64, u64>) -> Instrument
         next_id: max_id + 1,
         patterns: Vec::new(),
         locals: Vec::new(),
+        plain: true,
+        touching_key: false,
     };
     let mut region = Region::default();
     let expr = rewriter.rewrite(root, &mut region);
+    let plain = rewriter.plain && rewriter.patterns.is_empty();
     Instrumented {
         expr,
         start: (region.cost, region.nodes),
         patterns: rewriter.patterns,
+        plain,
     }
 }
 
@@ -149,6 +187,15 @@ impl Rewriter<'_> {
 
     /// A call of the metering function `name` (without the prefix).
     fn metering_call(&mut self, name: &str, args: Vec<IdedExpr>) -> IdedExpr {
+        let key_touch = name == "touch" && self.touching_key;
+        let global_ok = name == "g"
+            && matches!(
+                args.first().map(|a| &a.expr),
+                Some(Expr::Literal(LiteralValue::String(n))) if !matches!(n.inner(), "strings.quote")
+            );
+        if !(PLAIN.contains(&name) || key_touch || global_ok) {
+            self.plain = false;
+        }
         IdedExpr {
             id: self.id(),
             expr: Expr::Call(CallExpr {
@@ -199,7 +246,10 @@ impl Rewriter<'_> {
         region.nodes = region.nodes.saturating_add(1).saturating_add(weight);
         let expr = match &e.expr {
             Expr::Call(call) => return self.call(e, call, region),
-            Expr::Comprehension(c) => Expr::Comprehension(Box::new(self.comprehension(c, region))),
+            Expr::Comprehension(c) => {
+                self.plain = false;
+                Expr::Comprehension(Box::new(self.comprehension(c, region)))
+            }
             Expr::Select(s) => Expr::Select(SelectExpr {
                 operand: Box::new(self.rewrite(&s.operand, region)),
                 field: s.field.clone(),
@@ -306,7 +356,9 @@ impl Rewriter<'_> {
             }
             ("_[_]" | "_[?_]", None) if args.len() == 2 => {
                 let key = args.pop().expect("two arguments");
+                self.touching_key = true;
                 let key = self.touch(key);
+                self.touching_key = false;
                 args.push(key);
                 self.same_call(e, call, None, args, region)
             }

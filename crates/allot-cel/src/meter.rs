@@ -45,6 +45,7 @@ thread_local! {
 }
 
 /// How an evaluation went, as far as the meter is concerned.
+#[derive(Default)]
 pub(crate) struct Usage {
     pub(crate) cost: u64,
     pub(crate) work: u64,

@@ -1271,3 +1271,26 @@ fn kubernetes_library_cost_estimates() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Expressions without loops and without operations that build more than they read are
+/// evaluated as they are, without the meter's overhead; the others are metered.
+#[test]
+fn only_expressions_that_can_grow_or_loop_are_metered() {
+    for (expr, plain) in [
+        (r#"device.driver == "x""#, true),
+        (
+            r#"device.attributes["x"].model.startsWith("a") && device.attributes["x"].numa > 1"#,
+            true,
+        ),
+        (r#"device.attributes["x"][device.driver] == 1"#, true),
+        (r#"size(device.driver) < 10 && string(1) == "1""#, true),
+        (r#"device.attributes["x"].model.matches("^a")"#, false),
+        (r#"device.driver + "x" == "yx""#, false),
+        (r#"device.driver.replace("a", "b") == "x""#, false),
+        (r#"[device.driver].size() == 1"#, false),
+        (r#"device.attributes["x"].exists(n, n == "a")"#, false),
+        (r#"strings.quote(device.driver) == "x""#, false),
+    ] {
+        assert_eq!(compile(expr).expect("compiles").plain, plain, "{expr}");
+    }
+}

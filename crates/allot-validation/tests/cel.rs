@@ -57,12 +57,19 @@ fn dra_cel_estimates_growing_strings_like_upstream() {
         bomb.push_str(&format!(".replace('a', '{a100}')"));
     }
     bomb.push_str(".size() > 0");
-    assert_eq!(DraCel.compile(&bomb, ExpressionKind::Selector), Ok(20_202_022));
+    assert_eq!(
+        DraCel.compile(&bomb, ExpressionKind::Selector),
+        Ok(20_202_022)
+    );
     let invalid = DraCel
         .compile("device.driver.matches('(')", ExpressionKind::Selector)
         .expect_err("invalid pattern");
     assert_eq!(invalid.kind, CelErrorKind::Invalid);
-    assert!(invalid.detail.contains("invalid matches argument"), "{}", invalid.detail);
+    assert!(
+        invalid.detail.contains("invalid matches argument"),
+        "{}",
+        invalid.detail
+    );
     let invalid = DraCel
         .compile("device.driver.find('(') == ''", ExpressionKind::Selector)
         .expect_err("invalid pattern");
