@@ -36,7 +36,7 @@ fn four_replaces() -> String {
     expr + ".size() > 0"
 }
 
-/// Within upstream's estimated cost (800,403), but its result would hold 20,000,000,000
+/// Within upstream's estimated cost (800,402), but its result would hold 20,000,000,000
 /// characters.
 fn within_the_estimate() -> String {
     format!(
