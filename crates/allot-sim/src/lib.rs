@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod example;
+pub mod fragmentation;
 pub mod generate;
 pub mod input;
 pub mod invariants;
