@@ -22,6 +22,7 @@ pub mod progress;
 pub mod run;
 pub mod table;
 pub mod timeline;
+pub mod usage;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};
