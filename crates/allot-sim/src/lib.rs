@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod example;
 pub mod fragmentation;
 pub mod generate;
@@ -20,6 +21,7 @@ pub mod memory;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod shape;
 pub mod table;
 pub mod timeline;
 pub mod usage;

@@ -122,11 +122,7 @@ impl Session {
     ) -> Result<Session, SimError> {
         let input = prepared_input(input, &options);
         let store = initial_store(input.objects.clone())?;
-        let later: Vec<Node> = options
-            .later_nodes
-            .iter()
-            .map(|n| n.node.clone())
-            .collect();
+        let later: Vec<Node> = options.later_nodes.iter().map(|n| n.node.clone()).collect();
         let later_slices: Vec<ResourceSlice> = options
             .later_nodes
             .iter()
@@ -190,14 +186,14 @@ impl Session {
         let mut keys = Vec::new();
         for object in objects {
             let key = stored_key(&object);
-            let created =
-                self.runtime
-                    .store
-                    .create_stored(object, &stamp)
-                    .map_err(|err| SimError::Store {
-                        key: key.to_string(),
-                        message: err.to_string(),
-                    })?;
+            let created = self
+                .runtime
+                .store
+                .create_stored(object, &stamp)
+                .map_err(|err| SimError::Store {
+                    key: key.to_string(),
+                    message: err.to_string(),
+                })?;
             keys.push(stored_key(&created));
         }
         Ok(keys)
