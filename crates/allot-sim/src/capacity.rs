@@ -615,6 +615,125 @@ pub fn consolidate(
     })
 }
 
+/// Pods that did not fit, grouped by their reason (most pods first, then the reason).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasonGroup {
+    /// The reason (the `PodScheduled` message, or the failure).
+    pub reason: String,
+    /// The pods, in name order.
+    pub pods: Vec<String>,
+}
+
+/// Groups pods that did not fit by reason.
+pub fn group_reasons(unfit: &[Unfit]) -> Vec<ReasonGroup> {
+    let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for u in unfit {
+        groups
+            .entry(u.reason.as_str())
+            .or_default()
+            .push(u.pod.clone());
+    }
+    let mut out: Vec<ReasonGroup> = groups
+        .into_iter()
+        .map(|(reason, pods)| ReasonGroup {
+            reason: reason.to_string(),
+            pods,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.pods
+            .len()
+            .cmp(&a.pods.len())
+            .then(a.reason.cmp(&b.reason))
+    });
+    out
+}
+
+/// The pods of a store that did not fit, grouped by reason.
+pub fn pending_groups(store: &Store) -> Vec<ReasonGroup> {
+    group_reasons(&judge(store).unfit)
+}
+
+/// How a workload fits: entirely, partly or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// Every pod of the workload is placed.
+    Entirely,
+    /// Some are.
+    Partly,
+    /// None is.
+    Not,
+}
+
+/// The answer to "does this workload fit, and where".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadFit {
+    /// Entirely, partly or not.
+    pub verdict: Verdict,
+    /// The workload's pods.
+    pub pods: usize,
+    /// Where the placed ones went, in pod order.
+    pub placed: Vec<Placement>,
+    /// Why the others did not fit, grouped by reason.
+    pub reasons: Vec<ReasonGroup>,
+    /// Pods of the cluster itself that the workload pushed out (placed before, not after).
+    pub displaced: Vec<String>,
+}
+
+/// Runs the input, creates the workload's objects at the end (all at once, so a gang or a set
+/// of pods competes as it would), lets the controllers settle, and says how it fits.
+pub fn workload_fit(
+    input: &Input,
+    workload: &Workload,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<WorkloadFit, SimError> {
+    let mut session = Session::start(input, SessionOptions::default(), progress)?;
+    let before = judge(session.store());
+    session.create(workload.to_vec())?;
+    session.settle(progress)?;
+    let after = judge(session.store());
+    let keys: BTreeSet<String> = workload_pods(workload)
+        .iter()
+        .map(|k| format!("{}/{}", k.namespace, k.name))
+        .collect();
+    let placed: Vec<Placement> = after
+        .placements
+        .iter()
+        .filter(|(pod, _)| keys.contains(*pod))
+        .map(|(pod, node)| Placement {
+            pod: pod.clone(),
+            node: node.clone(),
+        })
+        .collect();
+    let unfit: Vec<Unfit> = after
+        .unfit
+        .iter()
+        .filter(|u| keys.contains(&u.pod))
+        .cloned()
+        .collect();
+    let displaced = before
+        .placements
+        .keys()
+        .filter(|pod| !after.placements.contains_key(*pod))
+        .cloned()
+        .collect();
+    let verdict = match (placed.len(), keys.len()) {
+        (p, n) if p == n => Verdict::Entirely,
+        (0, _) => Verdict::Not,
+        _ => Verdict::Partly,
+    };
+    Ok(WorkloadFit {
+        verdict,
+        pods: keys.len(),
+        placed,
+        reasons: group_reasons(&unfit),
+        displaced,
+    })
+}
+
 /// Pods of a what-if workload: the store objects of the documents, with fresh identities.
 pub fn workload_objects(objects: Vec<Stored>) -> Vec<Stored> {
     objects

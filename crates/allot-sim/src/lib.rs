@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod answers;
 pub mod capacity;
 pub mod example;
 pub mod fragmentation;
@@ -20,6 +21,7 @@ pub mod invariants;
 pub mod memory;
 pub mod output;
 pub mod progress;
+pub mod report;
 pub mod run;
 pub mod shape;
 pub mod table;

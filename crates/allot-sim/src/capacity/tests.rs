@@ -204,3 +204,27 @@ proptest! {
         prop_assert!((3 - removed.len()) * (per_node + 1) >= pending);
     }
 }
+
+#[test]
+fn a_workload_fits_partly_with_reasons_grouped() {
+    let text = format!("{CLASS}{}", nodes(&["a"], 2));
+    let input = input(&text);
+    let work = crate::load_texts(&[("work.yaml", &pods("w", 3))]).expect("valid");
+    let answer = workload_fit(&input, &workload_objects(work.objects), &mut |_| {}).expect("runs");
+    assert_eq!(answer.verdict, Verdict::Partly);
+    assert_eq!((answer.pods, answer.placed.len()), (3, 2));
+    assert_eq!(answer.reasons.len(), 1);
+    assert_eq!(answer.reasons[0].pods.len(), 1);
+    assert!(answer.displaced.is_empty());
+    let none = workload_fit(
+        &crate::load_texts(&[("c.yaml", CLASS)]).expect("valid"),
+        &workload_objects(
+            crate::load_texts(&[("w.yaml", &pods("w", 1))])
+                .expect("valid")
+                .objects,
+        ),
+        &mut |_| {},
+    )
+    .expect("runs");
+    assert_eq!(none.verdict, Verdict::Not);
+}
