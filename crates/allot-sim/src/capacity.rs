@@ -2,8 +2,11 @@
 //! fit (scale-up), and which nodes can go with every pod rescheduled (consolidation).
 //!
 //! Every answer comes from whole simulations ([`Session`]): the input runs as `allot simulate`
-//! runs it, then the added nodes appear (and a what-if workload is created) and the
-//! controllers settle again; or the input runs without the removed nodes from the start. A pod
+//! runs it with the added nodes there from the start (the cluster as it would be with them: a
+//! pod refused on a crowded node by the kubelet's admission fails for good, as upstream, so
+//! adding nodes afterwards could not help it), then a what-if workload is created and the
+//! controllers settle again; or the input runs without the removed nodes from the start.
+//! Added nodes are named `<shape>-<n>`, numbered past any node of the input already named so. A pod
 //! *fits* when it ends placed (running, finished, or bound and waiting on its node, as the
 //! table counts it); a pod left pending or failed (an admission refusal on its node, say) does
 //! not.
@@ -118,7 +121,8 @@ fn judge(store: &Store) -> Trial {
 /// A what-if workload: objects created after the run (and after added nodes appear).
 pub type Workload = [Stored];
 
-/// Runs the input with `nodes` added at the end, then the workload, and judges the result.
+/// Runs the input with `nodes` there from the start, then creates the workload, and judges the
+/// result.
 fn trial(
     input: &Input,
     nodes: &[NewNode],
@@ -128,13 +132,12 @@ fn trial(
     let mut session = Session::start(
         input,
         SessionOptions {
-            later_nodes: nodes,
+            start_nodes: nodes,
             ..Default::default()
         },
         progress,
     )?;
-    if !nodes.is_empty() || !workload.is_empty() {
-        session.add_nodes(nodes)?;
+    if !workload.is_empty() {
         session.create(workload.to_vec())?;
         session.settle(progress)?;
     }
@@ -165,6 +168,38 @@ pub struct ScaleUp {
     pub probes: Vec<Probe>,
     /// Whether mixes cheaper than the answer were left untried (the budget ran out).
     pub budget_exhausted: bool,
+}
+
+/// The shapes with their numbering moved past the input's nodes named `<shape>-<n>`.
+fn numbered_past(input: &Input, shapes: &[NodeShape]) -> Vec<NodeShape> {
+    let mut names: Vec<&str> = Vec::new();
+    for object in &input.objects {
+        if let Stored::Node(node) = object {
+            names.push(&node.metadata.name);
+        }
+    }
+    for event in &input.events {
+        if let crate::input::Action::Create(objects) = &event.action {
+            for object in objects {
+                if let Stored::Node(node) = object {
+                    names.push(&node.metadata.name);
+                }
+            }
+        }
+    }
+    shapes
+        .iter()
+        .map(|shape| {
+            let prefix = format!("{}-", shape.name);
+            let taken = names
+                .iter()
+                .filter_map(|n| n.strip_prefix(&prefix))
+                .filter_map(|n| n.parse::<usize>().ok())
+                .max()
+                .unwrap_or(0);
+            shape.clone().numbered_from(taken)
+        })
+        .collect()
 }
 
 /// The nodes `counts` of `shapes` make.
@@ -296,6 +331,7 @@ pub fn scale_up(
     workload: &Workload,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ScaleUp, SimError> {
+    let shapes = &numbered_past(input, shapes)[..];
     let mut search = Search {
         input,
         shapes,

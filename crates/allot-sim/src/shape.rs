@@ -78,6 +78,7 @@ pub struct NodeShape {
     pub max_nodes: usize,
     file: String,
     text: String,
+    offset: usize,
 }
 
 fn error(file: &str, message: impl Into<String>) -> SimError {
@@ -150,6 +151,7 @@ impl NodeShape {
                     max_nodes: spec.max_nodes.unwrap_or(DEFAULT_MAX_NODES),
                     file: file.to_string(),
                     text: text.to_string(),
+                    offset: 0,
                 });
             }
         }
@@ -176,9 +178,15 @@ impl NodeShape {
         NodeShape::parse(&file, &text)
     }
 
-    /// The name of the shape's `n`th node.
+    /// The shape with its nodes numbered from `taken + 1` (past names already in use).
+    pub fn numbered_from(mut self, taken: usize) -> NodeShape {
+        self.offset = taken;
+        self
+    }
+
+    /// The name of the shape's `n`th node (n from 1).
     pub fn node_name(&self, n: usize) -> String {
-        format!("{}-{n}", self.name)
+        format!("{}-{}", self.name, n + self.offset)
     }
 
     /// The shape's `n`th node (n from 1), made from the templates and validated.

@@ -73,10 +73,12 @@ fn scale_up_finds_the_smallest_count_and_places_pods_on_it() {
 #[test]
 fn scale_up_bisects_after_galloping() {
     // Five pending one-GPU pods, nodes of one GPU: 1, 2, 4 do not fit, 5 (the bound) does.
-    let text = format!("{CLASS}{}{}", nodes(&["a"], 1), pods("p", 6));
+    // The input's node is named like an added one: the added ones are numbered past it.
+    let text = format!("{CLASS}{}{}", nodes(&["one-1"], 1), pods("p", 6));
     let input = input(&text);
     let answer = scale_up(&input, &[shape("one", 1, 1.0)], &[], &mut |_| {}).expect("runs");
     assert_eq!(answer.counts, [5]);
+    assert_eq!(answer.nodes.first().map(String::as_str), Some("one-2"));
     let tried: Vec<usize> = answer.probes.iter().map(|p| p.counts[0]).collect();
     assert_eq!(tried, [0, 1, 2, 4, 5]);
     // Seven pending, one-GPU nodes: 1, 2, 4, 7 (bound), then 5, 6 by bisection.

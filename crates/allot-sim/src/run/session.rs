@@ -3,7 +3,8 @@
 //! slices, a workload) and let the controllers settle again, as often as needed, reading the
 //! store in between.
 //!
-//! Nodes added at the end get their node agents from the start (an agent acts only on pods
+//! Nodes can be there from the start ([`SessionOptions::start_nodes`]: the input plus them), or
+//! added at the end. Nodes added at the end get their node agents from the start (an agent acts only on pods
 //! bound to its node, so until its Node exists it does nothing, and the run before is the
 //! plain run's). Nodes can also be left out from the start: the run is then the input's run
 //! without them (their Node objects and the slices naming them, also those a timeline
@@ -47,6 +48,8 @@ pub struct SessionOptions<'a> {
     pub later_nodes: &'a [NewNode],
     /// Nodes left out of the run from the start.
     pub without_nodes: Option<&'a BTreeSet<String>>,
+    /// Nodes (with their slices and machines) that exist from the start, after the input's.
+    pub start_nodes: &'a [NewNode],
     /// Records utilisation over time.
     pub usage: Option<UsageRecorder>,
 }
@@ -90,7 +93,17 @@ fn prepared_input(input: &Input, options: &SessionOptions<'_>) -> Input {
     // Named entries win over every group; they go first, so they are also found first.
     let mut topologies = Vec::new();
     let mut configs = Vec::new();
-    for new in options.later_nodes {
+    for new in options.start_nodes {
+        input
+            .objects
+            .push(Stored::Node(std::sync::Arc::new(new.node.clone())));
+        for slice in &new.slices {
+            input
+                .objects
+                .push(Stored::ResourceSlice(std::sync::Arc::new(slice.clone())));
+        }
+    }
+    for new in options.later_nodes.iter().chain(options.start_nodes) {
         let name = new.node.metadata.name.clone();
         let mut topology = new.topology.clone();
         topology.metadata.name = name.clone();
