@@ -100,6 +100,9 @@ pub fn fragmentation(f: &Fragmentation) -> String {
             if fits.is_empty() { "-".into() } else { fits },
         ]);
     }
+    if f.classes.is_empty() {
+        rows.clear();
+    }
     for line in columns(&rows).lines() {
         let _ = writeln!(out, "  {line}");
     }
@@ -223,11 +226,13 @@ pub fn consolidation(answer: &Consolidation) -> String {
         let _ = writeln!(out, "    {} moves to {}", moved.pod, moved.node);
     }
     for candidate in answer.tried.iter().filter(|c| !c.removable) {
+        // The first line: the scheduler's per-node details are in -o json.
+        let reason = candidate.reason.as_deref().unwrap_or_default();
         let _ = writeln!(
             out,
             "  {} stays: {}",
             candidate.node,
-            candidate.reason.as_deref().unwrap_or_default()
+            reason.lines().next().unwrap_or_default()
         );
     }
     out

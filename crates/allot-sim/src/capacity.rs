@@ -651,29 +651,36 @@ pub fn consolidate(
     })
 }
 
-/// Pods that did not fit, grouped by their reason (most pods first, then the reason).
+/// Pods that did not fit, grouped by cause: the reason's first line (the scheduler's summary,
+/// `0/3 nodes are available: 3 cannot allocate all claims.`, or the kubelet's rejection), most
+/// pods first, then the reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasonGroup {
-    /// The reason (the `PodScheduled` message, or the failure).
+    /// The cause (the first line of the reasons).
     pub reason: String,
+    /// The first pod's whole explanation (per node and claim, for the DRA allocator).
+    pub example: String,
     /// The pods, in name order.
     pub pods: Vec<String>,
 }
 
-/// Groups pods that did not fit by reason.
+/// Groups pods that did not fit by cause.
 pub fn group_reasons(unfit: &[Unfit]) -> Vec<ReasonGroup> {
-    let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut groups: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
     for u in unfit {
+        let cause = u.reason.lines().next().unwrap_or_default();
         groups
-            .entry(u.reason.as_str())
-            .or_default()
+            .entry(cause)
+            .or_insert_with(|| (u.reason.as_str(), Vec::new()))
+            .1
             .push(u.pod.clone());
     }
     let mut out: Vec<ReasonGroup> = groups
         .into_iter()
-        .map(|(reason, pods)| ReasonGroup {
+        .map(|(reason, (example, pods))| ReasonGroup {
             reason: reason.to_string(),
+            example: example.to_string(),
             pods,
         })
         .collect();

@@ -9,7 +9,8 @@
 //! JSON the page carries (so 5,000 nodes cost one table row each, not 5,000 pictures).
 //!
 //! Every number shown that `-o json` also reports carries a `data-key` attribute naming its
-//! place in the capacity document (`summary.pods`, `fragmentation.classes.gpu.free`, ...):
+//! place in the capacity document, `/` between the steps (`summary/pods`,
+//! `fragmentation/classes/gpu.example.com/free`, ...):
 //! the browser tests compare the two.
 
 use std::collections::BTreeMap;
@@ -212,6 +213,7 @@ td.num,th.num{text-align:right}tr.node{cursor:pointer}tr.node:hover{background:#
 #drill{border:1px solid #3b82f6;border-radius:6px;padding:8px;margin:8px 0;display:none}
 input[type=search]{padding:4px 8px;width:260px;margin:6px 0}
 details summary{cursor:pointer}
+pre{white-space:pre-wrap;font-size:12px;background:#f6f7f9;padding:6px}
 "#;
 
 const SCRIPT: &str = r#"
@@ -417,9 +419,11 @@ fn pending_section(out: &mut String, pending: &[ReasonGroup]) {
         let more = group.pods.len().saturating_sub(50);
         let _ = write!(
             out,
-            "<tr><td class=\"num\">{}</td><td>{}<details><summary>pods</summary>{}{}</details></td></tr>",
+            "<tr><td class=\"num\">{}</td><td>{}<details><summary>explanation for {}</summary><pre>{}</pre></details><details><summary>pods</summary>{}{}</details></td></tr>",
             group.pods.len(),
             escape(&group.reason),
+            escape(group.pods.first().map_or("", String::as_str)),
+            escape(&group.example),
             shown.join(", "),
             if more > 0 {
                 format!(" and {more} more")
@@ -449,7 +453,7 @@ fn fragmentation_section(out: &mut String, f: &Fragmentation) {
     }
     out.push_str("<table class=\"sortable\" id=\"classes\"><thead><tr><th>Class</th><th class=\"num\">Nodes</th><th class=\"num\">Devices</th><th class=\"num\">Allocated</th><th class=\"num\">Free</th><th class=\"num\">Blocked</th><th class=\"num\">Free units</th><th class=\"num\">Stranded</th><th class=\"num\">Score</th><th>Copies that fit</th></tr></thead><tbody>");
     for c in &f.classes {
-        let key = |field: &str| format!("fragmentation.classes.{}.{field}", c.class);
+        let key = |field: &str| format!("fragmentation/classes/{}/{field}", c.class);
         let fits = c
             .fits
             .iter()
@@ -477,11 +481,11 @@ fn fragmentation_section(out: &mut String, f: &Fragmentation) {
         let _ = write!(
             out,
             "<p>Exclusive CPUs on {} nodes: {} allocatable, {} free, {} stranded; NUMA fragmentation score {}.</p>",
-            num("fragmentation.cpus.nodes", cpus.nodes),
-            num("fragmentation.cpus.allocatable", cpus.allocatable),
-            num("fragmentation.cpus.free", cpus.free),
-            num("fragmentation.cpus.stranded", cpus.stranded),
-            num("fragmentation.cpus.score", fixed(cpus.score))
+            num("fragmentation/cpus/nodes", cpus.nodes),
+            num("fragmentation/cpus/allocatable", cpus.allocatable),
+            num("fragmentation/cpus/free", cpus.free),
+            num("fragmentation/cpus/stranded", cpus.stranded),
+            num("fragmentation/cpus/score", fixed(cpus.score))
         );
     }
     out.push_str("</section>");
@@ -514,8 +518,8 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
         let _ = write!(
             out,
             "<h3>What-if workload</h3><p>The workload {verdict}: {} of {} pods placed.</p>",
-            num("whatIf.placed", w.placed.len()),
-            num("whatIf.pods", w.pods)
+            num("whatIf/placed", w.placed.len()),
+            num("whatIf/pods", w.pods)
         );
         let items: Vec<(String, String)> = w
             .placed
@@ -544,7 +548,7 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
                 .map(|(i, (shape, c))| {
                     format!(
                         "{} × {}",
-                        num(&format!("scaleUp.counts.{i}"), c),
+                        num(&format!("scaleUp/counts/{i}"), c),
                         escape(shape)
                     )
                 })
@@ -553,7 +557,7 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
             let _ = write!(
                 out,
                 "<p>{} pods did not fit; adding {} (cost {}) makes every pod fit. Found in {} simulations.</p>",
-                num("scaleUp.unfitBefore", s.unfit_before.len()),
+                num("scaleUp/unfitBefore", s.unfit_before.len()),
                 if mix.is_empty() {
                     "nothing".to_string()
                 } else {
@@ -580,7 +584,7 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
         let _ = write!(
             out,
             "<h3>Consolidation</h3><p>{} of {} nodes tried can be removed together: {}.</p>",
-            num("consolidation.removable", c.removable.len()),
+            num("consolidation/removable", c.removable.len()),
             c.tried.len(),
             escape(&c.removable.join(", "))
         );
@@ -722,13 +726,13 @@ pub fn html(report: &Report<'_>) -> String {
     let _ = write!(
         out,
         "<section id=\"summary\"><h2>Cluster</h2><div class=\"cards\"><div class=\"card\">{}nodes</div><div class=\"card\">{}pods</div><div class=\"card\">{}placed</div><div class=\"card\">{}pending</div><div class=\"card\">{}failed</div><div class=\"card\">{}devices</div><div class=\"card\">{}allocated devices</div></div><p class=\"muted\">Simulated {}.</p></section>",
-        num("summary.nodes", s.nodes),
-        num("summary.pods", s.pods),
-        num("summary.placed", s.placed),
-        num("summary.pending", s.pending),
-        num("summary.failed", s.failed),
-        num("summary.devices", s.devices),
-        num("summary.allocatedDevices", s.allocated_devices),
+        num("summary/nodes", s.nodes),
+        num("summary/pods", s.pods),
+        num("summary/placed", s.placed),
+        num("summary/pending", s.pending),
+        num("summary/failed", s.failed),
+        num("summary/devices", s.devices),
+        num("summary/allocatedDevices", s.allocated_devices),
         crate::table::duration(s.end_seconds)
     );
     if let Some(series) = report.usage {
@@ -787,7 +791,7 @@ mod tests {
             workload: None,
         });
         assert!(page.contains("<title>t&lt;/title&gt;</title>"));
-        assert!(page.contains("data-key=\"summary.pending\">1<"));
+        assert!(page.contains("data-key=\"summary/pending\">1<"));
         assert!(page.contains("data-node=\"a\""));
         assert!(page.contains("default/q"));
         // Self-contained: nothing is fetched.
