@@ -14,8 +14,11 @@
 //! ## Scale-up search
 //!
 //! One shape: the smallest count `n` of added nodes such that every pod fits. The search
-//! gallops (1, 2, 4, ... nodes) until a count fits, then bisects between the last count that
-//! did not and the first that did: O(log n) simulations instead of n. It relies on
+//! starts at an estimate: the pods not fitting over how many of them one empty node of the
+//! shape takes (a small simulation of just that node and those pods). From there it gallops up
+//! (+1, +2, +4, ...) while the count does not fit, or down (-1, -2, -4, ...) while it does,
+//! then bisects between the largest count seen failing and the smallest seen fitting: O(log n)
+//! simulations instead of n, and two or three when the estimate is right. It relies on
 //! monotonicity: if `n` nodes of a shape make every pod fit, `n + 1` do too, since the extra
 //! node only adds places (every filter passes on it or not; a pod placed somewhere with `n`
 //! nodes still has that place, or a fresh one, with `n + 1`). The scheduler being greedy, a
@@ -168,6 +171,9 @@ pub struct ScaleUp {
     pub probes: Vec<Probe>,
     /// Whether mixes cheaper than the answer were left untried (the budget ran out).
     pub budget_exhausted: bool,
+    /// Per shape, where its search started: the pods not fitting over how many of them one
+    /// empty node of the shape takes (none when it takes none).
+    pub estimates: Vec<Option<usize>>,
 }
 
 /// The shapes with their numbering moved past the input's nodes named `<shape>-<n>`.
@@ -242,11 +248,15 @@ impl Search<'_> {
     }
 
     /// The smallest count of shape `index` alone that fits, with its trial; or the trial of
-    /// the largest count tried.
+    /// the largest count tried. The search starts at `estimate` (1 without one): it gallops
+    /// up from there (+1, +2, +4, ...) while the count does not fit, or down (-1, -2, -4, ...)
+    /// while it does, then bisects between the largest count seen failing and the smallest
+    /// seen fitting.
     fn single(
         &mut self,
         index: usize,
         bound: usize,
+        estimate: Option<usize>,
     ) -> Result<Result<(usize, Trial), Trial>, SimError> {
         let at = |n: usize| {
             let mut counts = vec![0; self.shapes.len()];
@@ -254,18 +264,43 @@ impl Search<'_> {
             counts
         };
         let bound = bound.min(self.shapes[index].max_nodes).max(1);
+        let start = estimate.unwrap_or(1).clamp(1, bound);
+        // Nothing added is known not to fit.
         let mut low = 0;
-        let mut n = 1;
-        let (mut high, mut fitting) = loop {
-            let result = self.probe(&at(n))?;
-            if result.unfit.is_empty() {
-                break (n, result);
+        let first = self.probe(&at(start))?;
+        let (mut high, mut fitting) = if first.unfit.is_empty() {
+            let (mut high, mut fitting) = (start, first);
+            let mut step = 1;
+            while high - low > 1 {
+                let n = high.saturating_sub(step).max(low + 1);
+                let result = self.probe(&at(n))?;
+                if result.unfit.is_empty() {
+                    (high, fitting) = (n, result);
+                    step *= 2;
+                } else {
+                    low = n;
+                    break;
+                }
             }
-            if n >= bound {
-                return Ok(Err(result));
+            (high, fitting)
+        } else {
+            low = start;
+            let mut step = 1;
+            loop {
+                if low >= bound {
+                    return Ok(Err(first));
+                }
+                let n = (low + step).min(bound);
+                let result = self.probe(&at(n))?;
+                if result.unfit.is_empty() {
+                    break (n, result);
+                }
+                if n >= bound {
+                    return Ok(Err(result));
+                }
+                low = n;
+                step *= 2;
             }
-            low = n;
-            n = (n * 2).min(bound);
         };
         while high - low > 1 {
             let mid = low + (high - low) / 2;
@@ -278,6 +313,35 @@ impl Search<'_> {
             }
         }
         Ok(Ok((high, fitting)))
+    }
+
+    /// How many of the pods that do not fit one empty node of shape `index` takes: a small
+    /// simulation of the input's objects without its nodes, node-local slices, timeline and
+    /// other pods, plus one node of the shape. `ceil(pods / that)` is where the search starts.
+    fn estimate(&mut self, index: usize, unfit: &[Unfit]) -> Result<Option<usize>, SimError> {
+        let names: BTreeSet<&str> = unfit.iter().map(|u| u.pod.as_str()).collect();
+        let mut mini = self.input.clone();
+        mini.events.clear();
+        mini.objects.retain(|object| match object {
+            Stored::Node(_) => false,
+            Stored::ResourceSlice(slice) => slice.spec.node_name.is_none(),
+            Stored::Pod(_) => {
+                let key = crate::input::stored_key(object);
+                names.contains(format!("{}/{}", key.namespace, key.name).as_str())
+            }
+            _ => true,
+        });
+        let node = self.shapes[index].node(1)?;
+        let session = Session::start(
+            &mini,
+            SessionOptions {
+                start_nodes: std::slice::from_ref(&node),
+                ..Default::default()
+            },
+            self.progress,
+        )?;
+        let per_node = judge(session.store()).placements.len();
+        Ok((per_node > 0).then(|| unfit.len().div_ceil(per_node)))
     }
 }
 
@@ -351,6 +415,7 @@ pub fn scale_up(
         still_unfit: Vec::new(),
         probes: Vec::new(),
         budget_exhausted: false,
+        estimates: Vec::new(),
     };
     if answer.found {
         answer.probes = search.probes;
@@ -361,7 +426,9 @@ pub fn scale_up(
     let mut caps = Vec::new();
     let mut last_failure = None;
     for index in 0..shapes.len() {
-        match search.single(index, bound)? {
+        let estimate = search.estimate(index, &before.unfit)?;
+        answer.estimates.push(estimate);
+        match search.single(index, bound, estimate)? {
             Ok((count, result)) => {
                 caps.push(count);
                 let mut counts = vec![0; shapes.len()];

@@ -319,6 +319,10 @@ fn line_chart(
             let _ = write!(points, "{:.1},{:.1} ", x(*t), y(*v));
             last = Some(*v);
         }
+        // The last value holds to the end of the axis.
+        if let Some(value) = last {
+            let _ = write!(points, "{:.1},{:.1}", W - 10.0, y(value));
+        }
         let _ = write!(
             svg,
             "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"><title>{}</title></polyline>",
@@ -491,6 +495,18 @@ fn fragmentation_section(out: &mut String, f: &Fragmentation) {
     out.push_str("</section>");
 }
 
+/// A reason's first line, the rest behind a disclosure.
+fn why(reason: &str) -> String {
+    match reason.split_once('\n') {
+        None => escape(reason),
+        Some((first, rest)) => format!(
+            "{}<details><summary>details</summary><pre>{}</pre></details>",
+            escape(first),
+            escape(rest)
+        ),
+    }
+}
+
 fn placements_list(out: &mut String, items: &[(String, String)]) {
     out.push_str("<details><summary>placements</summary><table class=\"sortable\"><thead><tr><th>Pod</th><th>Node</th></tr></thead><tbody>");
     for (pod, node) in items {
@@ -583,10 +599,14 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
     if let Some(c) = report.consolidation {
         let _ = write!(
             out,
-            "<h3>Consolidation</h3><p>{} of {} nodes tried can be removed together: {}.</p>",
+            "<h3>Consolidation</h3><p>{} of {} nodes tried can be removed together{}.</p>",
             num("consolidation/removable", c.removable.len()),
             c.tried.len(),
-            escape(&c.removable.join(", "))
+            if c.removable.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", escape(&c.removable.join(", ")))
+            }
         );
         out.push_str("<table class=\"sortable\"><thead><tr><th>Node</th><th class=\"num\">Pods</th><th>Removable</th><th>Why not</th></tr></thead><tbody>");
         for t in &c.tried {
@@ -596,7 +616,7 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
                 escape(&t.node),
                 t.pods,
                 if t.removable { "yes" } else { "no" },
-                escape(t.reason.as_deref().unwrap_or_default())
+                why(t.reason.as_deref().unwrap_or_default())
             );
         }
         out.push_str("</tbody></table>");

@@ -64,30 +64,70 @@ fn scale_up_finds_the_smallest_count_and_places_pods_on_it() {
     assert_eq!(answer.nodes, ["big-1", "big-2"]);
     assert_eq!(answer.placements.len(), 3);
     assert!(answer.placements.iter().all(|p| p.node.starts_with("big-")));
-    // The search: nothing, 1, 2 (galloping found 2 at once).
+    // The search: nothing, then the estimate (one node takes two of the three), then one
+    // fewer.
+    assert_eq!(answer.estimates, [Some(2)]);
     let tried: Vec<Vec<usize>> = answer.probes.iter().map(|p| p.counts.clone()).collect();
-    assert_eq!(tried, [vec![0], vec![1], vec![2]]);
+    assert_eq!(tried, [vec![0], vec![2], vec![1]]);
     assert_eq!(unfit_with(&input, &shapes, &[1]), 1);
 }
 
+/// The counts a search of one shape probes, from `estimate`.
+fn searched(
+    input: &Input,
+    shape: NodeShape,
+    bound: usize,
+    estimate: Option<usize>,
+) -> (Option<usize>, Vec<usize>) {
+    let shapes = numbered_past(input, &[shape]);
+    let mut progress = |_: Progress| {};
+    let mut search = Search {
+        input,
+        shapes: &shapes,
+        workload: &[],
+        probes: Vec::new(),
+        progress: &mut progress,
+    };
+    let found = search
+        .single(0, bound, estimate)
+        .expect("runs")
+        .ok()
+        .map(|(n, _)| n);
+    (found, search.probes.iter().map(|p| p.counts[0]).collect())
+}
+
 #[test]
-fn scale_up_bisects_after_galloping() {
+fn scale_up_gallops_and_bisects() {
     // Five pending one-GPU pods, nodes of one GPU: 1, 2, 4 do not fit, 5 (the bound) does.
     // The input's node is named like an added one: the added ones are numbered past it.
     let text = format!("{CLASS}{}{}", nodes(&["one-1"], 1), pods("p", 6));
     let input = input(&text);
+    assert_eq!(
+        searched(&input, shape("one", 1, 1.0), 5, None),
+        (Some(5), vec![1, 2, 4, 5])
+    );
+    // From a low estimate: up by 1, 2; from a high one: down by 1, 2, then bisection.
+    assert_eq!(
+        searched(&input, shape("one", 1, 1.0), 5, Some(2)),
+        (Some(5), vec![2, 3, 5, 4])
+    );
+    assert_eq!(
+        searched(&input, shape("one", 1, 1.0), 9, Some(9)),
+        (Some(5), vec![9, 8, 6, 2, 4, 5])
+    );
     let answer = scale_up(&input, &[shape("one", 1, 1.0)], &[], &mut |_| {}).expect("runs");
     assert_eq!(answer.counts, [5]);
+    assert_eq!(answer.estimates, [Some(5)]);
     assert_eq!(answer.nodes.first().map(String::as_str), Some("one-2"));
     let tried: Vec<usize> = answer.probes.iter().map(|p| p.counts[0]).collect();
-    assert_eq!(tried, [0, 1, 2, 4, 5]);
-    // Seven pending, one-GPU nodes: 1, 2, 4, 7 (bound), then 5, 6 by bisection.
+    assert_eq!(tried, [0, 5, 4]);
+    // Seven pending: 1, 2, 4, 7 (the bound), then 5, 6 by bisection.
     let text = format!("{CLASS}{}{}", nodes(&["a"], 1), pods("p", 8));
     let input = crate::load_texts(&[("cluster.yaml", &text)]).expect("valid");
-    let answer = scale_up(&input, &[shape("one", 1, 1.0)], &[], &mut |_| {}).expect("runs");
-    assert_eq!(answer.counts, [7]);
-    let tried: Vec<usize> = answer.probes.iter().map(|p| p.counts[0]).collect();
-    assert_eq!(tried, [0, 1, 2, 4, 7, 5, 6]);
+    assert_eq!(
+        searched(&input, shape("one", 1, 1.0), 7, None),
+        (Some(7), vec![1, 2, 4, 7, 5, 6])
+    );
 }
 
 #[test]
