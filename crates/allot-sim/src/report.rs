@@ -167,6 +167,10 @@ pub struct Report<'a> {
     pub consolidation: Option<&'a Consolidation>,
     /// The workload what-if answer.
     pub workload: Option<&'a WorkloadFit>,
+    /// Served live (`allot serve`'s `/ui/`) at this store resourceVersion: the page watches
+    /// pods, claims and nodes from there (same origin, so through `kubectl proxy` the proxy
+    /// authenticates) and reloads a second after the first change.
+    pub live_resource_version: Option<u64>,
 }
 
 /// Escapes text for HTML.
@@ -255,6 +259,22 @@ const SCRIPT: &str = r#"
   }
   document.querySelectorAll('tr.node').forEach(function(row){row.addEventListener('click',function(){var n=byName[row.getAttribute('data-node')];if(n){draw(n);}});});
   document.body.setAttribute('data-ready','1');
+})();
+"#;
+
+/// `/ui/`: watch from the page's resourceVersion; reload once something changed.
+const LIVE_SCRIPT: &str = r#"
+(function(){
+  var done=false;
+  function reload(){if(!done){done=true;setTimeout(function(){location.reload();},1000);}}
+  ['/api/v1/pods','/apis/resource.k8s.io/v1/resourceclaims','/api/v1/nodes'].forEach(function(url){
+    fetch(url+'?watch=1&allowWatchBookmarks=false&resourceVersion='+allotResourceVersion).then(function(response){
+      if(!response.ok||!response.body){return;}
+      var reader=response.body.getReader();
+      reader.read().then(function(chunk){if(!chunk.done){reload();}}).catch(function(){});
+    }).catch(function(){});
+  });
+  document.body.setAttribute('data-live',String(allotResourceVersion));
 })();
 "#;
 
@@ -770,6 +790,10 @@ pub fn html(report: &Report<'_>) -> String {
     out.push_str(&data.to_string().replace("</", "<\\/"));
     out.push_str("</script><script>");
     out.push_str(SCRIPT);
+    if let Some(version) = report.live_resource_version {
+        let _ = write!(out, "var allotResourceVersion={version};");
+        out.push_str(LIVE_SCRIPT);
+    }
     out.push_str("</script></body></html>\n");
     out
 }
@@ -809,6 +833,7 @@ mod tests {
             scale_up: None,
             consolidation: None,
             workload: None,
+            live_resource_version: None,
         });
         assert!(page.contains("<title>t&lt;/title&gt;</title>"));
         assert!(page.contains("data-key=\"summary/pending\">1<"));

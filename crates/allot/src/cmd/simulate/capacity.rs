@@ -254,6 +254,7 @@ pub(super) fn run(
             scale_up: scale_up.as_ref(),
             consolidation: consolidation.as_ref(),
             workload: workload_fit.as_ref(),
+            live_resource_version: None,
         });
         write_atomic(path, page.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
