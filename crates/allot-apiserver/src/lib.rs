@@ -38,6 +38,7 @@ pub mod selector;
 pub mod server;
 pub mod storage;
 pub mod tls;
+pub mod ui;
 
 use std::path::PathBuf;
 
