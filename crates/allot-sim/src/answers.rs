@@ -6,6 +6,26 @@ use std::fmt::Write as _;
 use crate::capacity::{Consolidation, ReasonGroup, ScaleUp, Verdict, WorkloadFit};
 use crate::fragmentation::Fragmentation;
 
+/// Lines longer than the table's width wrapped, continuation lines indented two more.
+fn fit(text: String) -> String {
+    let width = crate::table::DEFAULT_WIDTH;
+    if text.lines().all(|l| l.chars().count() <= width) {
+        return text;
+    }
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        out.push_str(&crate::table::wrap(body, indent, width));
+    }
+    out
+}
+
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -125,7 +145,7 @@ pub fn fragmentation(f: &Fragmentation) -> String {
             if sizes.is_empty() { "-".into() } else { sizes }
         );
     }
-    out
+    fit(out)
 }
 
 fn groups(out: &mut String, title: &str, groups: &[ReasonGroup]) {
@@ -164,7 +184,7 @@ pub fn scale_up(answer: &ScaleUp) -> String {
             "still not fitting",
             &crate::capacity::group_reasons(&answer.still_unfit),
         );
-        return out;
+        return fit(out);
     }
     let mix = answer
         .shapes
@@ -205,7 +225,7 @@ pub fn scale_up(answer: &ScaleUp) -> String {
             }
         );
     }
-    out
+    fit(out)
 }
 
 /// The consolidation section.
@@ -235,7 +255,7 @@ pub fn consolidation(answer: &Consolidation) -> String {
             reason.lines().next().unwrap_or_default()
         );
     }
-    out
+    fit(out)
 }
 
 /// The workload what-if section.
@@ -257,5 +277,5 @@ pub fn workload(answer: &WorkloadFit) -> String {
     if !answer.displaced.is_empty() {
         let _ = writeln!(out, "  pods pushed out: {}", answer.displaced.join(", "));
     }
-    out
+    fit(out)
 }

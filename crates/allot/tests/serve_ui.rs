@@ -51,9 +51,10 @@ fn the_ui_shows_the_live_store_behind_authentication() {
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("data-key=\"summary/pods\">1<"), "{body}");
     assert!(body.contains("data-key=\"summary/nodes\">0<"), "{body}");
-    // No token: the API's 401.
+    // No token: anonymous, whom RBAC does not let read the page (as any path of the API).
     let (code, body) = serve.http_as(None, "GET", "/ui/", &[], b"");
-    assert_eq!(code, 401, "{body}");
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("cannot get path \\\"/ui/\\\""), "{body}");
 
     // Through kubectl proxy, in the browser.
     let port = TcpListener::bind("127.0.0.1:0")
