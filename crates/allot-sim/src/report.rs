@@ -716,11 +716,7 @@ fn nodes_section(out: &mut String, rows: &[NodeRow]) {
             out,
             "<tr><td>{}</td><td class=\"num\">{nodes}</td><td class=\"num\">{pods}</td><td class=\"num\">{devices}</td><td class=\"num\">{allocated}</td><td data-sort=\"{}\">{}</td></tr>",
             escape(group),
-            if *devices == 0 {
-                0
-            } else {
-                allocated * 100 / devices
-            },
+            (allocated * 100).checked_div(*devices).unwrap_or(0),
             bar(*allocated, *devices)
         );
     }
@@ -734,11 +730,7 @@ fn nodes_section(out: &mut String, rows: &[NodeRow]) {
             row.pods,
             row.devices,
             row.allocated,
-            if row.devices == 0 {
-                0
-            } else {
-                row.allocated * 100 / row.devices
-            },
+            (row.allocated * 100).checked_div(row.devices).unwrap_or(0),
             bar(row.allocated, row.devices),
             row.cpus,
             row.free_cpus.map_or("-".to_string(), |c| c.to_string()),

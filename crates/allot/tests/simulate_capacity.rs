@@ -224,9 +224,8 @@ fn marked_numbers(dom: &str) -> Vec<(String, String)> {
 
 /// The value a `data-key` names in the capacity document (arrays count their items).
 fn value_of(doc: &Value, key: &str) -> f64 {
-    let mut parts = key.split('/');
     let mut at = doc;
-    while let Some(part) = parts.next() {
+    for part in key.split('/') {
         at = match at {
             Value::Array(items) if part.parse::<usize>().is_ok() => {
                 &items[part.parse::<usize>().expect("index")]

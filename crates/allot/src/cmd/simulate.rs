@@ -413,7 +413,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             Ok(capacity::WhatIfFile::Copies(pod)) => {
                 workload = Some(allot_sim::capacity::workload_objects(vec![Stored::Pod(
-                    std::sync::Arc::new(pod),
+                    std::sync::Arc::new(*pod),
                 )]));
             }
             Ok(capacity::WhatIfFile::Workload(objects)) => workload = Some(objects),

@@ -33,7 +33,7 @@ fn answers_asked(args: &Args) -> bool {
 /// A `--what-if` file: one Pod (copies of it), or a workload.
 pub(super) enum WhatIfFile {
     /// Exactly one Pod and nothing else.
-    Copies(Pod),
+    Copies(Box<Pod>),
     /// Pods with their claims and templates, validated.
     Workload(Vec<Stored>),
 }
@@ -48,7 +48,7 @@ pub(super) fn what_if_file(path: &Path) -> anyhow::Result<Result<WhatIfFile, Str
     if let [document] = loaded.documents.as_slice()
         && let Object::Pod(pod) = &document.object
     {
-        return Ok(Ok(WhatIfFile::Copies(pod.clone())));
+        return Ok(Ok(WhatIfFile::Copies(Box::new(pod.clone()))));
     }
     let input = match allot_sim::input::from_loaded(loaded) {
         Ok(input) => input,
