@@ -239,13 +239,12 @@ const SCRIPT: &str = r#"
       });
     });
   });
-  var filter=document.getElementById('node-filter');
-  if(filter){filter.addEventListener('input',function(){var q=filter.value.toLowerCase();document.querySelectorAll('#nodes tbody tr').forEach(function(r){r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});}
   var dataNode=document.getElementById('report-data');
   var data=dataNode?JSON.parse(dataNode.textContent):{nodes:[]};
   var byName={};data.nodes.forEach(function(n){byName[n.name]=n;});
   var svgNS='http://www.w3.org/2000/svg';
   function el(name,attrs,text){var e=document.createElementNS(svgNS,name);for(var k in attrs){e.setAttribute(k,attrs[k]);}if(text){e.textContent=text;}return e;}
+  function esc(t){return String(t).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;').replace(/"/g,'&quot;');}
   function draw(node){
     var drill=document.getElementById('drill');drill.style.display='block';drill.innerHTML='';
     var h=document.createElement('h3');h.textContent=node.name+' \u2014 '+node.allocated+'/'+node.devices+' devices allocated, '+node.pods+' pods';drill.appendChild(h);
@@ -257,7 +256,39 @@ const SCRIPT: &str = r#"
     drill.appendChild(svg);
     if(node.cells.length===0){var p=document.createElement('p');p.className='muted';p.textContent='No node-local devices.';drill.appendChild(p);}
   }
-  document.querySelectorAll('tr.node').forEach(function(row){row.addEventListener('click',function(){var n=byName[row.getAttribute('data-node')];if(n){draw(n);}});});
+  var nodesTable=document.getElementById('nodes');
+  var filter=document.getElementById('node-filter');
+  if(nodesTable){
+    var LIMIT=200;
+    var view=data.nodes.slice();
+    var fields=['name','pods','devices','allocated','occ','cpus','free_cpus','stranded_units'];
+    function value(n,k){if(k==='occ'){return n.devices?Math.floor(n.allocated*100/n.devices):0;}if(k==='free_cpus'){return n.free_cpus===null?-1:n.free_cpus;}return n[k];}
+    function render(){
+      var q=filter?filter.value.toLowerCase():'';
+      var rows=q?view.filter(function(n){return n.name.toLowerCase().indexOf(q)>=0||n.group.toLowerCase().indexOf(q)>=0;}):view;
+      var html=[];
+      rows.slice(0,LIMIT).forEach(function(n){
+        var o=value(n,'occ');
+        html.push('<tr class="node" data-node="'+esc(n.name)+'"><td>'+esc(n.name)+'</td><td class="num">'+n.pods+'</td><td class="num">'+n.devices+'</td><td class="num">'+n.allocated+'</td><td><span class="bar"><i style="width:'+o+'%"></i></span></td><td class="num">'+n.cpus+'</td><td class="num">'+(n.free_cpus===null?'-':n.free_cpus)+'</td><td class="num">'+(Math.round(n.stranded_units*100)/100)+'</td></tr>');
+      });
+      nodesTable.tBodies[0].innerHTML=html.join('');
+      document.getElementById('nodes-shown').textContent=rows.length>LIMIT?('the first '+LIMIT+' of '+rows.length+' nodes: sort or filter for the others'):(rows.length+' nodes');
+    }
+    var heads=nodesTable.querySelectorAll('th');
+    heads.forEach(function(th,index){
+      th.addEventListener('click',function(){
+        var asc=!th.classList.contains('sorted-asc');
+        heads.forEach(function(h){h.classList.remove('sorted-asc','sorted-desc');});
+        th.classList.add(asc?'sorted-asc':'sorted-desc');
+        var k=fields[index];
+        view.sort(function(a,b){var x=value(a,k),y=value(b,k);if(x<y){return asc?-1:1;}if(x>y){return asc?1:-1;}return 0;});
+        render();
+      });
+    });
+    nodesTable.tBodies[0].addEventListener('click',function(e){var tr=e.target.closest('tr.node');if(tr&&byName[tr.getAttribute('data-node')]){draw(byName[tr.getAttribute('data-node')]);}});
+    if(filter){filter.addEventListener('input',render);}
+    render();
+  }
   document.body.setAttribute('data-ready','1');
 })();
 "#;
@@ -721,23 +752,13 @@ fn nodes_section(out: &mut String, rows: &[NodeRow]) {
         );
     }
     out.push_str("</tbody></table></section>");
-    out.push_str("<section id=\"nodes-section\"><h2>Nodes</h2><p class=\"muted\">Click a column to sort, a row to see the node's devices (blue: allocated) and free CPUs per NUMA node.</p><input type=\"search\" id=\"node-filter\" placeholder=\"filter nodes\"><div id=\"drill\"></div><div class=\"scroll\"><table class=\"sortable\" id=\"nodes\"><thead><tr><th>Node</th><th class=\"num\">Pods</th><th class=\"num\">Devices</th><th class=\"num\">Allocated</th><th>Occupancy</th><th class=\"num\">CPUs</th><th class=\"num\">Free excl. CPUs</th><th class=\"num\">Stranded units</th></tr></thead><tbody>");
-    for row in rows {
-        let _ = write!(
-            out,
-            "<tr class=\"node\" data-node=\"{0}\"><td>{0}</td><td class=\"num\">{1}</td><td class=\"num\">{2}</td><td class=\"num\">{3}</td><td data-sort=\"{4}\">{5}</td><td class=\"num\">{6}</td><td class=\"num\">{7}</td><td class=\"num\">{8}</td></tr>",
-            escape(&row.name),
-            row.pods,
-            row.devices,
-            row.allocated,
-            (row.allocated * 100).checked_div(row.devices).unwrap_or(0),
-            bar(row.allocated, row.devices),
-            row.cpus,
-            row.free_cpus.map_or("-".to_string(), |c| c.to_string()),
-            fixed(row.stranded_units)
-        );
-    }
-    out.push_str("</tbody></table></div></section>");
+    // The rows are drawn by the script from the page's JSON, the first ROW_LIMIT of the
+    // current sort and filter: a table of thousands of rows is what makes a page slow to open.
+    let _ = write!(
+        out,
+        "<section id=\"nodes-section\"><h2>Nodes</h2><p class=\"muted\">Click a column to sort, a row to see the node's devices (blue: allocated) and free CPUs per NUMA node; the filter matches names and groups.</p><input type=\"search\" id=\"node-filter\" placeholder=\"filter nodes\"> <span id=\"nodes-shown\" class=\"muted\">{} nodes</span><div id=\"drill\"></div><div class=\"scroll\"><table id=\"nodes\"><thead><tr><th>Node</th><th class=\"num\">Pods</th><th class=\"num\">Devices</th><th class=\"num\">Allocated</th><th>Occupancy</th><th class=\"num\">CPUs</th><th class=\"num\">Free excl. CPUs</th><th class=\"num\">Stranded units</th></tr></thead><tbody></tbody></table></div></section>",
+        rows.len()
+    );
 }
 
 /// The page.
@@ -829,7 +850,7 @@ mod tests {
         });
         assert!(page.contains("<title>t&lt;/title&gt;</title>"));
         assert!(page.contains("data-key=\"summary/pending\">1<"));
-        assert!(page.contains("data-node=\"a\""));
+        assert!(page.contains("\"name\":\"a\""));
         assert!(page.contains("default/q"));
         // Self-contained: nothing is fetched.
         assert!(
