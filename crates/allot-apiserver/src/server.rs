@@ -459,6 +459,22 @@ impl IntoResponse for ApiError {
 }
 
 /// `plural.group` as upstream names a resource in messages.
+/// The admission checks of `kinds_admission`, as upstream's admission plugins answer: 403.
+fn admit_kinds(info: &ResourceInfo, store: &Store, object: &Stored) -> Result<(), ApiError> {
+    match crate::kinds_admission::forbidden(store, object) {
+        None => Ok(()),
+        Some(reason) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{} \"{}\" is forbidden: {reason}",
+                qualified(info),
+                object.meta().name
+            ),
+        )),
+    }
+}
+
 fn qualified(info: &ResourceInfo) -> String {
     if info.group.is_empty() {
         info.plural.to_string()
@@ -1541,6 +1557,7 @@ fn create_value(
         if !errors.is_empty() {
             return Err(invalid(target.info, &object.meta().name, &errors));
         }
+        admit_kinds(target.info, store, &object)?;
         admit_rbac(target, store, None, &object)?;
         store
             .create_stored(object, &now)
@@ -1674,6 +1691,7 @@ fn replace_with(
             }
         }
         if !target.status {
+            admit_kinds(info, store, &object)?;
             let errors = crate::auth::admit_admin_access_update(store, &current, &object);
             if !errors.is_empty() {
                 return Err(invalid(info, name, &errors));

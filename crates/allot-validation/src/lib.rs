@@ -9,13 +9,20 @@
 
 #![deny(missing_docs)]
 
+pub mod apps;
+pub mod batch;
 pub mod cel;
 pub mod core;
+pub mod core_more;
+pub mod cron;
 pub mod field;
+pub mod kinds;
 pub mod meta;
 pub mod names;
+pub mod policy;
 pub mod rbac;
 pub mod resource;
+pub mod storage;
 pub mod update;
 
 use std::collections::BTreeMap;
@@ -54,6 +61,7 @@ pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError
         | Object::NodeTopology(_)
         | Object::Lease(_)
         | Object::Extension => Vec::new(),
+        other => kinds::validate_object(other),
     }
 }
 
