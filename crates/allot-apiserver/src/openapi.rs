@@ -369,6 +369,23 @@ fn type_schema(module: &str, ty: &str, dialect: Dialect, wanted: &mut BTreeSet<S
 
 /// The schema of one named declaration (`module.Name`).
 fn named_schema(full: &str, dialect: Dialect, wanted: &mut BTreeSet<String>) -> Option<Value> {
+    if full == EVENTS_V1 {
+        // The core/v1 Event's schema under events.k8s.io/v1's field names.
+        let mut schema = named_schema("io.k8s.api.core.v1.Event", dialect, wanted)?;
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            let core = std::mem::take(properties);
+            let renamed = crate::events_v1::from_core(&Value::Object(core));
+            if let Value::Object(map) = renamed {
+                *properties = map;
+            }
+            properties.remove("apiVersion");
+            properties.insert(
+                "apiVersion".into(),
+                json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}),
+            );
+        }
+        return Some(schema);
+    }
     let (module, name) = full.rsplit_once('.')?;
     match decls().get(&(module.to_string(), name.to_string()))? {
         Decl::Struct { doc, fields } => {
@@ -402,8 +419,14 @@ fn named_schema(full: &str, dialect: Dialect, wanted: &mut BTreeSet<String>) -> 
 }
 
 /// The definition name of a served kind's type.
+/// The definition of events.k8s.io/v1 Event (made from core/v1's, see `named_schema`).
+const EVENTS_V1: &str = "io.k8s.api.events.v1.Event";
+
 fn kind_definition(info: &ResourceInfo) -> Option<String> {
     let kind = info.kind.name();
+    if info.group == "events.k8s.io" {
+        return Some(EVENTS_V1.to_string());
+    }
     let module = match info.group {
         "" => "io.k8s.api.core.v1",
         "resource.k8s.io" if kind == "ResourcePoolStatusRequest" => "io.k8s.api.resource.v1alpha3",
