@@ -34,6 +34,7 @@ pub mod pods;
 pub mod printers;
 pub mod rbac;
 pub mod rbac_kinds;
+pub mod request_log;
 pub mod resources;
 pub mod selector;
 pub mod server;

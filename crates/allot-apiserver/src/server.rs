@@ -45,6 +45,8 @@ pub struct ServeOptions {
     pub allow_empty_store: bool,
     /// The control-plane loops that run (`--controllers`).
     pub controllers: crate::controllers::Enabled,
+    /// Where to log every request (`--request-log`).
+    pub request_log: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -60,6 +62,7 @@ impl ServeOptions {
             kubelet_config: None,
             allow_empty_store: false,
             controllers: crate::controllers::Enabled::default(),
+            request_log: None,
         }
     }
 }
@@ -79,6 +82,8 @@ pub(crate) struct Shared {
     /// Authentication (tokens) and authorization (RBAC).
     security: Arc<crate::auth::Security>,
     options: ServeOptions,
+    /// `--request-log`.
+    request_log: Option<crate::request_log::RequestLog>,
 }
 
 impl Shared {
@@ -179,11 +184,16 @@ impl Server {
             &crate::tls::kubeconfig_text(address, security.admin_token.as_deref(), &pki.ca_pem),
         )?;
         let (changed, _) = tokio::sync::watch::channel(inner.persisted);
+        let request_log = match &options.request_log {
+            Some(path) => Some(crate::request_log::RequestLog::open(path)?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             changed,
             security: Arc::new(security),
             options,
+            request_log,
         });
         Ok(Server {
             shared,
@@ -636,8 +646,58 @@ async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, ()> {
     }
 }
 
-/// The single entry point: routing by hand keeps every error a `Status`.
+/// Serves a request, logging it first when `--request-log` is on.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    if shared.request_log.is_none() {
+        return serve(shared, request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = read_body(body).await else {
+        return serve(shared, Request::from_parts(parts, Body::empty())).await;
+    };
+    let header = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (method, path) = (parts.method.to_string(), parts.uri.path().to_string());
+    let query = parts.uri.query().unwrap_or_default().to_string();
+    let (content_type, accept, user_agent) = (
+        header(header::CONTENT_TYPE),
+        header(header::ACCEPT),
+        header(header::USER_AGENT),
+    );
+    let response = serve(
+        shared.clone(),
+        Request::from_parts(parts, Body::from(bytes.clone())),
+    )
+    .await;
+    if let Some(log) = &shared.request_log {
+        let response_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        log.write(&crate::request_log::Entry {
+            method: &method,
+            path: &path,
+            query: &query,
+            content_type: &content_type,
+            accept: &accept,
+            user_agent: &user_agent,
+            body: &bytes,
+            status: response.status().as_u16(),
+            response_type,
+        });
+    }
+    response
+}
+
+/// The single entry point: routing by hand keeps every error a `Status`.
+async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_string();
     let query = parse_query(parts.uri.query().unwrap_or_default());

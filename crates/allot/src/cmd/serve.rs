@@ -62,6 +62,10 @@ pub struct Args {
     /// clusterrole-aggregation-controller.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+    /// Append one JSON line per request to FILE: verb, path, query, content types, user
+    /// agent, status and the body as JSON (protobuf decoded), to see what a client does.
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<PathBuf>,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
     options.token_auth_file = args.token_auth_file;
     options.allow_empty_store = args.allow_empty_store;
+    options.request_log = args.request_log;
     match allot_apiserver::controllers::Enabled::parse(&args.controllers) {
         Ok(enabled) => options.controllers = enabled,
         Err(message) => {

@@ -1,0 +1,564 @@
+//! Real Kubernetes components against `allot serve`, replayed: the request sequences that
+//! kube-scheduler 1.36 and kube-controller-manager 1.36 (its resourceclaim controller) sent to
+//! `allot serve --controllers=...` when they scheduled a pod with a claim template (recorded
+//! with `--request-log`), sent again here with the same verbs, paths, queries, content types,
+//! Accept headers and body shapes, in protobuf where they used protobuf. So CI checks the
+//! surface those components need without their binaries: WatchList streams (`sendInitialEvents`
+//! with bookmarks) of every kind the scheduler caches, the leader Lease, the claim's finalizer
+//! and allocation, `pods/binding`, `events.k8s.io/v1` Events, pod status patches, and the claim
+//! controller's claim from the template; and that `--controllers` leaves those loops to them.
+
+#[path = "support/kubectl.rs"]
+mod kubectl;
+
+#[path = "support/serve.rs"]
+mod harness;
+
+#[path = "support/kube.rs"]
+mod kube;
+
+use std::time::{Duration, Instant};
+
+use harness::Serve;
+use kube::{Client, PROTOBUF, PROTOBUF_ACCEPT};
+use serde_json::{Value, json};
+
+const SCHEDULER_AGENT: &str = "kube-scheduler/v1.36.1 (linux/amd64) kubernetes/$Format/scheduler";
+const KCM_AGENT: &str =
+    "kube-controller-manager/v1.36.1 (linux/amd64) kubernetes/$Format/resourceclaim-controller";
+
+/// The node, class, slice and template of the recordings.
+const FIXTURE: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+  - cel: {expression: device.driver == "gpu.example.com"}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes: {model: {string: A100}}
+  - name: gpu-1
+    attributes: {model: {string: A100}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+"#;
+
+const POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: real-1, namespace: default}
+spec:
+  containers:
+  - name: app
+    image: busybox
+    resources:
+      claims: [{name: gpu}]
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: one-gpu
+"#;
+
+/// The kinds kube-scheduler 1.36 lists and watches (one WatchList stream each), as recorded.
+const SCHEDULER_WATCHES: &[&str] = &[
+    "/api/v1/persistentvolumeclaims",
+    "/apis/resource.k8s.io/v1/resourceclaims",
+    "/api/v1/namespaces",
+    "/apis/storage.k8s.io/v1/csinodes",
+    "/api/v1/nodes",
+    "/api/v1/services",
+    "/apis/resource.k8s.io/v1/deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices",
+    "/apis/storage.k8s.io/v1/storageclasses",
+    "/apis/apps/v1/replicasets",
+    "/api/v1/persistentvolumes",
+    "/api/v1/pods",
+    "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "/apis/storage.k8s.io/v1/volumeattachments",
+    "/apis/policy/v1/poddisruptionbudgets",
+    "/api/v1/replicationcontrollers",
+    "/apis/storage.k8s.io/v1/csidrivers",
+    "/apis/apps/v1/statefulsets",
+];
+
+/// client-go 1.36's WatchList query (the pods' with the scheduler's field selector).
+fn watch_list_query(path: &str) -> String {
+    let selector = if path == "/api/v1/pods" {
+        "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&"
+    } else {
+        ""
+    };
+    format!(
+        "{path}?allowWatchBookmarks=true&{selector}resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=5m2s&timeoutSeconds=302&watch=true"
+    )
+}
+
+fn start(kubectl: &std::path::Path, controllers: &str) -> (tempfile::TempDir, Serve) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data_dir = dir.path().join("data");
+    let serve = Serve::start(
+        &data_dir,
+        kubectl,
+        &[format!("--controllers={controllers}")],
+    );
+    serve.ok(&["apply", "-f", &serve.file("fixture.yaml", FIXTURE)]);
+    (dir, serve)
+}
+
+fn client(serve: &Serve, user_agent: &str) -> Client {
+    let ca = serve.data_dir.join("pki/ca.crt");
+    let token = harness::https::kubeconfig_token(&serve.kubeconfig);
+    Client::new(&serve.address, &ca, token, user_agent)
+}
+
+/// Reads a WatchList stream up to its initial-events-end bookmark; the objects it listed.
+fn initial_events(watch: &mut kube::Watch, path: &str) -> Vec<Value> {
+    assert_eq!(watch.status, 200, "{path}");
+    assert_eq!(
+        watch.content_type, "application/vnd.kubernetes.protobuf;stream=watch",
+        "{path}"
+    );
+    let mut objects = Vec::new();
+    loop {
+        let (kind, object) = watch
+            .next(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{path}: the stream ended before its bookmark"));
+        match kind.as_str() {
+            "ADDED" => objects.push(object),
+            "BOOKMARK" => {
+                assert_eq!(
+                    object["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+                    "{path}: {object}"
+                );
+                assert!(
+                    object["metadata"]["resourceVersion"]
+                        .as_str()
+                        .is_some_and(|rv| !rv.is_empty()),
+                    "{path}: a bookmark carries the resourceVersion"
+                );
+                return objects;
+            }
+            other => panic!("{path}: unexpected {other} event: {object}"),
+        }
+    }
+}
+
+/// Waits for the first event on `watch` whose object satisfies `wanted`.
+fn wait_for(watch: &mut kube::Watch, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some((_, object)) = watch.next(Duration::from_secs(1))
+            && wanted(&object)
+        {
+            return object;
+        }
+    }
+    panic!("no event brought {what}");
+}
+
+/// The leader Lease, as the scheduler's leader election reads, creates and renews it.
+fn lease(scheduler: &Client) {
+    let path =
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler?timeout=5s";
+    assert_eq!(scheduler.get(path).status, 404);
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "vm_1", "leaseDurationSeconds": 15,
+                 "acquireTime": "2026-12-02T11:20:24.000000Z", "renewTime": "2026-12-02T11:20:24.000000Z",
+                 "leaseTransitions": 0}});
+    let created = scheduler.protobuf(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?timeout=5s",
+        &lease,
+    );
+    assert_eq!(
+        created.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert_eq!(created.content_type, PROTOBUF);
+    let mut renewed = created.json();
+    renewed["spec"]["renewTime"] = json!("2026-12-02T11:20:26.123456Z");
+    let answer = scheduler.protobuf("PUT", path, &renewed);
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.json()["spec"]["renewTime"],
+        "2026-12-02T11:20:26.123456Z",
+        "MicroTime keeps microseconds over protobuf"
+    );
+    // The LeaderElection Event in core/v1, as the leader elector records it.
+    let event = json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "kube-scheduler.18ed6bdd5f293dc8", "namespace": "kube-system"},
+        "involvedObject": {"kind": "Lease", "namespace": "kube-system", "name": "kube-scheduler",
+                           "apiVersion": "coordination.k8s.io/v1"},
+        "reason": "LeaderElection", "message": "vm_1 became leader",
+        "source": {"component": "default-scheduler"},
+        "firstTimestamp": "2026-12-02T11:20:24Z", "lastTimestamp": "2026-12-02T11:20:24Z",
+        "count": 1, "type": "Normal", "reportingComponent": "default-scheduler", "reportingInstance": ""});
+    let answer = scheduler.protobuf("POST", "/api/v1/namespaces/kube-system/events", &event);
+    assert_eq!(
+        answer.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}
+
+/// What kube-scheduler does with a pod whose claim exists: finalizer, allocation and
+/// reservation, nomination, binding, the Scheduled Event.
+fn schedule(scheduler: &Client, claim: &Value, pod: &Value) {
+    let name = claim["metadata"]["name"].as_str().expect("claim name");
+    let claim_path = format!("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}");
+    // The DRA plugin adds its finalizer with an update of the whole claim.
+    let mut with_finalizer = claim.clone();
+    with_finalizer["metadata"]["finalizers"] = json!(["resource.kubernetes.io/delete-protection"]);
+    let updated = scheduler.protobuf("PUT", &claim_path, &with_finalizer);
+    assert_eq!(
+        updated.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&updated.body)
+    );
+    // Then the allocation and the reservation for the pod, in one status update.
+    let mut allocated = updated.json();
+    allocated["status"] = json!({
+        "allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                     "pool": "node-1", "device": "gpu-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+            "allocationTimestamp": "2026-12-02T11:20:33Z"},
+        "reservedFor": [{"resource": "pods", "name": "real-1",
+                         "uid": pod["metadata"]["uid"].clone()}]});
+    let status = scheduler.protobuf("PUT", &format!("{claim_path}/status"), &allocated);
+    assert_eq!(
+        status.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&status.body)
+    );
+    assert_eq!(status.content_type, PROTOBUF);
+    assert_eq!(
+        status.json()["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-0"
+    );
+    // The nomination, as a strategic merge patch of the pod's status.
+    let patched = scheduler.send(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/real-1/status",
+        "application/strategic-merge-patch+json",
+        PROTOBUF_ACCEPT,
+        br#"{"status":{"nominatedNodeName":"node-1"}}"#,
+    );
+    assert_eq!(patched.status, 200);
+    assert_eq!(patched.json()["status"]["nominatedNodeName"], "node-1");
+    // DefaultBinder's Binding.
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "real-1", "namespace": "default", "uid": pod["metadata"]["uid"].clone()},
+        "target": {"kind": "Node", "name": "node-1"}});
+    let bound = scheduler.protobuf(
+        "POST",
+        "/api/v1/namespaces/default/pods/real-1/binding",
+        &binding,
+    );
+    assert_eq!(
+        bound.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&bound.body)
+    );
+    assert_eq!(bound.json()["status"], "Success");
+    // A second binding is refused as upstream refuses it.
+    let again = scheduler.protobuf(
+        "POST",
+        "/api/v1/namespaces/default/pods/real-1/binding",
+        &binding,
+    );
+    assert_eq!(again.status, 409);
+    assert_eq!(
+        again.json()["message"],
+        "Operation cannot be fulfilled on pods/binding \"real-1\": pod real-1 is already assigned to node \"node-1\""
+    );
+    // The Scheduled Event, through events.k8s.io/v1.
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "real-1.18ed6bdf4f2fd1f0", "namespace": "default"},
+        "eventTime": "2026-12-02T11:20:33.241100Z", "reportingController": "default-scheduler",
+        "reportingInstance": "default-scheduler-vm", "action": "Binding", "reason": "Scheduled",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "real-1",
+                      "uid": pod["metadata"]["uid"].clone(), "apiVersion": "v1"},
+        "note": "Successfully assigned default/real-1 to node-1", "type": "Normal",
+        "deprecatedSource": {}});
+    let recorded = scheduler.protobuf(
+        "POST",
+        "/apis/events.k8s.io/v1/namespaces/default/events",
+        &event,
+    );
+    assert_eq!(
+        recorded.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&recorded.body)
+    );
+    assert_eq!(
+        recorded.json()["note"],
+        "Successfully assigned default/real-1 to node-1"
+    );
+}
+
+/// kube-scheduler's sequence against `--controllers=*,-scheduler`: allot's claim controller
+/// makes the claim, the replayed scheduler allocates it and binds the pod.
+#[test]
+fn kube_scheduler_schedules_a_pod_with_a_claim_template() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let (_dir, serve) = start(&kubectl, "*,-scheduler");
+    let scheduler = client(&serve, SCHEDULER_AGENT);
+    // Discovery of events.k8s.io/v1, as the event broadcaster checks it.
+    let discovery = scheduler.send(
+        "GET",
+        "/apis/events.k8s.io/v1",
+        "",
+        "application/json, */*",
+        &[],
+    );
+    assert_eq!(discovery.status, 200);
+    assert!(
+        discovery.json()["resources"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["name"] == "events"))
+    );
+    let mut watches = Vec::new();
+    for path in SCHEDULER_WATCHES {
+        let mut watch = scheduler.watch(&watch_list_query(path), PROTOBUF_ACCEPT);
+        let listed = initial_events(&mut watch, path);
+        if *path == "/api/v1/nodes" {
+            assert_eq!(listed.len(), 1);
+        }
+        watches.push((*path, watch));
+    }
+    lease(&scheduler);
+    serve.ok(&["apply", "-f", &serve.file("pod.yaml", POD)]);
+    let at = |path: &str| {
+        SCHEDULER_WATCHES
+            .iter()
+            .position(|p| *p == path)
+            .expect("watched")
+    };
+    let pod = wait_for(&mut watches[at("/api/v1/pods")].1, "the pod", |o| {
+        o["metadata"]["name"] == "real-1"
+    });
+    // What the scheduler needs of a new pod: its scheduler name and phase.
+    assert_eq!(pod["spec"]["schedulerName"], "default-scheduler");
+    assert_eq!(pod["status"]["phase"], "Pending");
+    let claim = wait_for(
+        &mut watches[at("/apis/resource.k8s.io/v1/resourceclaims")].1,
+        "the claim allot's resourceclaim controller makes",
+        |o| o["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpu",
+    );
+    schedule(&scheduler, &claim, &pod);
+    let bound = serve.json(&["get", "pod", "real-1"]);
+    assert_eq!(bound["spec"]["nodeName"], "node-1");
+    let scheduled = bound["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled").cloned())
+        .expect("a PodScheduled condition");
+    assert_eq!(scheduled["status"], "True");
+    assert!(bound["status"].get("nominatedNodeName").is_none());
+    let claims = serve.json(&["get", "resourceclaims"]);
+    let items = claims["items"].as_array().expect("claims");
+    assert_eq!(items.len(), 1, "one claim for one template entry");
+    assert_eq!(items[0]["status"]["reservedFor"][0]["name"], "real-1");
+    // The Event reads back in both APIs.
+    let events = serve.json(&["get", "events", "--field-selector", "reason=Scheduled"]);
+    let messages: Vec<&str> = events["items"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert_eq!(messages, ["Successfully assigned default/real-1 to node-1"]);
+    // The scheduler's pod watch saw the binding, in protobuf.
+    let bound_event = wait_for(&mut watches[at("/api/v1/pods")].1, "the binding", |o| {
+        o["spec"]["nodeName"] == "node-1"
+    });
+    assert_eq!(bound_event["metadata"]["name"], "real-1");
+}
+
+/// kube-controller-manager's resourceclaim controller against
+/// `--controllers=*,-scheduler,-resourceclaim-controller`: allot makes no claim of its own, the
+/// replayed controller's claim (protobuf) and pod status are taken.
+#[test]
+fn the_claim_controller_of_kube_controller_manager_takes_over() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let (_dir, serve) = start(&kubectl, "*,-scheduler,-resourceclaim-controller");
+    let kcm = client(&serve, KCM_AGENT);
+    let mut pods = kcm.watch(&watch_list_query("/api/v1/pods"), PROTOBUF_ACCEPT);
+    initial_events(&mut pods, "/api/v1/pods");
+    let mut claims = kcm.watch(
+        &watch_list_query("/apis/resource.k8s.io/v1/resourceclaims"),
+        PROTOBUF_ACCEPT,
+    );
+    initial_events(&mut claims, "/apis/resource.k8s.io/v1/resourceclaims");
+    serve.ok(&["apply", "-f", &serve.file("pod.yaml", POD)]);
+    let pod = wait_for(&mut pods, "the pod", |o| o["metadata"]["name"] == "real-1");
+    // allot's own controller is off: no claim appears while the pod waits (the pod's ADDED
+    // event came after the server's loops saw the pod; give them a few rounds).
+    std::thread::sleep(Duration::from_secs(2));
+    let none = kcm.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims");
+    assert_eq!(none.status, 200);
+    assert_eq!(none.content_type, PROTOBUF);
+    assert_eq!(
+        none.json()["items"].as_array().map_or(0, Vec::len),
+        0,
+        "allot made a claim although its controller is off"
+    );
+    // The controller's claim, from the template.
+    let template =
+        kcm.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates/one-gpu");
+    assert_eq!(template.status, 200);
+    let spec = template.json()["spec"]["spec"].clone();
+    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"generateName": "real-1-gpu-", "namespace": "default",
+            "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "real-1",
+                "uid": pod["metadata"]["uid"].clone(), "controller": true, "blockOwnerDeletion": true}]},
+        "spec": spec});
+    let created = kcm.protobuf(
+        "POST",
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+        &claim,
+    );
+    assert_eq!(
+        created.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let name = created.json()["metadata"]["name"]
+        .as_str()
+        .expect("a generated name")
+        .to_string();
+    assert!(name.starts_with("real-1-gpu-"), "{name}");
+    // The pod's status names its claim (server-side apply, as the controller does it).
+    let apply = format!(
+        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"real-1","namespace":"default","uid":"{}"}},"status":{{"resourceClaimStatuses":[{{"name":"gpu","resourceClaimName":"{name}"}}]}}}}"#,
+        pod["metadata"]["uid"].as_str().unwrap_or_default()
+    );
+    let applied = kcm.send(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/real-1/status?fieldManager=ResourceClaimController&force=true",
+        "application/apply-patch+yaml",
+        PROTOBUF_ACCEPT,
+        apply.as_bytes(),
+    );
+    assert_eq!(
+        applied.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&applied.body)
+    );
+    assert_eq!(
+        applied.json()["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
+        name.as_str()
+    );
+    wait_for(&mut claims, "the claim", |o| {
+        o["metadata"]["name"] == name.as_str()
+    });
+    // Still exactly one claim: allot's controller did not add its own.
+    std::thread::sleep(Duration::from_secs(1));
+    let all = serve.json(&["get", "resourceclaims"]);
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(1), "{all}");
+}
+
+/// Negotiation as kube-apiserver: an Accept this server cannot serve is 406 with upstream's
+/// message, a Table stays JSON, `*/*` is JSON.
+#[test]
+fn content_negotiation_answers_as_kube_apiserver() {
+    let Some(kubectl) = kubectl::find_or_skip() else {
+        return;
+    };
+    let (_dir, serve) = start(&kubectl, "*");
+    let c = client(&serve, "test");
+    let refused = c.send("GET", "/api/v1/nodes", "", "application/cbor", &[]);
+    assert_eq!(refused.status, 406);
+    assert_eq!(
+        refused.json()["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    let table = c.send(
+        "GET",
+        "/api/v1/nodes",
+        "",
+        "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io",
+        &[],
+    );
+    assert_eq!(table.content_type, "application/json");
+    assert_eq!(table.json()["kind"], "Table");
+    let yaml = c.send("GET", "/api/v1/nodes/node-1", "", "application/yaml", &[]);
+    assert_eq!(yaml.content_type, "application/yaml");
+    assert!(String::from_utf8_lossy(&yaml.body).contains("name: node-1"));
+    let any = c.send("GET", "/api/v1/nodes/node-1", "", "*/*", &[]);
+    assert_eq!(any.content_type, "application/json");
+    let metadata = c.send(
+        "GET",
+        "/api/v1/nodes",
+        "",
+        "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+        &[],
+    );
+    assert_eq!(metadata.content_type, PROTOBUF);
+    let list = metadata.json();
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "node-1");
+    // A protobuf body of a kind without a protobuf form is 415.
+    let topology = allot_protobuf::encode("v1", "Namespace", &json!({"metadata": {"name": "x"}}))
+        .expect("encodes");
+    let mut wrong = topology.clone();
+    let at = wrong
+        .windows(9)
+        .position(|w| w == b"Namespace")
+        .expect("the kind");
+    wrong.splice(at..at + 9, b"Nonesuch!".iter().copied());
+    let refused = c.send(
+        "POST",
+        "/api/v1/namespaces",
+        PROTOBUF,
+        PROTOBUF_ACCEPT,
+        &wrong,
+    );
+    assert_eq!(
+        refused.status,
+        415,
+        "{:?}",
+        String::from_utf8_lossy(&refused.body)
+    );
+}
