@@ -335,9 +335,7 @@ fn schedule(scheduler: &Client, claim: &Value, pod: &Value) {
 /// makes the claim, the replayed scheduler allocates it and binds the pod.
 #[test]
 fn kube_scheduler_schedules_a_pod_with_a_claim_template() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let (_dir, serve) = start(&kubectl, "*,-scheduler");
     let scheduler = client(&serve, SCHEDULER_AGENT);
     // Discovery of events.k8s.io/v1, as the event broadcaster checks it.
@@ -416,9 +414,7 @@ fn kube_scheduler_schedules_a_pod_with_a_claim_template() {
 /// replayed controller's claim (protobuf) and pod status are taken.
 #[test]
 fn the_claim_controller_of_kube_controller_manager_takes_over() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let (_dir, serve) = start(&kubectl, "*,-scheduler,-resourceclaim-controller");
     let kcm = client(&serve, KCM_AGENT);
     let mut pods = kcm.watch(&watch_list_query("/api/v1/pods"), PROTOBUF_ACCEPT);
@@ -503,9 +499,7 @@ fn the_claim_controller_of_kube_controller_manager_takes_over() {
 /// message, a Table stays JSON, `*/*` is JSON.
 #[test]
 fn content_negotiation_answers_as_kube_apiserver() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let (_dir, serve) = start(&kubectl, "*");
     let c = client(&serve, "test");
     let refused = c.send("GET", "/api/v1/nodes", "", "application/cbor", &[]);
