@@ -28,6 +28,7 @@ pub mod media;
 pub mod namespace;
 pub mod nodes;
 pub mod openapi;
+pub mod openapi_pb;
 pub mod patch;
 pub mod patch_kinds;
 pub mod pods;

@@ -804,13 +804,8 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
             return response;
         }
-        if path == "/openapi/v2" && crate::openapi::v2_not_acceptable(accept) {
-            return ApiError::new(
-                StatusCode::NOT_ACCEPTABLE,
-                "NotAcceptable",
-                "only application/json is served at /openapi/v2",
-            )
-            .into_response();
+        if path == "/openapi/v2" {
+            return crate::openapi::v2_response(accept);
         }
         if let Some(response) = discovery(&path) {
             return response;
