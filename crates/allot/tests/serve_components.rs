@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 const SCHEDULER_AGENT: &str = "kube-scheduler/v1.36.1 (linux/amd64) kubernetes/$Format/scheduler";
 const KCM_AGENT: &str =
-    "kube-controller-manager/v1.36.1 (linux/amd64) kubernetes/$Format/resourceclaim-controller";
+    "kube-controller-manager/v1.36.1 (linux/amd64) kubernetes/$Format/resource-claim-controller";
 
 /// The node, class, slice and template of the recordings.
 const FIXTURE: &str = r#"
@@ -181,17 +181,18 @@ fn wait_for(watch: &mut kube::Watch, what: &str, wanted: impl Fn(&Value) -> bool
     panic!("no event brought {what}");
 }
 
-/// The leader Lease, as the scheduler's leader election reads, creates and renews it.
-fn lease(scheduler: &Client) {
+/// The leader Lease `name` in kube-system, as a component's leader election reads, creates
+/// and renews it, and the LeaderElection Event its recorder sends (core/v1).
+fn lease(client: &Client, name: &str, component: &str) {
     let path =
-        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler?timeout=5s";
-    assert_eq!(scheduler.get(path).status, 404);
+        format!("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}?timeout=5s");
+    assert_eq!(client.get(&path).status, 404);
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+        "metadata": {"name": name, "namespace": "kube-system"},
         "spec": {"holderIdentity": "vm_1", "leaseDurationSeconds": 15,
                  "acquireTime": "2026-12-02T11:20:24.000000Z", "renewTime": "2026-12-02T11:20:24.000000Z",
                  "leaseTransitions": 0}});
-    let created = scheduler.protobuf(
+    let created = client.protobuf(
         "POST",
         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?timeout=5s",
         &lease,
@@ -205,23 +206,23 @@ fn lease(scheduler: &Client) {
     assert_eq!(created.content_type, PROTOBUF);
     let mut renewed = created.json();
     renewed["spec"]["renewTime"] = json!("2026-12-02T11:20:26.123456Z");
-    let answer = scheduler.protobuf("PUT", path, &renewed);
+    let answer = client.protobuf("PUT", &path, &renewed);
     assert_eq!(answer.status, 200);
     assert_eq!(
         answer.json()["spec"]["renewTime"],
         "2026-12-02T11:20:26.123456Z",
         "MicroTime keeps microseconds over protobuf"
     );
-    // The LeaderElection Event in core/v1, as the leader elector records it.
+    let uid = answer.json()["metadata"]["uid"].clone();
     let event = json!({"apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": "kube-scheduler.18ed6bdd5f293dc8", "namespace": "kube-system"},
-        "involvedObject": {"kind": "Lease", "namespace": "kube-system", "name": "kube-scheduler",
+        "metadata": {"name": format!("{name}.18ed6bdd5f293dc8"), "namespace": "kube-system"},
+        "involvedObject": {"kind": "Lease", "namespace": "kube-system", "name": name, "uid": uid,
                            "apiVersion": "coordination.k8s.io/v1"},
         "reason": "LeaderElection", "message": "vm_1 became leader",
-        "source": {"component": "default-scheduler"},
+        "source": {"component": component},
         "firstTimestamp": "2026-12-02T11:20:24Z", "lastTimestamp": "2026-12-02T11:20:24Z",
-        "count": 1, "type": "Normal", "reportingComponent": "default-scheduler", "reportingInstance": ""});
-    let answer = scheduler.protobuf("POST", "/api/v1/namespaces/kube-system/events", &event);
+        "count": 1, "type": "Normal", "reportingComponent": component, "reportingInstance": ""});
+    let answer = client.protobuf("POST", "/api/v1/namespaces/kube-system/events", &event);
     assert_eq!(
         answer.status,
         201,
@@ -230,11 +231,21 @@ fn lease(scheduler: &Client) {
     );
 }
 
-/// What kube-scheduler does with a pod whose claim exists: finalizer, allocation and
-/// reservation, nomination, binding, the Scheduled Event.
+/// What kube-scheduler does with a pod whose claim exists, in the recorded order: nomination,
+/// the claim's finalizer, allocation and reservation, binding, the Scheduled Event.
 fn schedule(scheduler: &Client, claim: &Value, pod: &Value) {
     let name = claim["metadata"]["name"].as_str().expect("claim name");
     let claim_path = format!("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}");
+    // The nomination, as a strategic merge patch of the pod's status.
+    let patched = scheduler.send(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/real-1/status",
+        "application/strategic-merge-patch+json",
+        PROTOBUF_ACCEPT,
+        br#"{"status":{"nominatedNodeName":"node-1"}}"#,
+    );
+    assert_eq!(patched.status, 200);
+    assert_eq!(patched.json()["status"]["nominatedNodeName"], "node-1");
     // The DRA plugin adds its finalizer with an update of the whole claim.
     let mut with_finalizer = claim.clone();
     with_finalizer["metadata"]["finalizers"] = json!(["resource.kubernetes.io/delete-protection"]);
@@ -268,16 +279,6 @@ fn schedule(scheduler: &Client, claim: &Value, pod: &Value) {
         status.json()["status"]["allocation"]["devices"]["results"][0]["device"],
         "gpu-0"
     );
-    // The nomination, as a strategic merge patch of the pod's status.
-    let patched = scheduler.send(
-        "PATCH",
-        "/api/v1/namespaces/default/pods/real-1/status",
-        "application/strategic-merge-patch+json",
-        PROTOBUF_ACCEPT,
-        br#"{"status":{"nominatedNodeName":"node-1"}}"#,
-    );
-    assert_eq!(patched.status, 200);
-    assert_eq!(patched.json()["status"]["nominatedNodeName"], "node-1");
     // DefaultBinder's Binding.
     let binding = json!({"apiVersion": "v1", "kind": "Binding",
         "metadata": {"name": "real-1", "namespace": "default", "uid": pod["metadata"]["uid"].clone()},
@@ -361,7 +362,7 @@ fn kube_scheduler_schedules_a_pod_with_a_claim_template() {
         }
         watches.push((*path, watch));
     }
-    lease(&scheduler);
+    lease(&scheduler, "kube-scheduler", "default-scheduler");
     serve.ok(&["apply", "-f", &serve.file("pod.yaml", POD)]);
     let at = |path: &str| {
         SCHEDULER_WATCHES
@@ -409,23 +410,55 @@ fn kube_scheduler_schedules_a_pod_with_a_claim_template() {
     assert_eq!(bound_event["metadata"]["name"], "real-1");
 }
 
-/// kube-controller-manager's resourceclaim controller against
-/// `--controllers=*,-scheduler,-resourceclaim-controller`: allot makes no claim of its own, the
-/// replayed controller's claim (protobuf) and pod status are taken.
+const KCM_WATCHES: &[&str] = &[
+    "/api/v1/pods",
+    "/apis/resource.k8s.io/v1/resourceclaims",
+    "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+];
+
+/// kube-controller-manager 1.36.1 (`--controllers=resourceclaim-controller`) and kube-scheduler
+/// 1.36.1 together against `--controllers=*,-resourceclaim,-scheduler`, as recorded: allot makes
+/// no claim of its own; the controller makes the claim from the template (protobuf) and names it
+/// in the pod's status (server-side apply); the scheduler allocates it and binds the pod.
 #[test]
-fn the_claim_controller_of_kube_controller_manager_takes_over() {
+fn kube_controller_manager_makes_the_claim_and_kube_scheduler_places_it() {
     let kubectl = kubectl::find();
-    let (_dir, serve) = start(&kubectl, "*,-scheduler,-resourceclaim-controller");
+    let (_dir, serve) = start(&kubectl, "*,-resourceclaim,-scheduler");
+    let scheduler = client(&serve, SCHEDULER_AGENT);
     let kcm = client(&serve, KCM_AGENT);
-    let mut pods = kcm.watch(&watch_list_query("/api/v1/pods"), PROTOBUF_ACCEPT);
-    initial_events(&mut pods, "/api/v1/pods");
-    let mut claims = kcm.watch(
-        &watch_list_query("/apis/resource.k8s.io/v1/resourceclaims"),
-        PROTOBUF_ACCEPT,
+    let mut scheduler_watches = Vec::new();
+    for path in SCHEDULER_WATCHES {
+        let mut watch = scheduler.watch(&watch_list_query(path), PROTOBUF_ACCEPT);
+        initial_events(&mut watch, path);
+        scheduler_watches.push((*path, watch));
+    }
+    lease(&scheduler, "kube-scheduler", "default-scheduler");
+    lease(&kcm, "kube-controller-manager", "kube-controller-manager");
+    assert_eq!(kcm.get("/healthz").status, 200);
+    let mut kcm_watches = Vec::new();
+    let mut templates = Vec::new();
+    for path in KCM_WATCHES {
+        // The controller's pod informer has no field selector.
+        let query = watch_list_query(path).replace(
+            "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&",
+            "",
+        );
+        let mut watch = kcm.watch(&query, PROTOBUF_ACCEPT);
+        let listed = initial_events(&mut watch, path);
+        if path.ends_with("resourceclaimtemplates") {
+            templates = listed;
+        }
+        kcm_watches.push(watch);
+    }
+    assert_eq!(
+        templates.len(),
+        1,
+        "the template, from the WatchList stream"
     );
-    initial_events(&mut claims, "/apis/resource.k8s.io/v1/resourceclaims");
     serve.ok(&["apply", "-f", &serve.file("pod.yaml", POD)]);
-    let pod = wait_for(&mut pods, "the pod", |o| o["metadata"]["name"] == "real-1");
+    let pod = wait_for(&mut kcm_watches[0], "the pod", |o| {
+        o["metadata"]["name"] == "real-1"
+    });
     // allot's own controller is off: no claim appears while the pod waits (the pod's ADDED
     // event came after the server's loops saw the pod; give them a few rounds).
     std::thread::sleep(Duration::from_secs(2));
@@ -437,17 +470,19 @@ fn the_claim_controller_of_kube_controller_manager_takes_over() {
         0,
         "allot made a claim although its controller is off"
     );
-    // The controller's claim, from the template.
-    let template =
-        kcm.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates/one-gpu");
-    assert_eq!(template.status, 200);
-    let spec = template.json()["spec"]["spec"].clone();
+    // The controller's claim, as recorded: the template's spec (with the server's defaults),
+    // an owner reference to the pod, an empty status.
     let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"generateName": "real-1-gpu-", "namespace": "default",
+        "metadata": {"generateName": "real-1-gpu-",
             "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "real-1",
-                "uid": pod["metadata"]["uid"].clone(), "controller": true, "blockOwnerDeletion": true}]},
-        "spec": spec});
+            "ownerReferences": [{"kind": "Pod", "name": "real-1",
+                "uid": pod["metadata"]["uid"].clone(), "apiVersion": "v1", "controller": true}]},
+        "spec": templates[0]["spec"]["spec"].clone(),
+        "status": {}});
+    assert_eq!(
+        claim["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"],
+        "ExactCount"
+    );
     let created = kcm.protobuf(
         "POST",
         "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
@@ -459,15 +494,16 @@ fn the_claim_controller_of_kube_controller_manager_takes_over() {
         "{:?}",
         String::from_utf8_lossy(&created.body)
     );
+    assert_eq!(created.content_type, PROTOBUF);
     let name = created.json()["metadata"]["name"]
         .as_str()
         .expect("a generated name")
         .to_string();
     assert!(name.starts_with("real-1-gpu-"), "{name}");
-    // The pod's status names its claim (server-side apply, as the controller does it).
+    // The pod's status names its claim: server-side apply, forced, as the controller's field
+    // manager (the recorded body, which carries no uid).
     let apply = format!(
-        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"real-1","namespace":"default","uid":"{}"}},"status":{{"resourceClaimStatuses":[{{"name":"gpu","resourceClaimName":"{name}"}}]}}}}"#,
-        pod["metadata"]["uid"].as_str().unwrap_or_default()
+        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"real-1","namespace":"default"}},"status":{{"resourceClaimStatuses":[{{"name":"gpu","resourceClaimName":"{name}"}}]}}}}"#
     );
     let applied = kcm.send(
         "PATCH",
@@ -482,17 +518,46 @@ fn the_claim_controller_of_kube_controller_manager_takes_over() {
         "{:?}",
         String::from_utf8_lossy(&applied.body)
     );
+    assert_eq!(applied.content_type, PROTOBUF);
     assert_eq!(
         applied.json()["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
         name.as_str()
     );
-    wait_for(&mut claims, "the claim", |o| {
-        o["metadata"]["name"] == name.as_str()
-    });
-    // Still exactly one claim: allot's controller did not add its own.
+    wait_for(
+        &mut kcm_watches[1],
+        "the claim on the controller's watch",
+        |o| o["metadata"]["name"] == name.as_str(),
+    );
+    // The scheduler sees the claim and the pod, and places it.
+    let at = |path: &str| {
+        SCHEDULER_WATCHES
+            .iter()
+            .position(|p| *p == path)
+            .expect("watched")
+    };
+    let claim = wait_for(
+        &mut scheduler_watches[at("/apis/resource.k8s.io/v1/resourceclaims")].1,
+        "the controller's claim on the scheduler's watch",
+        |o| o["metadata"]["name"] == name.as_str(),
+    );
+    schedule(&scheduler, &claim, &pod);
+    let bound = serve.json(&["get", "pod", "real-1"]);
+    assert_eq!(bound["spec"]["nodeName"], "node-1");
+    assert_eq!(
+        bound["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
+        name.as_str()
+    );
+    // Exactly one claim for one template entry: the controller's, allocated and reserved.
     std::thread::sleep(Duration::from_secs(1));
     let all = serve.json(&["get", "resourceclaims"]);
-    assert_eq!(all["items"].as_array().map(Vec::len), Some(1), "{all}");
+    let items = all["items"].as_array().expect("claims");
+    assert_eq!(items.len(), 1, "{all}");
+    assert_eq!(items[0]["metadata"]["name"], name.as_str());
+    assert_eq!(items[0]["status"]["reservedFor"][0]["name"], "real-1");
+    assert_eq!(
+        items[0]["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-0"
+    );
 }
 
 /// Negotiation as kube-apiserver: an Accept this server cannot serve is 406 with upstream's
