@@ -2,7 +2,8 @@
 //! kube-controller-manager's flag (`*` for every loop that is on by default, `NAME` to enable
 //! one, `-NAME` to disable one; the first mention of a name decides), so that a real component
 //! can take a loop over without both doing the work: `--controllers=*,-scheduler` for a real
-//! kube-scheduler, `*,-resourceclaim-controller` for kube-controller-manager's claim controller.
+//! kube-scheduler, `*,-resourceclaim,-scheduler` when kube-controller-manager's claim
+//! controller runs too.
 //! The loops kube-controller-manager also has carry its names (and its aliases); allot's own
 //! are `scheduler` (kube-scheduler) and `kubelet` (the simulated nodes' agents).
 

@@ -70,7 +70,8 @@ pub struct Args {
     pub allow_empty_store: bool,
     /// The control-plane loops to run, as kube-controller-manager's flag: `*` runs every loop,
     /// `NAME` runs one, `-NAME` leaves one out (e.g. `*,-scheduler` when a real kube-scheduler
-    /// runs, `*,-resourceclaim-controller` for kube-controller-manager's claim controller).
+    /// runs, `*,-resourceclaim,-scheduler` when kube-controller-manager's claim controller
+    /// runs too).
     /// Names: resourceclaim-controller (also resource-claim-controller, resourceclaim),
     /// scheduler, kubelet (the simulated nodes' agents), device-taint-eviction-controller,
     /// resourcepoolstatusrequest-controller, namespace-controller,
