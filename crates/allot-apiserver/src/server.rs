@@ -139,10 +139,13 @@ impl Server {
                 .get::<allot_api::core::v1::Namespace>("", name)
                 .is_none()
             {
-                let object = storage::stored_from_json(
-                    &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
-                )
-                .map_err(|message| Error::Replay { rv: 0, message })?;
+                // As kube-apiserver's system namespaces controller creates them: through
+                // the registry's create (phase Active, finalizer, name label).
+                let mut namespace =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                crate::namespace::prepare_create(&mut namespace);
+                let object = storage::stored_from_json(&namespace)
+                    .map_err(|message| Error::Replay { rv: 0, message })?;
                 let _ = inner.store.create_stored(object, &now);
                 // Another server sharing the storage may have created it first.
                 if let Err(err) = persist(&mut inner, true)
@@ -2056,8 +2059,11 @@ fn replace_with(
                 }
             }
         }
-        if info.kind == Kind::Namespace && !target.status {
-            crate::namespace::keep_spec_finalizers(&current, &mut merged);
+        if info.kind == Kind::Namespace {
+            if !target.status {
+                crate::namespace::keep_spec_finalizers(&current, &mut merged);
+            }
+            crate::namespace::label_name(&mut merged);
         }
         let mut object = admit(target, merged, store.get_stored(&key))?;
         // metadata.generation counts changes of everything but metadata and status, made
