@@ -621,3 +621,182 @@ fn content_negotiation_answers_as_kube_apiserver() {
         String::from_utf8_lossy(&refused.body)
     );
 }
+
+/// `pods/eviction` as upstream's EvictionREST: a PodDisruptionBudget that allows no disruption
+/// answers 429 with upstream's message and cause; one that allows one takes it, marks the pod
+/// with the DisruptionTarget condition and deletes it.
+#[test]
+fn eviction_honours_pod_disruption_budgets() {
+    let kubectl = kubectl::find();
+    let (_dir, serve) = start(&kubectl, "*,-scheduler");
+    let pdb = r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: keep-one, namespace: default}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: default, labels: {app: web}}
+spec:
+  nodeName: node-1
+  containers: [{name: app, image: busybox}]
+"#;
+    serve.ok(&["apply", "-f", &serve.file("pdb.yaml", pdb)]);
+    // The pod runs and is ready (the kubelet's status); the budget as the disruption
+    // controller would have written it.
+    serve.ok(&[
+        "patch",
+        "pod",
+        "web-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    let budget_status = |allowed: u32| {
+        format!(
+            r#"{{"status":{{"observedGeneration":1,"disruptionsAllowed":{allowed},"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}}}"#
+        )
+    };
+    serve.ok(&[
+        "patch",
+        "pdb",
+        "keep-one",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &budget_status(0),
+    ]);
+    let c = client(&serve, "kubectl/v1.37.1");
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "web-1", "namespace": "default"}});
+    let path = "/api/v1/namespaces/default/pods/web-1/eviction";
+    let body = serde_json::to_vec(&eviction).expect("json");
+    let refused = c.send("POST", path, "application/json", "application/json", &body);
+    assert_eq!(refused.status, 429);
+    let status = refused.json();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(
+        status["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        status["details"]["causes"][0],
+        json!({"reason": "DisruptionBudget",
+               "message": "The disruption budget keep-one needs 1 healthy pods and has 1 currently"})
+    );
+    assert_eq!(
+        serve.json(&["get", "pod", "web-1"])["metadata"]["name"],
+        "web-1"
+    );
+    // A budget that allows one disruption: the eviction takes it and the pod goes.
+    serve.ok(&[
+        "patch",
+        "pdb",
+        "keep-one",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &budget_status(1),
+    ]);
+    let evicted = c.send("POST", path, "application/json", "application/json", &body);
+    assert_eq!(
+        evicted.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&evicted.body)
+    );
+    assert_eq!(evicted.json()["status"], "Success");
+    let budget = serve.json(&["get", "pdb", "keep-one"]);
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+    assert!(
+        budget["status"]["disruptedPods"].get("web-1").is_some(),
+        "{budget}"
+    );
+    let gone = serve.fails(&["get", "pod", "web-1"]);
+    assert!(gone.contains("pods \"web-1\" not found"), "{gone}");
+}
+
+/// An Event written through core/v1 reads through `events.k8s.io/v1` with upstream's field
+/// names, and `kubectl apply` of a kind the server does not serve prints kube-apiserver's
+/// reason (kubectl's protobuf OpenAPI v2 request is answered, so it gets that far).
+#[test]
+fn events_read_in_both_apis_and_unserved_kinds_are_named() {
+    let kubectl = kubectl::find();
+    let (_dir, serve) = start(&kubectl, "*,-scheduler");
+    let event = r#"
+apiVersion: v1
+kind: Event
+metadata: {name: node-1.1, namespace: default}
+involvedObject: {kind: Node, name: node-1, apiVersion: v1}
+reason: Starting
+message: Starting kubelet.
+source: {component: kubelet, host: node-1}
+firstTimestamp: "2026-12-02T11:00:00Z"
+lastTimestamp: "2026-12-02T11:00:05Z"
+count: 2
+type: Normal
+"#;
+    serve.ok(&["apply", "-f", &serve.file("event.yaml", event)]);
+    let v1 = serve.json(&["get", "events.v1.events.k8s.io", "node-1.1"]);
+    assert_eq!(v1["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(v1["note"], "Starting kubelet.");
+    assert_eq!(v1["regarding"]["name"], "node-1");
+    assert_eq!(
+        v1["deprecatedSource"],
+        json!({"component": "kubelet", "host": "node-1"})
+    );
+    assert_eq!(v1["deprecatedCount"], 2);
+    assert_eq!(v1["deprecatedFirstTimestamp"], "2026-12-02T11:00:00Z");
+    assert!(v1.get("message").is_none() && v1.get("involvedObject").is_none());
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n";
+    let err = serve.fails(&["apply", "-f", &serve.file("widget.yaml", widget)]);
+    assert!(
+        err.contains(r#"no matches for kind "Widget" in version "example.com/v1""#),
+        "{err}"
+    );
+    let old = "apiVersion: resource.k8s.io/v1alpha1\nkind: ResourceClaim\nmetadata: {name: c}\n";
+    let err = serve.fails(&["apply", "-f", &serve.file("old.yaml", old)]);
+    assert!(
+        err.contains(
+            r#"no matches for kind "ResourceClaim" in version "resource.k8s.io/v1alpha1""#
+        ),
+        "{err}"
+    );
+}
+
+/// The namespaces the server starts with are created as kube-apiserver creates them (phase
+/// `Active`, the `kubernetes` finalizer, the `kubernetes.io/metadata.name` label):
+/// kube-controller-manager's serviceaccount controller skips a namespace that is not Active,
+/// and namespace selectors find a namespace by that label, which every write keeps.
+#[test]
+fn namespaces_are_active_and_labelled_with_their_name() {
+    let kubectl = kubectl::find();
+    let (_dir, serve) = start(&kubectl, "*,-scheduler");
+    for name in ["default", "kube-system", "kube-public"] {
+        let ns = serve.json(&["get", "namespace", name]);
+        assert_eq!(ns["status"]["phase"], "Active", "{ns}");
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]), "{ns}");
+        assert_eq!(
+            ns["metadata"]["labels"]["kubernetes.io/metadata.name"], name,
+            "{ns}"
+        );
+    }
+    serve.ok(&["create", "namespace", "team-a"]);
+    serve.ok(&[
+        "label",
+        "namespace",
+        "team-a",
+        "--overwrite",
+        "kubernetes.io/metadata.name=other",
+        "tier=gold",
+    ]);
+    let labels = serve.json(&["get", "namespace", "team-a"])["metadata"]["labels"].clone();
+    assert_eq!(
+        labels,
+        json!({"kubernetes.io/metadata.name": "team-a", "tier": "gold"})
+    );
+}
