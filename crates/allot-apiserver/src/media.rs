@@ -122,8 +122,8 @@ pub fn accepted(protobuf: bool, stream: bool) -> String {
 }
 
 /// Negotiates the response for an `Accept` header: `protobuf` says whether the resource has a
-/// protobuf form, `stream` whether the response is a watch.
-pub fn negotiate(accept: &str, protobuf: bool, stream: bool) -> Result<Media, Response> {
+/// protobuf form, `stream` whether the response is a watch. The error is the 406 answer.
+pub fn negotiate(accept: &str, protobuf: bool, stream: bool) -> Result<Media, Box<Response>> {
     if accept.trim().is_empty() {
         return Ok(Media::JSON);
     }
@@ -143,7 +143,7 @@ pub fn negotiate(accept: &str, protobuf: bool, stream: bool) -> Result<Media, Re
             }
         }
     }
-    Err(not_acceptable(protobuf, stream))
+    Err(Box::new(not_acceptable(protobuf, stream)))
 }
 
 /// What a clause's parameters ask for, or `None` when this server cannot give it in `format`.

@@ -907,7 +907,7 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         watching,
     ) {
         Ok(media) => media,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     // A watch cannot change its format midway: when objects of the kind hold fields the
     // protobuf schema lacks, it is JSON (if the client takes JSON).
