@@ -3,7 +3,9 @@
 //! a ResourceSlice of 8 GPUs (attributes, capacity): encoding an allot object and decoding it
 //! back into one. JSON is serde_json on the same typed object (`json`), and, for encoding, also
 //! the way `allot serve` answered before protobuf (`json via Value`: the object as a
-//! `serde_json::Value`, then bytes).
+//! `serde_json::Value`, then bytes). Decoding is also measured without building the object
+//! (`no object`: every value visited into `serde::de::IgnoredAny`), to tell the wire format's
+//! share from the typed object's.
 
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
@@ -123,6 +125,19 @@ where
     });
     group.bench_function("protobuf", |b| {
         b.iter(|| allot_protobuf::decode::<T>(std::hint::black_box(&protobuf)).expect("protobuf"))
+    });
+    // The wire formats alone: the bytes read and every value visited, no object built.
+    group.bench_function("json, no object", |b| {
+        b.iter(|| {
+            serde_json::from_slice::<serde::de::IgnoredAny>(std::hint::black_box(&json))
+                .expect("json")
+        })
+    });
+    group.bench_function("protobuf, no object", |b| {
+        b.iter(|| {
+            allot_protobuf::decode::<serde::de::IgnoredAny>(std::hint::black_box(&protobuf))
+                .expect("protobuf")
+        })
     });
     group.finish();
 }
