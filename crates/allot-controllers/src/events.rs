@@ -472,12 +472,22 @@ pub struct EventRecorder {
     claims: RefCell<BTreeMap<ObjectKey, Vec<ResourceClaim>>>,
     /// Per claim uid, the binding state last seen.
     bindings: BTreeMap<String, Binding>,
+    /// Components whose Events are not recorded here (the real component runs and records
+    /// its own: a real kube-scheduler with `--controllers=*,-scheduler`).
+    silent: BTreeSet<&'static str>,
 }
 
 impl EventRecorder {
     /// A recorder.
     pub fn new() -> Self {
         EventRecorder::default()
+    }
+
+    /// A recorder that leaves out the pod Events of `component` (one of [`SCHEDULER`],
+    /// [`KUBELET`], [`TAINT_EVICTION`]).
+    pub fn without(mut self, component: &'static str) -> Self {
+        self.silent.insert(component);
+        self
     }
 
     fn reconcile_pod(
@@ -490,7 +500,8 @@ impl EventRecorder {
         for (pod, deleted) in &states {
             let uid = &pod.metadata.uid;
             let prebound = self.prebound.get_mut().contains(uid);
-            let events = pod_events(pod, prebound, *deleted);
+            let mut events = pod_events(pod, prebound, *deleted);
+            events.retain(|e| !self.silent.contains(e.component));
             let previous = self.last.get(uid);
             for event in &events {
                 let object = pod_event_object(pod, event, now);

@@ -11,7 +11,10 @@
 
 #![deny(missing_docs)]
 
+pub mod answers;
+pub mod capacity;
 pub mod example;
+pub mod fragmentation;
 pub mod generate;
 pub mod input;
 pub mod invariants;
@@ -19,10 +22,13 @@ pub mod memory;
 pub mod output;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod run;
+pub mod shape;
 pub mod table;
 pub mod timeline;
 pub mod trace;
+pub mod usage;
 pub mod workloads;
 
 pub use input::{Input, load_paths, load_texts};
