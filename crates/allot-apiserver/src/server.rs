@@ -251,9 +251,10 @@ impl Server {
 }
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
-/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
-/// leader's Lease object; those `--controllers` disables are left out.
+/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests, the
+/// workload controllers), then the recorder of Events, the garbage collector, the namespace
+/// controller, ClusterRole aggregation and the leader's Lease object; those `--controllers`
+/// disables are left out.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     // Their writes record managedFields as the upstream component that makes them.
     let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
@@ -320,6 +321,32 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
             )),
         ));
     }
+    // The workload controllers of kube-controller-manager, as `allot simulate` runs them.
+    let workloads: [(&str, fn() -> Box<dyn allot_runtime::Controller>); 6] = [
+        ("deployment-controller", || {
+            Box::new(allot_controllers::DeploymentController::new())
+        }),
+        ("replicaset-controller", || {
+            Box::new(allot_controllers::ReplicaSetController::new())
+        }),
+        ("statefulset-controller", || {
+            Box::new(allot_controllers::StatefulSetController::new())
+        }),
+        ("daemonset-controller", || {
+            Box::new(allot_controllers::DaemonSetController::new())
+        }),
+        ("job-controller", || {
+            Box::new(allot_controllers::JobController::new())
+        }),
+        ("cronjob-controller", || {
+            Box::new(allot_controllers::CronJobController::new())
+        }),
+    ];
+    for (name, make) in workloads {
+        if enabled.runs(name) {
+            loops.push(as_(KCM, make()));
+        }
+    }
     // The Events of the loops that run (a real component records its own).
     let mut recorder = crate::events::EventRecorder::new();
     for (name, component) in [
@@ -335,6 +362,12 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         }
     }
     loops.push(Box::new(recorder));
+    if enabled.runs("garbage-collector-controller") {
+        loops.push(as_(
+            KCM,
+            Box::new(allot_controllers::GarbageCollector::new()),
+        ));
+    }
     if enabled.runs("namespace-controller") {
         loops.push(as_(
             KCM,
@@ -956,7 +989,7 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes, &query),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -2412,11 +2445,52 @@ fn apply_patch(
     })
 }
 
+/// How a DELETE treats the object's dependents: `propagationPolicy` (body or query), else the
+/// older `orphanDependents`, else the kind's default (Orphan for batch/v1 Jobs, for backward
+/// compatibility as upstream; Background for the rest).
+fn propagation(
+    options: &Value,
+    query: &[(String, String)],
+    kind: Kind,
+) -> Result<allot_controllers::garbagecollector::Propagation, ApiError> {
+    use allot_controllers::garbagecollector::Propagation;
+    let policy = options
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            let q = query_get(query, "propagationPolicy");
+            (!q.is_empty()).then(|| q.to_string())
+        });
+    if let Some(policy) = policy {
+        return Propagation::parse(&policy).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+            ))
+        });
+    }
+    let orphan = options
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| match query_get(query, "orphanDependents") {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        });
+    Ok(match orphan {
+        Some(true) => Propagation::Orphan,
+        Some(false) => Propagation::Background,
+        None if kind == Kind::Job => Propagation::Orphan,
+        None => Propagation::Background,
+    })
+}
+
 fn delete(
     shared: &Shared,
     target: &Target,
     name: &str,
     bytes: &[u8],
+    query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
@@ -2431,6 +2505,10 @@ fn delete(
             .get("dryRun")
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().any(|v| v == "All"));
+    use allot_controllers::garbagecollector::{
+        FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation,
+    };
+    let propagation = propagation(&options, query, key.kind)?;
     let deleted = write(shared, dry_run, |store| {
         let current = store
             .get_stored(&key)
@@ -2476,7 +2554,14 @@ fn delete(
         {
             return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
         }
-        delete_stored(store, current, &now_rfc3339()).map_err(|e| store_error(info, e))
+        // Foreground and Orphan leave the object with the garbage collector's finalizer.
+        let gc_finalizer = match propagation {
+            Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+            Propagation::Orphan => Some(ORPHAN_FINALIZER),
+            Propagation::Background => None,
+        };
+        delete_stored_as(store, current, &now_rfc3339(), gc_finalizer)
+            .map_err(|e| store_error(info, e))
     })?;
     Ok((StatusCode::OK, render(target.info, &deleted)))
 }
@@ -2520,8 +2605,27 @@ pub(crate) fn delete_stored(
     current: Stored,
     now: &str,
 ) -> Result<Stored, StoreError> {
-    if !current.meta().finalizers.is_empty() {
+    delete_stored_as(store, current, now, None)
+}
+
+/// [`delete_stored`] with a propagation policy's garbage-collector finalizer
+/// (`foregroundDeletion` or `orphan`), which leaves the object marked for the collector.
+fn delete_stored_as(
+    store: &mut Store,
+    current: Stored,
+    now: &str,
+    gc_finalizer: Option<&str>,
+) -> Result<Stored, StoreError> {
+    if !current.meta().finalizers.is_empty() || gc_finalizer.is_some() {
         let mut marked = current;
+        if let Some(finalizer) = gc_finalizer {
+            let finalizers = &mut marked.meta_mut().finalizers;
+            finalizers.retain(|f| {
+                f != allot_controllers::garbagecollector::FOREGROUND_FINALIZER
+                    && f != allot_controllers::garbagecollector::ORPHAN_FINALIZER
+            });
+            finalizers.push(finalizer.to_string());
+        }
         if marked.meta().deletion_timestamp.is_none() {
             marked.meta_mut().deletion_timestamp = Some(now.to_string());
         }

@@ -21,12 +21,15 @@ pub mod invariants;
 pub mod memory;
 pub mod output;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod shape;
 pub mod table;
 pub mod timeline;
+pub mod trace;
 pub mod usage;
+pub mod workloads;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};
