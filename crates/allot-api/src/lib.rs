@@ -15,14 +15,19 @@ mod serde_util;
 mod strenum;
 
 pub mod allot;
+pub mod apps;
+pub mod batch;
 pub mod coordination;
 pub mod core;
 pub mod defaults;
+pub mod intstr;
 pub mod kubescheduler;
 pub mod load;
 pub mod meta;
+pub mod policy;
 pub mod rbac;
 pub mod resource;
 pub mod scheduling;
+pub mod storage;
 
 pub use allot_quantity::Quantity;

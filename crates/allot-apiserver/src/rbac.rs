@@ -171,7 +171,7 @@ pub fn bootstrap_objects() -> Vec<Value> {
     const TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
     const TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
     const TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
-    vec![
+    let mut objects = vec![
         role(
             "cluster-admin",
             &[],
@@ -382,7 +382,10 @@ pub fn bootstrap_objects() -> Vec<Value> {
         controller("resource-claim-controller"),
         controller("device-taint-eviction-controller"),
         controller("resourcepoolstatusrequest-controller"),
-    ]
+    ];
+    // The workload, storage, service and policy kinds' rules, roles and bindings.
+    crate::rbac_kinds::extend(&mut objects);
+    objects
 }
 
 fn key_of_json(value: &Value) -> Option<ObjectKey> {

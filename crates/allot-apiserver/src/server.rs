@@ -40,6 +40,9 @@ pub struct ServeOptions {
     /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
     /// defaults when `None`.
     pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
+    /// Start even when the event log is missing or empty in a data directory an earlier
+    /// server used (`--allow-empty-store`).
+    pub allow_empty_store: bool,
 }
 
 impl ServeOptions {
@@ -53,6 +56,7 @@ impl ServeOptions {
             token_auth_file: None,
             etcd: None,
             kubelet_config: None,
+            allow_empty_store: false,
         }
     }
 }
@@ -99,7 +103,11 @@ impl Server {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(&options.data_dir).map_err(io(&options.data_dir))?;
-        let (backend, store, lock) = storage::open(&options.data_dir, options.etcd.as_ref())?;
+        let (backend, store, lock) = storage::open(
+            &options.data_dir,
+            options.etcd.as_ref(),
+            options.allow_empty_store,
+        )?;
         let persisted = store.resource_version();
         let mut inner = Inner {
             store,
@@ -451,6 +459,22 @@ impl IntoResponse for ApiError {
 }
 
 /// `plural.group` as upstream names a resource in messages.
+/// The admission checks of `kinds_admission`, as upstream's admission plugins answer: 403.
+fn admit_kinds(info: &ResourceInfo, store: &Store, object: &Stored) -> Result<(), ApiError> {
+    match crate::kinds_admission::forbidden(store, object) {
+        None => Ok(()),
+        Some(reason) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{} \"{}\" is forbidden: {reason}",
+                qualified(info),
+                object.meta().name
+            ),
+        )),
+    }
+}
+
 fn qualified(info: &ResourceInfo) -> String {
     if info.group.is_empty() {
         info.plural.to_string()
@@ -1175,8 +1199,9 @@ fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// Decodes, defaults and validates an object for the target; the body's type and namespace
-/// must agree with the URL.
-fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
+/// must agree with the URL. An update (`old`: the stored object) is also held to the update
+/// rules of its kind, reported with the other errors as upstream's `ValidateUpdate` does.
+fn admit(target: &Target, mut value: Value, old: Option<&Stored>) -> Result<Stored, ApiError> {
     let info = target.info;
     let Some(map) = value.as_object_mut() else {
         return Err(ApiError::bad_request("the request body must be an object"));
@@ -1274,7 +1299,19 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         crate::apply::FieldValidation::Ignore => {}
     }
     allot_api::defaults::default_object(&mut object);
-    let errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
+    let mut errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
+    if let Some(old) = old {
+        let subresource = if target.status {
+            allot_validation::Subresource::Status
+        } else {
+            allot_validation::Subresource::Main
+        };
+        errors.extend(allot_validation::validate_object_update(
+            &object,
+            &old.to_object(),
+            subresource,
+        ));
+    }
     if !errors.is_empty() {
         let name = raw.name().to_string();
         return Err(invalid(info, &name, &errors));
@@ -1483,7 +1520,7 @@ fn create_value(
         .pointer("/metadata/managedFields")
         .cloned()
         .unwrap_or(Value::Null);
-    let mut object = admit(target, value)?;
+    let mut object = admit(target, value, None)?;
     let now = now_rfc3339();
     manage_fields(target, None, &requested, &mut object, entries, &now);
     if target.info.kind.namespaced() {
@@ -1520,6 +1557,7 @@ fn create_value(
         if !errors.is_empty() {
             return Err(invalid(target.info, &object.meta().name, &errors));
         }
+        admit_kinds(target.info, store, &object)?;
         admit_rbac(target, store, None, &object)?;
         store
             .create_stored(object, &now)
@@ -1632,7 +1670,7 @@ fn replace_with(
         if info.kind == Kind::Namespace && !target.status {
             crate::namespace::keep_spec_finalizers(&current, &mut merged);
         }
-        let object = admit(target, merged)?;
+        let object = admit(target, merged, store.get_stored(&key))?;
         if target.status
             && info.kind == Kind::ResourceClaim
             && let Some(requester) = &target.requester
@@ -1653,6 +1691,7 @@ fn replace_with(
             }
         }
         if !target.status {
+            admit_kinds(info, store, &object)?;
             let errors = crate::auth::admit_admin_access_update(store, &current, &object);
             if !errors.is_empty() {
                 return Err(invalid(info, name, &errors));

@@ -533,6 +533,18 @@ pub fn stored_key(stored: &Stored) -> ObjectKey {
     ObjectKey::new(kind, namespace, meta.name.clone())
 }
 
+/// The Priority admission plugin's rule, over the input: one default PriorityClass.
+fn one_default_priority_class(stored: &Stored, objects: &[Stored]) -> Option<String> {
+    let Stored::PriorityClass(class) = stored else {
+        return None;
+    };
+    let classes = objects.iter().filter_map(|o| match o {
+        Stored::PriorityClass(c) => Some(&**c),
+        _ => None,
+    });
+    allot_validation::core_more::admit_priority_class(class, classes)
+}
+
 fn kind_by_name(name: &str) -> Option<Kind> {
     Kind::ALL.into_iter().find(|k| k.name() == name)
 }
@@ -676,6 +688,12 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                             &raw,
                             "metadata.name",
                             format!("Duplicate value: {key} is also defined at {first}"),
+                        ));
+                    } else if let Some(reason) = one_default_priority_class(&stored, &objects) {
+                        errors.push(raw_error(
+                            &raw,
+                            "globalDefault",
+                            format!("Forbidden: {reason}"),
                         ));
                     } else {
                         seen.insert(key, format!("{}:{}", raw.file, raw.line));

@@ -22,16 +22,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use allot_api::allot::v1alpha1::NodeTopology;
+use allot_api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use allot_api::batch::v1::{CronJob, Job};
 use allot_api::coordination::v1::Lease;
-use allot_api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
+use allot_api::core::v1::{
+    Event as CoreEvent, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Service,
+};
 use allot_api::load::Object;
 use allot_api::meta::v1::ObjectMeta;
+use allot_api::policy::v1::PodDisruptionBudget;
 use allot_api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use allot_api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use allot_api::resource::v1alpha3::ResourcePoolStatusRequest;
+use allot_api::scheduling::v1::PriorityClass;
 use allot_api::scheduling::v1beta1::PodGroup;
+use allot_api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 
 /// The kinds the store holds, in the order `kubectl get` would list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,6 +50,18 @@ pub enum Kind {
     Namespace,
     /// `v1 Node` (cluster-scoped).
     Node,
+    /// `scheduling.k8s.io/v1 PriorityClass` (cluster-scoped).
+    PriorityClass,
+    /// `storage.k8s.io/v1 StorageClass` (cluster-scoped).
+    StorageClass,
+    /// `storage.k8s.io/v1 CSIDriver` (cluster-scoped).
+    CSIDriver,
+    /// `storage.k8s.io/v1 CSINode` (cluster-scoped).
+    CSINode,
+    /// `v1 PersistentVolume` (cluster-scoped).
+    PersistentVolume,
+    /// `storage.k8s.io/v1 VolumeAttachment` (cluster-scoped).
+    VolumeAttachment,
     /// `resource.k8s.io/v1 DeviceClass` (cluster-scoped).
     DeviceClass,
     /// `resource.k8s.io/v1 ResourceSlice` (cluster-scoped).
@@ -54,6 +76,30 @@ pub enum Kind {
     ResourceClaim,
     /// `scheduling.k8s.io PodGroup`.
     PodGroup,
+    /// `storage.k8s.io/v1 CSIStorageCapacity`.
+    CSIStorageCapacity,
+    /// `v1 PersistentVolumeClaim`.
+    PersistentVolumeClaim,
+    /// `v1 Service`.
+    Service,
+    /// `policy/v1 PodDisruptionBudget`.
+    PodDisruptionBudget,
+    /// `apps/v1 Deployment`.
+    Deployment,
+    /// `apps/v1 ReplicaSet`.
+    ReplicaSet,
+    /// `apps/v1 StatefulSet`.
+    StatefulSet,
+    /// `apps/v1 DaemonSet`.
+    DaemonSet,
+    /// `apps/v1 ControllerRevision`.
+    ControllerRevision,
+    /// `batch/v1 Job`.
+    Job,
+    /// `batch/v1 CronJob`.
+    CronJob,
+    /// `v1 ReplicationController`.
+    ReplicationController,
     /// `v1 Pod`.
     Pod,
     /// `v1 Event`.
@@ -75,7 +121,8 @@ pub enum Kind {
 impl Kind {
     /// Whether creation starts `metadata.generation` at 1. Upstream's registry strategies do so
     /// for the kinds with a spec whose changes controllers observe; Namespace, Node, Pod, Event,
-    /// Lease and the RBAC kinds (whose strategies leave PrepareForCreate empty) get none.
+    /// Lease, the RBAC kinds and the storage and service kinds below (whose strategies set no
+    /// generation in PrepareForCreate) get none.
     pub fn starts_generation(self) -> bool {
         !matches!(
             self,
@@ -88,13 +135,27 @@ impl Kind {
                 | Kind::ClusterRole
                 | Kind::RoleBinding
                 | Kind::ClusterRoleBinding
+                | Kind::StorageClass
+                | Kind::CSINode
+                | Kind::CSIStorageCapacity
+                | Kind::PersistentVolume
+                | Kind::PersistentVolumeClaim
+                | Kind::VolumeAttachment
+                | Kind::Service
+                | Kind::ControllerRevision
         )
     }
 
     /// Every kind, in list order.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 35] = [
         Kind::Namespace,
         Kind::Node,
+        Kind::PriorityClass,
+        Kind::StorageClass,
+        Kind::CSIDriver,
+        Kind::CSINode,
+        Kind::PersistentVolume,
+        Kind::VolumeAttachment,
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
@@ -102,6 +163,18 @@ impl Kind {
         Kind::ResourceClaimTemplate,
         Kind::ResourceClaim,
         Kind::PodGroup,
+        Kind::CSIStorageCapacity,
+        Kind::PersistentVolumeClaim,
+        Kind::Service,
+        Kind::PodDisruptionBudget,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
+        Kind::DaemonSet,
+        Kind::ControllerRevision,
+        Kind::Job,
+        Kind::CronJob,
+        Kind::ReplicationController,
         Kind::Pod,
         Kind::Event,
         Kind::NodeTopology,
@@ -132,6 +205,24 @@ impl Kind {
             Kind::RoleBinding => "RoleBinding",
             Kind::ClusterRoleBinding => "ClusterRoleBinding",
             Kind::Lease => "Lease",
+            Kind::PriorityClass => "PriorityClass",
+            Kind::StorageClass => "StorageClass",
+            Kind::CSIDriver => "CSIDriver",
+            Kind::CSINode => "CSINode",
+            Kind::PersistentVolume => "PersistentVolume",
+            Kind::VolumeAttachment => "VolumeAttachment",
+            Kind::CSIStorageCapacity => "CSIStorageCapacity",
+            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Kind::Service => "Service",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::ControllerRevision => "ControllerRevision",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+            Kind::ReplicationController => "ReplicationController",
         }
     }
 
@@ -150,6 +241,23 @@ impl Kind {
                 "rbac.authorization.k8s.io/v1"
             }
             Kind::Lease => "coordination.k8s.io/v1",
+            Kind::PersistentVolume
+            | Kind::PersistentVolumeClaim
+            | Kind::Service
+            | Kind::ReplicationController => "v1",
+            Kind::PriorityClass => "scheduling.k8s.io/v1",
+            Kind::StorageClass
+            | Kind::CSIDriver
+            | Kind::CSINode
+            | Kind::VolumeAttachment
+            | Kind::CSIStorageCapacity => "storage.k8s.io/v1",
+            Kind::PodDisruptionBudget => "policy/v1",
+            Kind::Deployment
+            | Kind::ReplicaSet
+            | Kind::StatefulSet
+            | Kind::DaemonSet
+            | Kind::ControllerRevision => "apps/v1",
+            Kind::Job | Kind::CronJob => "batch/v1",
         }
     }
 
@@ -165,6 +273,18 @@ impl Kind {
                 | Kind::Role
                 | Kind::RoleBinding
                 | Kind::Lease
+                | Kind::CSIStorageCapacity
+                | Kind::PersistentVolumeClaim
+                | Kind::Service
+                | Kind::PodDisruptionBudget
+                | Kind::Deployment
+                | Kind::ReplicaSet
+                | Kind::StatefulSet
+                | Kind::DaemonSet
+                | Kind::ControllerRevision
+                | Kind::Job
+                | Kind::CronJob
+                | Kind::ReplicationController
         )
     }
 }
@@ -349,6 +469,14 @@ macro_rules! stored_kinds {
                     _ => None,
                 }
             }
+
+            /// A copy of the object as the decoded document enum (for validation rules that
+            /// compare an object with its stored version).
+            pub fn to_object(&self) -> Object {
+                match self {
+                    $(Stored::$variant(o) => Object::$variant((**o).clone()),)*
+                }
+            }
         }
 
         impl Store {
@@ -421,6 +549,24 @@ stored_kinds! {
     RoleBinding => RoleBinding,
     ClusterRoleBinding => ClusterRoleBinding,
     Lease => Lease,
+    PriorityClass => PriorityClass,
+    StorageClass => StorageClass,
+    CSIDriver => CSIDriver,
+    CSINode => CSINode,
+    PersistentVolume => PersistentVolume,
+    VolumeAttachment => VolumeAttachment,
+    CSIStorageCapacity => CSIStorageCapacity,
+    PersistentVolumeClaim => PersistentVolumeClaim,
+    Service => Service,
+    PodDisruptionBudget => PodDisruptionBudget,
+    Deployment => Deployment,
+    ReplicaSet => ReplicaSet,
+    StatefulSet => StatefulSet,
+    DaemonSet => DaemonSet,
+    ControllerRevision => ControllerRevision,
+    Job => Job,
+    CronJob => CronJob,
+    ReplicationController => ReplicationController,
 }
 
 /// What happened to an object.
@@ -682,6 +828,7 @@ impl Store {
         if meta.generation.is_none() && kind.starts_generation() {
             meta.generation = Some(1);
         }
+        prepare_created(&mut object);
         self.put(&key, object.clone());
         self.journal_record(|| None);
         self.events.push(Event {
@@ -873,6 +1020,16 @@ impl Store {
                 return name;
             }
         }
+    }
+}
+
+/// What upstream's registry strategies do at creation that needs the uid just assigned: a
+/// Job without a manual selector gets its generated selector and pod labels.
+fn prepare_created(object: &mut Stored) {
+    if let Stored::Job(job) = object
+        && job.spec.manual_selector != Some(true)
+    {
+        allot_api::defaults::workloads::generate_job_selector(Arc::make_mut(job));
     }
 }
 

@@ -9,13 +9,21 @@
 
 #![deny(missing_docs)]
 
+pub mod apps;
+pub mod batch;
 pub mod cel;
 pub mod core;
+pub mod core_more;
+pub mod cron;
 pub mod field;
+pub mod kinds;
 pub mod meta;
 pub mod names;
+pub mod policy;
 pub mod rbac;
 pub mod resource;
+pub mod storage;
+pub mod update;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +33,7 @@ use allot_api::resource::v1::{DRA_ADMIN_NAMESPACE_LABEL_KEY, ResourceClaimSpec};
 
 pub use cel::{CelCompileError, CelCompiler, CelErrorKind, DraCel, ExpressionKind};
 pub use field::{BadValue, ErrorType, FieldError};
+pub use update::{Subresource, validate_object_update};
 
 /// Validates one decoded (and defaulted) object. Kinds without rules (AllocationOptions,
 /// extensions) validate as empty.
@@ -52,6 +61,7 @@ pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError
         | Object::NodeTopology(_)
         | Object::Lease(_)
         | Object::Extension => Vec::new(),
+        other => kinds::validate_object(other),
     }
 }
 

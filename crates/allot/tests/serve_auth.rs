@@ -361,7 +361,8 @@ fn admin_access_only_in_labelled_namespaces() {
     );
     serve.create(None, &claim("admins"));
     serve.create(None, &template("admins"));
-    // Without adminAccess the unlabelled namespace is fine, and an update cannot add it.
+    // Without adminAccess the unlabelled namespace is fine, and an update cannot add it (a
+    // claim's spec is immutable, as upstream's).
     serve.create(
         None,
         &claim("plain").replace("        adminAccess: true\n", ""),
@@ -369,7 +370,7 @@ fn admin_access_only_in_labelled_namespaces() {
     let file = dir.path().join("claim.yaml");
     std::fs::write(&file, claim("plain")).expect("writes");
     let err = serve.fails_as(None, &["apply", "-f", file.to_str().unwrap_or_default()]);
-    assert!(err.contains(message), "{err}");
+    assert!(err.contains("spec: Forbidden: field is immutable"), "{err}");
     // Changing other fields of an admin-access claim in a labelled namespace is fine.
     serve.ok_as(
         None,

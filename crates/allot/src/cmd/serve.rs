@@ -49,6 +49,10 @@ pub struct Args {
     /// the kubelet's defaults without it.
     #[arg(long, value_name = "FILE")]
     pub kubelet_config: Option<PathBuf>,
+    /// Start even when the event log (DATA_DIR/events.log) is missing or empty although the
+    /// directory was used before (it holds pki/ or tokens.csv): begins an empty cluster.
+    #[arg(long)]
+    pub allow_empty_store: bool,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -84,6 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     options.bookmark_interval =
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
     options.token_auth_file = args.token_auth_file;
+    options.allow_empty_store = args.allow_empty_store;
     if !args.etcd_servers.is_empty() {
         let mut etcd = allot_apiserver::etcd::EtcdOptions::new(args.etcd_servers);
         etcd.prefix = args.etcd_prefix;
