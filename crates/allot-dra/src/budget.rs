@@ -4,7 +4,7 @@
 //! node by default). Time is not deterministic, so allot counts work instead: a search step is
 //! one position of the search entered, one candidate device looked at, one device visited by a
 //! bound. Steps cost tens of nanoseconds each, so the default of [`Budget::DEFAULT_STEPS`]
-//! stays around a second on a slow core, far below upstream's timeout. The memo of failed
+//! stays around a tenth to a third of a second on a busy 2-core machine, far below upstream's timeout. The memo of failed
 //! search states is the only thing that grows with the search rather than with the input; it
 //! stops growing at [`Budget::max_memo_bytes`] (the search goes on without remembering more).
 
@@ -18,8 +18,8 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The default step limit: about a second of search on a busy 2-core machine.
-    pub const DEFAULT_STEPS: u64 = 8_000_000;
+    /// The default step limit: 0.1 to 0.3 s of search on a busy 2-core machine.
+    pub const DEFAULT_STEPS: u64 = 2_000_000;
     /// The default memo limit.
     pub const DEFAULT_MEMO_BYTES: u64 = 64 << 20;
 

@@ -618,6 +618,33 @@ fn explain_constraints(
     failures
 }
 
+impl Explanation {
+    /// The same explanation told for claims of other names (a cached failure of claims with
+    /// the same specs, in the same order): `names[i]` (`namespace/name`) replaces claim `i`'s
+    /// name, in the claims and in the shortfalls' requests.
+    pub fn rename_claims(&mut self, names: &[String]) {
+        let mut renamed: BTreeMap<String, &str> = BTreeMap::new();
+        for (claim, name) in self.claims.iter_mut().zip(names) {
+            let old = std::mem::replace(&mut claim.claim, name.clone());
+            renamed.insert(old, name);
+        }
+        for shortfall in &mut self.shortfalls {
+            for request in &mut shortfall.requests {
+                // `namespace/claim/request[/subrequest]`: the claim is the first two parts.
+                let mut parts = request.splitn(3, '/');
+                let (Some(namespace), Some(claim), Some(rest)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                if let Some(name) = renamed.get(&format!("{namespace}/{claim}")) {
+                    *request = format!("{name}/{rest}");
+                }
+            }
+        }
+    }
+}
+
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "claims do not fit on node {}:", self.node)?;

@@ -21,9 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::{AllocationResult, Budget, CelCache, Features, Outcome, Scenario};
 
 /// The budget of the pruned search.
-const STEPS: u64 = 200_000;
+const STEPS: u64 = 100_000;
 /// The budget of the exhaustive walk it is compared with.
-const PLAIN_STEPS: u64 = 2_000_000;
+const PLAIN_STEPS: u64 = 300_000;
 
 /// Reads the input bytes; zeros once they run out.
 struct Bytes<'a>(&'a [u8]);

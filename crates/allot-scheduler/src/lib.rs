@@ -964,9 +964,11 @@ impl Scheduler {
             let mut message = failure.message.clone();
             if let Some(e) = &failure.explanation {
                 let mut e = e.clone();
-                for (ce, claim) in e.claims.iter_mut().zip(&to_allocate) {
-                    ce.claim = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
-                }
+                let names: Vec<String> = to_allocate
+                    .iter()
+                    .map(|claim| format!("{}/{}", claim.metadata.namespace, claim.metadata.name))
+                    .collect();
+                e.rename_claims(&names);
                 message.push('\n');
                 message.push_str(e.to_string().trim_end());
             }
@@ -1567,6 +1569,14 @@ impl Scheduler {
                 Ok(Outcome::Allocated(results)) => results,
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));
+                }
+                // Upstream's filter timeout: an error that stops the attempt, naming the node
+                // (kube-scheduler 1.37 returns it as an error, not as "unschedulable").
+                Ok(Outcome::GaveUp(gave_up)) => {
+                    return Err(Rejection::Error(format!(
+                        "running \"DynamicResources\" filter plugin: node {}: timed out trying to allocate devices: {gave_up}",
+                        state.node.metadata.name
+                    )));
                 }
                 Err(e) => {
                     return Err(Rejection::Error(format!(

@@ -11,7 +11,8 @@
 //! answer if the search could not have met an error first, so the bounds only look at the
 //! *clean prefix*, the requests in search order up to the first one whose checks may raise an
 //! error (a selector or capacity check that fails on some device, a derived attribute, an
-//! `All` request under a constraint). The search cannot get past requests that cannot all be
+//! `All` request under a constraint that could reject one of its devices). The search cannot
+//! get past requests that cannot all be
 //! satisfied, and cannot raise an error before, so it would have found nothing.
 //!
 //! Requests with identical candidates are grouped (a thousand identical claims are one
@@ -82,7 +83,8 @@ struct Demand {
     reqs: Vec<usize>,
     /// The claim.
     claim: usize,
-    /// For a plain `ExactCount` request: the request (the constraint bounds look at those).
+    /// For a slot of one request (not subrequests): the request (the constraint bounds look
+    /// at those).
     plain: Option<usize>,
     /// Devices it needs.
     count: usize,
@@ -149,7 +151,7 @@ fn clean_prefix(problem: &mut Problem<'_>, meter: &mut Meter<'_>) -> Result<Vec<
                 let constrained = problem.constraints[claim]
                     .iter()
                     .any(|c| c.applies(req.parent, req.sub));
-                if req.all && constrained {
+                if req.all && constrained && !all_admitted(problem, claim, slot, r) {
                     // May raise an error when a constraint rejects one of its devices.
                     return Ok(demands);
                 }
@@ -198,7 +200,7 @@ fn clean_prefix(problem: &mut Problem<'_>, meter: &mut Meter<'_>) -> Result<Vec<
                         demands.push(Demand {
                             reqs: reqs.clone(),
                             claim,
-                            plain: (!problem.reqs[r].all).then_some(r),
+                            plain: Some(r),
                             count,
                             candidates,
                         });
@@ -220,6 +222,52 @@ fn clean_prefix(problem: &mut Problem<'_>, meter: &mut Meter<'_>) -> Result<Vec<
         }
     }
     Ok(demands)
+}
+
+/// Whether the constraints that apply to `All` request `r` (in slot `slot` of `claim`) admit
+/// every one of its devices, whatever the search picked before: no earlier slot of the claim
+/// has a request they apply to (so they hold nothing yet when the request starts), and its
+/// devices, added in order, all pass. Then the request never raises "a claim constraint would
+/// not be satisfied".
+fn all_admitted(problem: &Problem<'_>, claim: usize, slot: usize, r: usize) -> bool {
+    let req = &problem.reqs[r];
+    if !req.derived.is_empty() || req.sub.is_some() {
+        return false;
+    }
+    for constraint in &problem.constraints[claim] {
+        if !constraint.applies(req.parent, req.sub) {
+            continue;
+        }
+        let earlier = problem.claims[claim].slots[..slot].iter().any(|s| {
+            let reqs: &[usize] = match s {
+                Slot::Plain(r) => std::slice::from_ref(r),
+                Slot::Subs(subs) => subs,
+            };
+            reqs.iter().any(|&e| {
+                let e = &problem.reqs[e];
+                constraint.applies(e.parent, e.sub)
+            })
+        });
+        if earlier {
+            return false;
+        }
+        let mut fresh = crate::attributes::Constraint::new(
+            constraint.kind,
+            constraint.attribute.clone(),
+            constraint.requests.clone(),
+            constraint.list_semantics(),
+        );
+        for &d in &req.all_devices {
+            let attribute = problem.attribute(r, d, &constraint.attribute);
+            if !fresh.admits(attribute) {
+                return false;
+            }
+            if let Some(attribute) = attribute {
+                fresh.add(attribute);
+            }
+        }
+    }
+    true
 }
 
 /// Demands merged by identical exclusive candidates.
