@@ -330,19 +330,29 @@ fn public_shortfall(problem: &Problem<'_>, found: &bound::Shortfall) -> Shortfal
         Resource::Devices => (
             "devices".to_string(),
             format!(
-                "{them} {needed} devices together, but only {available} devices can serve any of them"
+                "{them} {} together, but only {} can serve any of them",
+                plural(needed, "device"),
+                plural(available, "device")
             ),
         ),
         Resource::DistinctValues(attribute) => (
             format!("distinctAttribute {attribute}"),
             format!(
-                "{them} {needed} devices with distinct values of {attribute}, but their candidates have only {available} values"
+                "{them} {} with distinct values of {attribute}, but their candidates have only {}",
+                plural(needed, "device"),
+                plural(available, "value")
             ),
         ),
         Resource::SharedValue(attribute) => (
             format!("matchAttribute {attribute}"),
             format!(
-                "{them} {needed} devices sharing a value of {attribute}, but no value has enough candidates for all of them (at most {available} candidates share one)"
+                "{them} {} sharing a value of {attribute}, but no value has enough candidates for all of them ({})",
+                plural(needed, "device"),
+                if available == "1" {
+                    "each value has at most 1 candidate".to_string()
+                } else {
+                    format!("at most {available} candidates share one")
+                }
             ),
         ),
         Resource::Contradiction(attribute) => (
@@ -509,8 +519,13 @@ fn explain_compatibility(problem: &Problem<'_>, slots: &[Vec<usize>]) -> Option<
         constraint: "compatibilityGroups".to_string(),
         requests,
         reason: format!(
-            "devices drawing from the same counter set must share a compatibility group; {} candidate(s) share none with the devices picked alongside them",
-            devices.len()
+            "devices drawing from the same counter set must share a compatibility group; {} {} none with the devices picked alongside them",
+            candidates(devices.len()),
+            if devices.len() == 1 {
+                "shares"
+            } else {
+                "share"
+            }
         ),
         sample_device: Some(problem.devs[sample].id()),
     })
@@ -579,10 +594,10 @@ fn explain_constraints(
                     .or(without);
                 (
                     format!(
-                        "{needed} devices must share a value of {}, but at most {best_len} of the {} candidates do{}",
+                        "{needed} devices must share a value of {}, but at most {best_len} of the {} do{}",
                         constraint.attribute,
-                        devices.len(),
-                        best.map(|(value, _)| format!(" (value {value:?})"))
+                        candidates(devices.len()),
+                        best.map(|(value, _)| format!(" (value {value})"))
                             .unwrap_or_default()
                     ),
                     sample,
@@ -600,9 +615,10 @@ fn explain_constraints(
                     .or(without);
                 (
                     format!(
-                        "{needed} devices must have distinct values of {}, but the {} candidates have only {distinct}",
+                        "{needed} devices must have distinct values of {}, but the {} {} only {distinct}",
                         constraint.attribute,
-                        devices.len()
+                        candidates(devices.len()),
+                        if devices.len() == 1 { "has" } else { "have" }
                     ),
                     sample,
                 )
@@ -645,6 +661,24 @@ impl Explanation {
     }
 }
 
+/// `n` (a count) things, in the right number ("1 device", "2 devices").
+fn plural(n: &str, thing: &str) -> String {
+    if n == "1" {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// `n` candidates, in the right number ("1 candidate", "2 candidates").
+fn candidates(n: usize) -> String {
+    if n == 1 {
+        "1 candidate".to_string()
+    } else {
+        format!("{n} candidates")
+    }
+}
+
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "claims do not fit on node {}:", self.node)?;
@@ -673,7 +707,7 @@ impl fmt::Display for Explanation {
                 let c = &request.filters;
                 writeln!(
                     f,
-                    "    request {} (class {}, {} {}): {} visible, removed by node {}, class selector {}, request selector {}, taint {}, in use {}, counters {}, capacity {}, compatibility group {}; {} candidates{}",
+                    "    request {} (class {}, {} {}): {} visible, removed by node {}, class selector {}, request selector {}, taint {}, in use {}, counters {}, capacity {}, compatibility group {}; {}{}",
                     request.request,
                     request.device_class,
                     request.allocation_mode,
@@ -687,7 +721,7 @@ impl fmt::Display for Explanation {
                     c.counters,
                     c.capacity,
                     c.compatibility_group,
-                    request.candidates,
+                    candidates(request.candidates),
                     if request.sample_candidates.is_empty() {
                         String::new()
                     } else {

@@ -167,7 +167,9 @@ pub fn scan<R: BufRead, E>(
         });
     }
     let whole = line.last() == Some(&b'\n');
-    let format = if line.first() == Some(&b'{') {
+    // A version-1 log starts with a JSON object's first key. `{"` rather than `{` alone, so
+    // that a header whose first byte was corrupted into `{` is not mistaken for one.
+    let format = if line.starts_with(b"{\"") {
         Format::Legacy
     } else if line == HEADER || (!whole && HEADER.starts_with(&line)) {
         Format::Checksummed

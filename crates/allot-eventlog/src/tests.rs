@@ -110,6 +110,16 @@ fn headers_and_checksum_fields_are_checked() {
             ..
         })
     ));
+    // A header whose first byte became `{` is not a version-1 log.
+    let mut brace = log(&[]);
+    brace[0] = b'{';
+    assert!(matches!(
+        read(&brace).1,
+        Err(ScanError::Corrupt {
+            problem: Problem::UnknownHeader,
+            ..
+        })
+    ));
     let mut no_checksum = HEADER.to_vec();
     no_checksum.extend_from_slice(b"{\"rv\":1}\n");
     assert!(matches!(

@@ -111,9 +111,7 @@ fn namespace(name: &str, admin_access: bool) -> String {
 
 #[test]
 fn tls_kubeconfig_and_bearer_tokens() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, false);
     // The kubeconfig works unmodified: https, the CA inline, the admin token.
@@ -207,9 +205,7 @@ fn tls_kubeconfig_and_bearer_tokens() {
 
 #[test]
 fn rbac_denies_then_grants_and_prevents_escalation() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, true);
     let bob = Some("bob-token");
@@ -328,9 +324,7 @@ fn rbac_denies_then_grants_and_prevents_escalation() {
 
 #[test]
 fn admin_access_only_in_labelled_namespaces() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, true);
     serve.create(None, &namespace("plain", false));
@@ -394,9 +388,7 @@ fn allocation() -> Value {
 
 #[test]
 fn claim_status_is_authorized_per_field_and_driver() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, true);
     serve.create(None, &namespace("team", false));
@@ -544,9 +536,7 @@ fn claim_status_is_authorized_per_field_and_driver() {
 
 #[test]
 fn kubectl_generators_access_reviews_and_impersonation() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, true);
     let bob = Some("bob-token");
@@ -690,9 +680,7 @@ fn kubectl_generators_access_reviews_and_impersonation() {
 
 #[test]
 fn rbac_objects_take_client_and_server_side_apply() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl, true);
     // A watch sees the role come, change and go.

@@ -2,8 +2,8 @@
 //! apply (strategic merge patch with the last-applied annotation), `kubectl patch` with every
 //! patch type, server-side apply with conflicts and `--force-conflicts`, server dry runs of every
 //! verb, field validation (Strict, Warn, Ignore), namespace deletion, and claims going with their
-//! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail under CI and print a
-//! loud skip message otherwise.
+//! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail and name the
+//! README's test command (`cargo xtask test`).
 
 // Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
 #[path = "support/serve.rs"]
@@ -19,12 +19,12 @@ use serde_json::Value;
 
 include!("support/embedded.rs");
 
-fn start() -> Option<(tempfile::TempDir, Serve)> {
-    let kubectl = kubectl_or_skip()?;
+fn start() -> (tempfile::TempDir, Serve) {
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let (args, backend) = crate::backend(dir.path());
     let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
-    Some((dir, serve))
+    (dir, serve)
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -97,9 +97,7 @@ spec:
 
 #[test]
 fn client_side_apply_and_every_patch_type() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let v1 = serve.file("pod-v1.yaml", POD_V1);
     let out = serve.ok(&["apply", "-f", &v1]);
     assert!(out.contains("pod/web created"), "{out}");
@@ -267,9 +265,7 @@ spec:
 
 #[test]
 fn server_side_apply_conflicts_and_force() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let alice = serve.file("alice.yaml", CLASS_ALICE);
     let out = serve.ok(&[
         "apply",
@@ -422,9 +418,7 @@ fn server_side_apply_conflicts_and_force() {
 
 #[test]
 fn client_side_apply_upgrades_to_server_side_apply() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let v1 = serve.file("class-v1.yaml", CLASS_ALICE);
     serve.ok(&["apply", "-f", &v1]);
     // kubectl apply --server-side (manager "kubectl") takes over the fields of the
@@ -466,9 +460,7 @@ fn client_side_apply_upgrades_to_server_side_apply() {
 
 #[test]
 fn server_dry_run_persists_nothing() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let alice = serve.file("class.yaml", CLASS_ALICE);
     let out = serve.ok(&["create", "--dry-run=server", "-f", &alice]);
     assert!(out.contains("(server dry run)"), "{out}");
@@ -557,9 +549,7 @@ fn server_dry_run_persists_nothing() {
 
 #[test]
 fn field_validation_strict_warn_ignore() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let text = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: NAME\n  colour: red\nspec:\n  selectorz: []\n";
     let strict = serve.file("strict.yaml", &text.replace("NAME", "strict"));
     let err = serve.fails(&["create", "-f", &strict]);
@@ -625,9 +615,7 @@ fn claim_names(serve: &Serve, namespace: &str) -> Vec<String> {
 
 #[test]
 fn deleting_a_pod_removes_its_generated_claims() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     serve.ok(&["create", "namespace", "apps"]);
     let template = serve.file("template.yaml", TEMPLATE);
     serve.ok(&["apply", "-n", "apps", "-f", &template]);
@@ -646,9 +634,7 @@ fn deleting_a_pod_removes_its_generated_claims() {
 
 #[test]
 fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let err = serve.fails(&["delete", "namespace", "default"]);
     assert!(
         err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"),
@@ -800,9 +786,7 @@ const CLAIM_REFUSED: &str = "spec: Forbidden: field is immutable";
 /// every patch type, PUT and server-side apply; the changes upstream allows still work.
 #[test]
 fn specs_are_immutable_as_upstream() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     serve.ok(&["apply", "-f", &serve.file("pod.yaml", BOUND_POD)]);
     serve.ok(&["apply", "-f", &serve.file("claim.yaml", CLAIM)]);
     let patch = |kind: &str, name: &str, patch_type: &str, body: &str| {
