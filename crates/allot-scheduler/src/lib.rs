@@ -76,6 +76,9 @@ pub struct SchedulerConfig {
     pub extended_resource: bool,
     /// DRANodeAllocatableResources: devices consuming node resources ([`nodealloc`]).
     pub node_allocatable_resources: bool,
+    /// The allocator's budget per node and attempt, allot's counterpart of upstream's
+    /// DynamicResources `filterTimeout` (counted in search steps, not time).
+    pub allocation_budget: allot_dra::Budget,
 }
 
 impl Default for SchedulerConfig {
@@ -87,6 +90,7 @@ impl Default for SchedulerConfig {
             scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
             extended_resource: true,
             node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
         }
     }
 }
@@ -1565,7 +1569,12 @@ impl Scheduler {
                 taint_rules: &self.cache.taint_rules,
                 namespaces: &self.cache.namespaces,
             };
-            match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
+            match allot_dra::allocate_within(
+                &input,
+                &self.config.features,
+                &self.cel,
+                &self.config.allocation_budget,
+            ) {
                 Ok(Outcome::Allocated(results)) => results,
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));

@@ -30,6 +30,9 @@ use super::bits::Bits;
 use super::{Problem, Slot, Stop};
 use crate::attributes::ConstraintKind;
 
+/// A hash map with the allocator's fast deterministic hasher.
+type Map<K, V> = HashMap<K, V, crate::cel::FxBuild>;
+
 /// What ran short.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Resource {
@@ -135,7 +138,7 @@ fn clean_prefix(problem: &mut Problem<'_>, meter: &mut Meter<'_>) -> Result<Vec<
     let mut demands = Vec::new();
     // Per candidate list (by address; the list is kept alive with its entry, so that the
     // address is not reused): the list with undrawable devices removed.
-    let mut usable: HashMap<*const Bits, (Rc<Bits>, Rc<Bits>)> = HashMap::new();
+    let mut usable: Map<*const Bits, (Rc<Bits>, Rc<Bits>)> = Map::default();
     for claim in 0..problem.claims.len() {
         for slot in 0..problem.claims[claim].slots.len() {
             let reqs: Vec<usize> = match &problem.claims[claim].slots[slot] {
@@ -285,9 +288,9 @@ struct Group {
 /// groups them by candidates.
 fn groups(problem: &Problem<'_>, demands: &[(usize, &Rc<Bits>, &[usize])]) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
-    let mut by_list: HashMap<*const Bits, usize> = HashMap::new();
-    let mut by_content: HashMap<Bits, usize> = HashMap::new();
-    let mut exclusive: HashMap<*const Bits, (Rc<Bits>, usize)> = HashMap::new();
+    let mut by_list: Map<*const Bits, usize> = Map::default();
+    let mut by_content: Map<Bits, usize> = Map::default();
+    let mut exclusive: Map<*const Bits, (Rc<Bits>, usize)> = Map::default();
     for &(count, candidates, reqs) in demands {
         let key = Rc::as_ptr(candidates);
         let (only, multi) = exclusive
@@ -462,10 +465,10 @@ fn counters(
         .collect();
     let groups = groups(problem, &list);
     // Per (pool, counter): the least the groups draw, the groups drawing, their devices.
-    let mut least: HashMap<(usize, usize), (Quantity, Vec<usize>, Bits)> = HashMap::new();
+    let mut least: Map<(usize, usize), (Quantity, Vec<usize>, Bits)> = Map::default();
     for group in &groups {
         meter.charge(group.candidates.words())?;
-        let mut draws: HashMap<(usize, usize), Vec<&Quantity>> = HashMap::new();
+        let mut draws: Map<(usize, usize), Vec<&Quantity>> = Map::default();
         let total = group.candidates.len();
         for d in group.candidates.iter() {
             let dev = &problem.devs[d];
@@ -479,9 +482,13 @@ fn counters(
             if free >= group.need {
                 continue;
             }
-            amounts.sort();
+            // The cheapest `take` amounts (a selection, not a sort).
+            let take = (group.need - free).min(amounts.len());
+            if take > 0 && take < amounts.len() {
+                amounts.select_nth_unstable(take - 1);
+            }
             let mut sum = Quantity::zero();
-            for amount in amounts.iter().take(group.need - free) {
+            for amount in &amounts[..take] {
                 sum += *amount;
             }
             let entry = least
@@ -560,11 +567,14 @@ fn capacity(
             if free >= demand.count {
                 continue;
             }
-            list.sort();
+            let take = (demand.count - free).min(list.len());
+            if take > 0 && take < list.len() {
+                list.select_nth_unstable(take - 1);
+            }
             let entry = least
                 .entry(name)
                 .or_insert_with(|| (Quantity::zero(), Vec::new()));
-            for amount in list.iter().take(demand.count - free) {
+            for amount in &list[..take] {
                 entry.0 += amount;
             }
             entry.1.push(r);
