@@ -16,28 +16,35 @@
 pub mod aggregation;
 pub mod apply;
 pub mod auth;
+pub mod controllers;
 pub mod decode;
 pub mod discovery;
 pub mod etcd;
 pub mod events;
+pub mod events_v1;
 pub mod kinds_admission;
 pub mod lease;
+pub mod media;
 pub mod namespace;
 pub mod nodes;
 pub mod openapi;
+pub mod openapi_pb;
 pub mod patch;
 pub mod patch_kinds;
+pub mod pods;
 pub mod printers;
-pub mod protobuf;
 pub mod query;
 pub mod rbac;
 pub mod rbac_kinds;
+pub mod request_log;
 pub mod resources;
 pub mod scale;
 pub mod selector;
 pub mod server;
 pub mod storage;
+mod subresources;
 pub mod tls;
+pub mod ui;
 
 use std::path::PathBuf;
 
