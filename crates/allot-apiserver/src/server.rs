@@ -408,16 +408,30 @@ fn sim_now() -> allot_runtime::SimTime {
     allot_runtime::SimTime(u64::try_from(millis).unwrap_or(0))
 }
 
+/// How long the controllers hold the store at a time: then their writes are persisted and
+/// announced, and the lock is let go so that requests waiting for it are served.
+const CONTROLLER_SLICE: Duration = Duration::from_millis(20);
+
 /// Runs the controllers on the real clock, on a thread that owns them (they are not `Send`).
-/// Every tick the shared store is lent to the runtime under the lock, whatever is due runs, and
-/// the controllers' writes are persisted and announced like API writes.
+/// Every tick the shared store is lent to the runtime under the lock, what is due runs for at
+/// most [`CONTROLLER_SLICE`] (whole reconciles; one scheduling attempt is bounded by the
+/// allocator's step budget), and the controllers' writes are persisted and announced like API
+/// writes. While work is left, the next slice follows at once, after the lock was let go: a
+/// long backlog (or a pod whose claims cannot fit) never keeps the API from the store.
 /// With shared storage the tick first applies other servers' changes, and the controllers run
 /// only on the elected leader; they start over (from the store as it is) when they become
 /// leader or when shared storage refused their writes.
 fn run_controllers(shared: Arc<Shared>) {
     let mut runtime: Option<allot_runtime::Runtime> = None;
+    let mut more = false;
     loop {
-        std::thread::sleep(Duration::from_millis(100));
+        // With work left, only long enough for requests waiting for the lock to take it.
+        std::thread::sleep(if more {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(100)
+        });
+        more = false;
         let rv = {
             let mut inner = shared.lock();
             if inner.failed.is_some() {
@@ -448,8 +462,12 @@ fn run_controllers(shared: Arc<Shared>) {
                     )
                 });
                 runtime.store = std::mem::take(&mut inner.store);
-                if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
-                    tracing::warn!("controllers: {err}");
+                let (started, now) = (std::time::Instant::now(), sim_now());
+                loop {
+                    more = runtime.advance_some(now, 1);
+                    if !more || started.elapsed() >= CONTROLLER_SLICE {
+                        break;
+                    }
                 }
                 inner.store = std::mem::take(&mut runtime.store);
             }

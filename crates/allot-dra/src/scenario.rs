@@ -8,7 +8,7 @@ use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, Resou
 use serde::Deserialize;
 
 use crate::search::claim_name;
-use crate::{AllocationInput, Error, Features};
+use crate::{AllocationInput, Budget, Error, Features};
 
 /// The `allot.dev/v1alpha1` `AllocationOptions` document.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -30,6 +30,14 @@ pub struct AllocationOptions {
     /// without an allocation, in file order.
     #[serde(default)]
     pub claims: Vec<String>,
+    /// Search steps after which the allocation gives up (see [`Budget`]); default
+    /// [`Budget::DEFAULT_STEPS`].
+    #[serde(default)]
+    pub max_search_steps: Option<u64>,
+    /// Memory the search may spend remembering failed states, as a quantity of bytes
+    /// (`64Mi`); default [`Budget::DEFAULT_MEMO_BYTES`].
+    #[serde(default)]
+    pub max_search_memory: Option<allot_quantity::Quantity>,
 }
 
 /// The objects of one scenario file.
@@ -147,6 +155,34 @@ impl Scenario {
             features.set(gate, *enabled)?;
         }
         Ok(features)
+    }
+
+    /// The search's budget: the defaults, then the options document's limits.
+    pub fn budget(&self) -> Result<Budget, Error> {
+        let mut budget = Budget::default();
+        if let Some(steps) = self.options.max_search_steps {
+            budget.max_steps = steps;
+        }
+        if let Some(memory) = &self.options.max_search_memory {
+            let (mantissa, scale) = memory.to_parts();
+            let bytes = if scale >= 0 {
+                10i128
+                    .checked_pow(scale.unsigned_abs())
+                    .and_then(|power| mantissa.checked_mul(power))
+            } else {
+                10i128
+                    .checked_pow(scale.unsigned_abs())
+                    .filter(|power| mantissa % power == 0)
+                    .map(|power| mantissa / power)
+            };
+            budget.max_memo_bytes = bytes
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .ok_or_else(|| Error::BadOption {
+                    field: "maxSearchMemory",
+                    message: format!("{memory} is not a whole, non-negative number of bytes"),
+                })?;
+        }
+        Ok(budget)
     }
 
     /// The node to allocate for: `name`, else the options' node, else the only node.

@@ -76,6 +76,9 @@ pub struct SchedulerConfig {
     pub extended_resource: bool,
     /// DRANodeAllocatableResources: devices consuming node resources ([`nodealloc`]).
     pub node_allocatable_resources: bool,
+    /// The allocator's budget per node and attempt, allot's counterpart of upstream's
+    /// DynamicResources `filterTimeout` (counted in search steps, not time).
+    pub allocation_budget: allot_dra::Budget,
 }
 
 impl Default for SchedulerConfig {
@@ -87,6 +90,7 @@ impl Default for SchedulerConfig {
             scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
             extended_resource: true,
             node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
         }
     }
 }
@@ -964,9 +968,11 @@ impl Scheduler {
             let mut message = failure.message.clone();
             if let Some(e) = &failure.explanation {
                 let mut e = e.clone();
-                for (ce, claim) in e.claims.iter_mut().zip(&to_allocate) {
-                    ce.claim = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
-                }
+                let names: Vec<String> = to_allocate
+                    .iter()
+                    .map(|claim| format!("{}/{}", claim.metadata.namespace, claim.metadata.name))
+                    .collect();
+                e.rename_claims(&names);
                 message.push('\n');
                 message.push_str(e.to_string().trim_end());
             }
@@ -1563,10 +1569,23 @@ impl Scheduler {
                 taint_rules: &self.cache.taint_rules,
                 namespaces: &self.cache.namespaces,
             };
-            match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
+            match allot_dra::allocate_within(
+                &input,
+                &self.config.features,
+                &self.cel,
+                &self.config.allocation_budget,
+            ) {
                 Ok(Outcome::Allocated(results)) => results,
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));
+                }
+                // Upstream's filter timeout: an error that stops the attempt, naming the node
+                // (kube-scheduler 1.37 returns it as an error, not as "unschedulable").
+                Ok(Outcome::GaveUp(gave_up)) => {
+                    return Err(Rejection::Error(format!(
+                        "running \"DynamicResources\" filter plugin: node {}: timed out trying to allocate devices: {gave_up}",
+                        state.node.metadata.name
+                    )));
                 }
                 Err(e) => {
                     return Err(Rejection::Error(format!(
