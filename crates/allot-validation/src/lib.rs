@@ -12,10 +12,13 @@
 pub mod cel;
 pub mod core;
 pub mod field;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod meta;
 pub mod names;
 pub mod rbac;
 pub mod resource;
+pub mod resources;
 
 use std::collections::BTreeMap;
 

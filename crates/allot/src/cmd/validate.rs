@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use allot_api::core::v1::Namespace;
 use allot_api::defaults::default_object;
-use allot_api::load::{Document, LoadError, LoadOptions, Object, load};
+use allot_api::load::{Document, LoadError, LoadEvent, LoadOptions, Object, load_stream};
 use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 use serde::Serialize;
 
@@ -30,6 +30,15 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Output,
+    /// The largest file read, in bytes or as a quantity (`512Mi`, `2G`); default 1Gi, or
+    /// ALLOT_MAX_INPUT_BYTES. A larger file is an input error (exit 2).
+    #[arg(long = "max-input-bytes", value_parser = parse_max_input_bytes)]
+    pub max_input_bytes: Option<u64>,
+}
+
+fn parse_max_input_bytes(text: &str) -> Result<u64, String> {
+    allot_api::load::parse_byte_count(text)
+        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 1073741824, 512Mi or 2G)"))
 }
 
 /// One error, as printed.
@@ -58,7 +67,12 @@ impl Record {
             (true, false) => self.name.clone(),
             (false, false) => format!("{}/{}", self.namespace, self.name),
         };
-        let mut out = format!("{}:{}:", self.file, self.line);
+        // An error about a whole file (it cannot be read) has no line.
+        let mut out = if self.line == 0 {
+            format!("{}:", self.file)
+        } else {
+            format!("{}:{}:", self.file, self.line)
+        };
         if !self.kind.is_empty() {
             out.push(' ');
             out.push_str(&self.kind);
@@ -89,52 +103,16 @@ fn split_object(object: &str) -> (String, String) {
 }
 
 fn load_error_record(err: &LoadError) -> Record {
-    let mut record = Record {
+    let (namespace, name) = split_object(err.object());
+    Record {
         file: err.file().to_string(),
         line: err.line(),
-        kind: String::new(),
-        namespace: String::new(),
-        name: String::new(),
-        field: String::new(),
-        message: String::new(),
-    };
-    match err {
-        LoadError::UnknownField {
-            kind, object, path, ..
-        } => {
-            (record.namespace, record.name) = split_object(object);
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = "unknown field".to_string();
-        }
-        LoadError::InvalidField {
-            kind,
-            object,
-            path,
-            message,
-            ..
-        } => {
-            (record.namespace, record.name) = split_object(object);
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = message.clone();
-        }
-        LoadError::DuplicateField { kind, path, .. } => {
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = "duplicate field".to_string();
-        }
-        LoadError::Io { message, .. }
-        | LoadError::Syntax { message, .. }
-        | LoadError::NotAnObject { message, .. } => record.message = message.clone(),
-        LoadError::UnknownKind {
-            api_version, kind, ..
-        } => {
-            record.message =
-                format!("no kind \"{kind}\" is registered for version \"{api_version}\"")
-        }
+        kind: err.kind().to_string(),
+        namespace,
+        name,
+        field: err.field().to_string(),
+        message: err.detail(),
     }
-    record
 }
 
 fn field_error_record(document: &Document, error: &FieldError) -> Record {
@@ -149,57 +127,160 @@ fn field_error_record(document: &Document, error: &FieldError) -> Record {
     }
 }
 
+/// What checking gave: the documents checked, every problem, and whether some input could not
+/// be read at all.
+pub struct Checked {
+    /// Documents loaded.
+    pub documents: usize,
+    /// Every problem, in input order.
+    pub records: Vec<Record>,
+    /// Whether a file could not be read (missing, too large, a dangling link).
+    pub unreadable: bool,
+}
+
 /// Loads, defaults and validates; returns the records of every problem, in input order.
-pub fn check(files: &[PathBuf]) -> (usize, Vec<Record>) {
-    let mut loaded = load(files, &LoadOptions::default());
-    let mut records: Vec<Record> = loaded.errors.iter().map(load_error_record).collect();
-    let namespaces: BTreeMap<String, Namespace> = loaded
-        .documents
-        .iter()
-        .filter_map(|d| match &d.object {
-            Object::Namespace(ns) => Some((ns.metadata.name.clone(), ns.clone())),
-            _ => None,
-        })
-        .collect();
-    for document in &mut loaded.documents {
-        default_object(&mut document.object);
-        let mut errors = validate_object(&document.object, &DraCel);
-        let namespace = document.raw.namespace();
-        let namespace = if namespace.is_empty() {
-            "default"
-        } else {
-            namespace
-        };
-        match &document.object {
-            Object::ResourceClaim(claim) => errors.extend(admit_admin_access(
-                &claim.spec,
-                namespace,
-                "spec",
-                &namespaces,
-            )),
-            Object::ResourceClaimTemplate(template) => errors.extend(admit_admin_access(
-                &template.spec.spec,
-                namespace,
-                "spec.spec",
-                &namespaces,
-            )),
-            _ => {}
+///
+/// Documents stream past: each is validated and dropped as soon as it is loaded, so memory is
+/// one file's text and the problems found, whatever the number of documents. A file's problems
+/// are kept aside until the file is read to its end, as a syntax error anywhere in it replaces
+/// them. Claims asking for admin access wait for the end, when every Namespace is known.
+pub fn check(files: &[PathBuf], options: &LoadOptions) -> Checked {
+    let mut checker = Checker::default();
+    load_stream(files, options, |event| checker.push(event));
+    checker.finish()
+}
+
+/// What one file gave so far; kept only if the file is read to its end.
+#[derive(Default)]
+struct FileChecks {
+    documents: usize,
+    records: Vec<Record>,
+    namespaces: Vec<Namespace>,
+    admin_access: Vec<Document>,
+}
+
+#[derive(Default)]
+struct Checker {
+    done: FileChecks,
+    current: FileChecks,
+    unreadable: bool,
+}
+
+impl Checker {
+    fn push(&mut self, event: LoadEvent) {
+        match event {
+            LoadEvent::FileStart(_) => self.commit(),
+            LoadEvent::FileError(err) => {
+                self.unreadable |= matches!(err, LoadError::Io { .. });
+                self.current = FileChecks::default();
+                self.done.records.push(load_error_record(&err));
+            }
+            LoadEvent::DocumentError(err) => self.current.records.push(load_error_record(&err)),
+            LoadEvent::Document(document) => self.document(*document),
         }
-        records.extend(errors.iter().map(|e| field_error_record(document, e)));
     }
-    records.sort_by(|a, b| {
-        a.file
-            .cmp(&b.file)
-            .then(a.line.cmp(&b.line))
-            .then_with(|| a.field.cmp(&b.field))
-            .then_with(|| a.message.cmp(&b.message))
-    });
-    (loaded.documents.len(), records)
+
+    fn document(&mut self, mut document: Document) {
+        self.current.documents += 1;
+        if let Object::Namespace(ns) = &document.object {
+            self.current.namespaces.push(ns.clone());
+        }
+        default_object(&mut document.object);
+        let errors = validate_object(&document.object, &DraCel);
+        self.current
+            .records
+            .extend(errors.iter().map(|e| field_error_record(&document, e)));
+        let asks_admin_access = match &document.object {
+            Object::ResourceClaim(claim) => admin_access_index(&claim.spec).is_some(),
+            Object::ResourceClaimTemplate(t) => admin_access_index(&t.spec.spec).is_some(),
+            _ => false,
+        };
+        if asks_admin_access {
+            self.current.admin_access.push(document);
+        }
+    }
+
+    fn commit(&mut self) {
+        let current = std::mem::take(&mut self.current);
+        self.done.documents += current.documents;
+        self.done.records.extend(current.records);
+        self.done.namespaces.extend(current.namespaces);
+        self.done.admin_access.extend(current.admin_access);
+    }
+
+    fn finish(mut self) -> Checked {
+        self.commit();
+        let FileChecks {
+            documents,
+            mut records,
+            namespaces,
+            admin_access,
+        } = self.done;
+        let namespaces: BTreeMap<String, Namespace> = namespaces
+            .into_iter()
+            .map(|ns| (ns.metadata.name.clone(), ns))
+            .collect();
+        for document in &admin_access {
+            let namespace = match document.raw.namespace() {
+                "" => "default",
+                other => other,
+            };
+            let errors = match &document.object {
+                Object::ResourceClaim(claim) => {
+                    admit_admin_access(&claim.spec, namespace, "spec", &namespaces)
+                }
+                Object::ResourceClaimTemplate(template) => {
+                    admit_admin_access(&template.spec.spec, namespace, "spec.spec", &namespaces)
+                }
+                _ => Vec::new(),
+            };
+            records.extend(errors.iter().map(|e| field_error_record(document, e)));
+        }
+        records.sort_by(|a, b| {
+            a.file
+                .cmp(&b.file)
+                .then(a.line.cmp(&b.line))
+                .then_with(|| a.field.cmp(&b.field))
+                .then_with(|| a.message.cmp(&b.message))
+        });
+        Checked {
+            documents,
+            records,
+            unreadable: self.unreadable,
+        }
+    }
+}
+
+/// The first request of a claim spec that asks for admin access.
+fn admin_access_index(spec: &allot_api::resource::v1::ResourceClaimSpec) -> Option<usize> {
+    spec.devices.requests.iter().position(|r| {
+        r.exactly
+            .as_ref()
+            .is_some_and(|e| e.admin_access == Some(true))
+    })
+}
+
+/// `1 error`, `2 errors`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (documents, records) = check(&args.files);
+    let mut options = LoadOptions::default();
+    if let Some(limit) = args.max_input_bytes {
+        options.max_file_bytes = limit;
+        options.settings_error = None;
+    }
+    let Checked {
+        documents,
+        records,
+        unreadable,
+    } = check(&args.files, &options);
     let mut out = String::new();
     match args.output {
         Output::Json => {
@@ -223,11 +304,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         other => other?,
     }
     if args.output == Output::Text {
+        let documents = count(documents, "document", "documents");
         if records.is_empty() {
-            eprintln!("{documents} documents valid");
+            eprintln!("{documents} valid");
         } else {
-            eprintln!("{} errors in {documents} documents", records.len());
+            eprintln!("{} in {documents}", count(records.len(), "error", "errors"));
         }
     }
-    Ok(u8::from(!records.is_empty()))
+    // An input that cannot be read at all is bad input (exit 2); problems in what was read
+    // keep exit 1.
+    Ok(if unreadable {
+        2
+    } else {
+        u8::from(!records.is_empty())
+    })
 }
