@@ -196,6 +196,25 @@ fn pods(bytes: usize) -> String {
     text
 }
 
+/// Pods and, after every fourth pod, a claim asking for admin access (whose check waits for the
+/// namespaces of the whole input), about `bytes` long.
+fn workloads(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 1024);
+    let mut i = 0;
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: pod-{i}\n  namespace: default\nspec:\n  containers:\n  - name: main\n    resources:\n      requests:\n        cpu: 500m\n        memory: 1Gi\n"
+        ));
+        if i % 4 == 3 {
+            text.push_str(&format!(
+                "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: monitor-{i}\n  namespace: monitoring\nspec:\n  devices:\n    requests:\n    - name: all-gpus\n      exactly:\n        deviceClassName: gpu.example.com\n        allocationMode: All\n        adminAccess: true\n"
+            ));
+        }
+        i += 1;
+    }
+    text
+}
+
 #[test]
 fn an_input_over_the_size_limit_exits_2_naming_the_file_and_the_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -255,8 +274,8 @@ fn memory_grows_with_the_text_not_with_the_documents() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Both inputs are large enough to fill the loading pipeline (up to 2*threads+1 pieces of
     // 128 KiB being decoded, whatever the number of cores), so that only the text differs.
-    let small = write(dir.path(), "small.yaml", &pods(8 << 20));
-    let large = write(dir.path(), "large.yaml", &pods(16 << 20));
+    let small = write(dir.path(), "small.yaml", &workloads(8 << 20));
+    let large = write(dir.path(), "large.yaml", &workloads(16 << 20));
     let small_kib = validate_peak_rss_kib(&small);
     let large_kib = validate_peak_rss_kib(&large);
     // Holding every parsed document costs about 20 times its text (8 MiB more text: 160 MiB

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use allot_api::core::v1::Namespace;
 use allot_api::defaults::default_object;
 use allot_api::load::{Document, LoadError, LoadEvent, LoadOptions, Object, load_stream};
+use allot_api::resource::v1::ResourceClaimSpec;
 use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 use serde::Serialize;
 
@@ -156,7 +157,47 @@ struct FileChecks {
     documents: usize,
     records: Vec<Record>,
     namespaces: Vec<Namespace>,
-    admin_access: Vec<Document>,
+    admin_access: Vec<PendingAdminAccess>,
+}
+
+/// A claim or claim template that asks for admin access: whether it may depends on its
+/// namespace, which can come later in the input. Only what the check needs is kept (not the
+/// document, whose tree and line map are many times larger), with the records that the check
+/// gives when the namespace is known and not labelled for admin access.
+struct PendingAdminAccess {
+    namespace: String,
+    spec: ResourceClaimSpec,
+    spec_path: &'static str,
+    refused: Vec<Record>,
+}
+
+impl PendingAdminAccess {
+    fn of(document: &Document) -> Option<Self> {
+        let (spec, spec_path) = match &document.object {
+            Object::ResourceClaim(claim) => (&claim.spec, "spec"),
+            Object::ResourceClaimTemplate(template) => (&template.spec.spec, "spec.spec"),
+            _ => return None,
+        };
+        admin_access_index(spec)?;
+        let namespace = match document.raw.namespace() {
+            "" => "default",
+            other => other,
+        }
+        .to_string();
+        let mut unlabelled = Namespace::default();
+        unlabelled.metadata.name.clone_from(&namespace);
+        let unlabelled = BTreeMap::from([(namespace.clone(), unlabelled)]);
+        let refused = admit_admin_access(spec, &namespace, spec_path, &unlabelled)
+            .iter()
+            .map(|e| field_error_record(document, e))
+            .collect();
+        Some(Self {
+            namespace,
+            spec: spec.clone(),
+            spec_path,
+            refused,
+        })
+    }
 }
 
 #[derive(Default)]
@@ -190,13 +231,8 @@ impl Checker {
         self.current
             .records
             .extend(errors.iter().map(|e| field_error_record(&document, e)));
-        let asks_admin_access = match &document.object {
-            Object::ResourceClaim(claim) => admin_access_index(&claim.spec).is_some(),
-            Object::ResourceClaimTemplate(t) => admin_access_index(&t.spec.spec).is_some(),
-            _ => false,
-        };
-        if asks_admin_access {
-            self.current.admin_access.push(document);
+        if let Some(pending) = PendingAdminAccess::of(&document) {
+            self.current.admin_access.push(pending);
         }
     }
 
@@ -220,21 +256,16 @@ impl Checker {
             .into_iter()
             .map(|ns| (ns.metadata.name.clone(), ns))
             .collect();
-        for document in &admin_access {
-            let namespace = match document.raw.namespace() {
-                "" => "default",
-                other => other,
-            };
-            let errors = match &document.object {
-                Object::ResourceClaim(claim) => {
-                    admit_admin_access(&claim.spec, namespace, "spec", &namespaces)
-                }
-                Object::ResourceClaimTemplate(template) => {
-                    admit_admin_access(&template.spec.spec, namespace, "spec.spec", &namespaces)
-                }
-                _ => Vec::new(),
-            };
-            records.extend(errors.iter().map(|e| field_error_record(document, e)));
+        for pending in admin_access {
+            let refused = admit_admin_access(
+                &pending.spec,
+                &pending.namespace,
+                pending.spec_path,
+                &namespaces,
+            );
+            if !refused.is_empty() {
+                records.extend(pending.refused);
+            }
         }
         records.sort_by(|a, b| {
             a.file
@@ -252,7 +283,7 @@ impl Checker {
 }
 
 /// The first request of a claim spec that asks for admin access.
-fn admin_access_index(spec: &allot_api::resource::v1::ResourceClaimSpec) -> Option<usize> {
+fn admin_access_index(spec: &ResourceClaimSpec) -> Option<usize> {
     spec.devices.requests.iter().position(|r| {
         r.exactly
             .as_ref()
