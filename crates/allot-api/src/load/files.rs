@@ -16,8 +16,8 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
 /// quantity such as `512Mi` or `2G`).
 pub const MAX_FILE_BYTES_ENV: &str = "ALLOT_MAX_INPUT_BYTES";
 
-/// The name standard input goes by in documents and errors (kubectl's word for it).
-pub const STDIN_NAME: &str = "STDIN";
+/// The name standard input goes by in documents and errors (as every allot command names it).
+pub const STDIN_NAME: &str = "<stdin>";
 
 /// Reads [`MAX_FILE_BYTES_ENV`]: the limit, or why the variable's value is not one.
 pub(crate) fn max_file_bytes_from_env() -> Result<u64, String> {

@@ -1,9 +1,10 @@
-//! `allot validate -f FILE... [-o json]`: parse, default and validate manifests as the API server
-//! would; exit 0 when every document is valid, 1 otherwise, with one line per error:
-//! `FILE:LINE: KIND NAMESPACE/NAME: FIELD.PATH: message`.
+//! `allot validate -f FILE|DIR|-... [-R] [-o text|json|yaml]`: parse, default and validate
+//! manifests as the API server would; exit 0 when every document is valid, 2 otherwise (the
+//! input is at fault: a file that cannot be read or parsed, or an object the API server would
+//! reject), with one line per error: `FILE:LINE: KIND NAMESPACE/NAME: FIELD.PATH: message`.
+//! The same objects make `allot simulate` exit 2.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 
 use allot_api::core::v1::Namespace;
@@ -20,14 +21,20 @@ pub enum Output {
     Text,
     /// A JSON list of error records.
     Json,
+    /// The same list as YAML.
+    Yaml,
 }
 
 /// Validate manifests (files or directories) as the Kubernetes API server would.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files or directories (their .yaml, .yml and .json files) to validate.
-    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    /// Files or directories (their .yaml, .yml and .json files) to validate; `-` reads
+    /// standard input.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_name = "FILE|DIR|-")]
     pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Output,
@@ -128,15 +135,12 @@ fn field_error_record(document: &Document, error: &FieldError) -> Record {
     }
 }
 
-/// What checking gave: the documents checked, every problem, and whether some input could not
-/// be read at all.
+/// What checking gave: the documents checked and every problem.
 pub struct Checked {
     /// Documents loaded.
     pub documents: usize,
     /// Every problem, in input order.
     pub records: Vec<Record>,
-    /// Whether a file could not be read (missing, too large, a dangling link).
-    pub unreadable: bool,
 }
 
 /// Loads, defaults and validates; returns the records of every problem, in input order.
@@ -204,7 +208,6 @@ impl PendingAdminAccess {
 struct Checker {
     done: FileChecks,
     current: FileChecks,
-    unreadable: bool,
 }
 
 impl Checker {
@@ -212,7 +215,6 @@ impl Checker {
         match event {
             LoadEvent::FileStart(_) => self.commit(),
             LoadEvent::FileError(err) => {
-                self.unreadable |= matches!(err, LoadError::Io { .. });
                 self.current = FileChecks::default();
                 self.done.records.push(load_error_record(&err));
             }
@@ -274,11 +276,7 @@ impl Checker {
                 .then_with(|| a.field.cmp(&b.field))
                 .then_with(|| a.message.cmp(&b.message))
         });
-        Checked {
-            documents,
-            records,
-            unreadable: self.unreadable,
-        }
+        Checked { documents, records }
     }
 }
 
@@ -291,15 +289,6 @@ fn admin_access_index(spec: &ResourceClaimSpec) -> Option<usize> {
     })
 }
 
-/// `1 error`, `2 errors`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut options = LoadOptions::default();
@@ -307,46 +296,39 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         options.max_file_bytes = limit;
         options.settings_error = None;
     }
-    let Checked {
-        documents,
-        records,
-        unreadable,
-    } = check(&args.files, &options);
-    let mut out = String::new();
+    // `-R` and `-` as every command reads them; standard input is read by the loader, under
+    // the same size limit as a file.
+    let paths: Vec<PathBuf> = crate::files::Files::new(args.files, args.recursive)
+        .sources()?
+        .into_iter()
+        .map(|source| match source {
+            crate::files::Source::Stdin => PathBuf::from("-"),
+            crate::files::Source::Path(path) => path,
+        })
+        .collect();
+    let Checked { documents, records } = check(&paths, &options);
     match args.output {
-        Output::Json => {
-            out.push_str(&serde_json::to_string_pretty(&records)?);
-            out.push('\n');
-        }
+        Output::Json => crate::out::print_json(&records)?,
+        Output::Yaml => crate::out::print_yaml(&records)?,
         Output::Text => {
+            let mut out = String::new();
             for record in &records {
                 out.push_str(&record.text());
                 out.push('\n');
             }
+            crate::out::print(&out)?;
         }
-    }
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        // A closed pipe (e.g. `| head`) is not an error of the validation.
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other?,
     }
     if args.output == Output::Text {
-        let documents = count(documents, "document", "documents");
+        let documents = crate::out::count(documents, "document", "documents");
         if records.is_empty() {
-            eprintln!("{documents} valid");
+            elog!("{documents} valid");
         } else {
-            eprintln!("{} in {documents}", count(records.len(), "error", "errors"));
+            let errors = crate::out::count(records.len(), "error", "errors");
+            elog!("{errors} in {documents}");
         }
     }
-    // An input that cannot be read at all is bad input (exit 2); problems in what was read
-    // keep exit 1.
-    Ok(if unreadable {
-        2
-    } else {
-        u8::from(!records.is_empty())
-    })
+    // Whatever the problem (a file that cannot be read or parsed, an invalid object), the
+    // input is at fault: exit 2.
+    Ok(if records.is_empty() { 0 } else { 2 })
 }
