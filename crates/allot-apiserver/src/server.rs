@@ -2504,7 +2504,7 @@ mod tests {
         let target = route("/api/v1/namespaces/team/pods").expect("a route");
         let body = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: main\n    resources: {requests: {cpu: \"-1\"}}\n";
         let value = parse_body(body).expect("a body");
-        let err = admit(&target, value).err().expect("refused");
+        let err = admit(&target, value, None).err().expect("refused");
         assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY);
         assert!(
             err.message.contains("spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
