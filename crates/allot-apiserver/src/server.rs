@@ -2504,7 +2504,7 @@ mod tests {
         let target = route("/api/v1/namespaces/team/pods").expect("a route");
         let body = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: main\n    resources: {requests: {cpu: \"-1\"}}\n";
         let value = parse_body(body).expect("a body");
-        let err = admit(&target, value, None).err().expect("refused");
+        let err = admit(&target, value, None).expect_err("refused");
         assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY);
         assert!(
             err.message.contains("spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
@@ -2515,14 +2515,20 @@ mod tests {
 
     #[test]
     fn alias_bombs_in_bodies_are_refused_in_words() {
-        let mut bomb = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\na0: &a0 [\"lol\"]\n");
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\na0: &a0 [\"lol\"]\n",
+        );
         for level in 1..=9 {
             let refs = vec![format!("*a{}", level - 1); 9].join(", ");
             bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
         }
-        let err = parse_body(bomb.as_bytes()).err().expect("refused");
+        let err = parse_body(bomb.as_bytes()).expect_err("refused");
         assert_eq!(err.code, StatusCode::BAD_REQUEST);
-        assert!(err.message.contains("excessive aliasing"), "{}", err.message);
+        assert!(
+            err.message.contains("excessive aliasing"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
