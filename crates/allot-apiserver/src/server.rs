@@ -2907,6 +2907,38 @@ mod tests {
     }
 
     #[test]
+    fn pods_with_negative_requests_are_refused_as_upstream_words_it() {
+        let target = route("/api/v1/namespaces/team/pods").expect("a route");
+        let body = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: main\n    resources: {requests: {cpu: \"-1\"}}\n";
+        let value = parse_body(body).expect("a body");
+        let err = admit(&target, value, None).expect_err("refused");
+        assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            err.message.contains("spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn alias_bombs_in_bodies_are_refused_in_words() {
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\na0: &a0 [\"lol\"]\n",
+        );
+        for level in 1..=9 {
+            let refs = vec![format!("*a{}", level - 1); 9].join(", ");
+            bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let err = parse_body(bomb.as_bytes()).expect_err("refused");
+        assert_eq!(err.code, StatusCode::BAD_REQUEST);
+        assert!(
+            err.message.contains("excessive aliasing"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
     fn query_strings_decode() {
         let q = parse_query("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&bad=%zz");
         assert_eq!(query_get(&q, "labelSelector"), "app=web,tier in (a)");

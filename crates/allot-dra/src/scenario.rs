@@ -70,32 +70,47 @@ struct KindOnly {
 fn decode<T: serde::de::DeserializeOwned>(
     index: usize,
     kind: &str,
-    text: &str,
+    (first_line, text): &(usize, String),
 ) -> Result<T, Error> {
-    serde_saphyr::from_str(text).map_err(|err| Error::ScenarioDocument {
-        index,
-        kind: kind.to_string(),
-        message: err.to_string(),
+    // Aliases as Kubernetes' YAML decoder limits them (checked before the parse, see
+    // `Scenario::parse`), not by the parser's own ratio of aliases to anchors; repeated keys
+    // and booleans as the parser reads them by default.
+    let mut options = allot_api::load::yaml_reader_options(text.len());
+    options.strict_booleans = false;
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    serde_saphyr::from_str_with_options(text, options).map_err(|err| {
+        // The line in the file, and the parser's message without its internals.
+        let line = err
+            .location()
+            .map(|l| l.line() as usize)
+            .filter(|line| *line > 0)
+            .map_or(*first_line, |line| first_line + line - 1);
+        Error::ScenarioDocument {
+            index,
+            kind: kind.to_string(),
+            message: format!("line {line}: {}", allot_api::load::yaml_error_message(&err)),
+        }
     })
 }
 
 /// Splits a YAML stream at document markers, so that each document decodes into its own type
-/// (decoding through an untyped value would turn `Y` into a boolean).
-fn split_documents(text: &str) -> Vec<String> {
-    let mut documents = vec![String::new()];
-    for line in text.lines() {
-        if line == "---" || line.starts_with("--- ") {
-            documents.push(String::new());
+/// (decoding through an untyped value would turn `Y` into a boolean); each document with the
+/// line of the file where it starts.
+fn split_documents(text: &str) -> Vec<(usize, String)> {
+    let mut documents = vec![(1, String::new())];
+    for (number, line) in text.lines().enumerate() {
+        if line == "---" || line.starts_with("--- ") || line.starts_with("---\t") {
+            documents.push((number + 2, String::new()));
             continue;
         }
-        if let Some(current) = documents.last_mut() {
+        if let Some((_, current)) = documents.last_mut() {
             current.push_str(line);
             current.push('\n');
         }
     }
     documents
         .into_iter()
-        .filter(|doc| {
+        .filter(|(_, doc)| {
             doc.lines()
                 .any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
         })
@@ -106,6 +121,13 @@ impl Scenario {
     /// Parses a multi-document YAML (or JSON) scenario.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let mut scenario = Scenario::default();
+        if let Err((line, message)) = allot_api::load::check_yaml_aliases(text) {
+            return Err(Error::ScenarioDocument {
+                index: 0,
+                kind: String::new(),
+                message: format!("line {line}: {message}"),
+            });
+        }
         for (index, document) in split_documents(text).iter().enumerate() {
             let kind = decode::<KindOnly>(index, "", document)?.kind;
             match kind.as_str() {
@@ -121,7 +143,10 @@ impl Scenario {
                     return Err(Error::ScenarioDocument {
                         index,
                         kind,
-                        message: "unsupported kind in an allocation scenario".to_string(),
+                        message: "unsupported kind in an allocation scenario, which holds \
+                                  AllocationOptions, DeviceClass, DeviceTaintRule, Namespace, \
+                                  Node, ResourceClaim and ResourceSlice documents"
+                            .to_string(),
                     });
                 }
             }

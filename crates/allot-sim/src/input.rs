@@ -355,50 +355,14 @@ pub fn default_topology(node: &Node) -> NodeTopology {
 }
 
 pub(crate) fn load_error(err: &LoadError) -> InputError {
-    let mut out = InputError {
+    InputError {
         file: err.file().to_string(),
         line: err.line(),
-        kind: String::new(),
-        object: String::new(),
-        field: String::new(),
-        message: String::new(),
-    };
-    match err {
-        LoadError::UnknownField {
-            kind, object, path, ..
-        } => {
-            out.kind = kind.clone();
-            out.object = object.clone();
-            out.field = path.clone();
-            out.message = "unknown field".into();
-        }
-        LoadError::InvalidField {
-            kind,
-            object,
-            path,
-            message,
-            ..
-        } => {
-            out.kind = kind.clone();
-            out.object = object.clone();
-            out.field = path.clone();
-            out.message = message.clone();
-        }
-        LoadError::DuplicateField { kind, path, .. } => {
-            out.kind = kind.clone();
-            out.field = path.clone();
-            out.message = "duplicate field".into();
-        }
-        LoadError::Io { message, .. }
-        | LoadError::Syntax { message, .. }
-        | LoadError::NotAnObject { message, .. } => out.message = message.clone(),
-        LoadError::UnknownKind {
-            api_version, kind, ..
-        } => {
-            out.message = format!("no kind \"{kind}\" is registered for version \"{api_version}\"")
-        }
+        kind: err.kind().to_string(),
+        object: err.object().to_string(),
+        field: err.field().to_string(),
+        message: err.detail(),
     }
-    out
 }
 
 pub(crate) fn raw_error(raw: &RawDocument, field: &str, message: impl Into<String>) -> InputError {

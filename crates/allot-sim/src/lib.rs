@@ -54,7 +54,12 @@ pub struct InputError {
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:", self.file, self.line)?;
+        // An error about a whole file (it cannot be read) has no line.
+        if self.line == 0 {
+            write!(f, "{}:", self.file)?;
+        } else {
+            write!(f, "{}:{}:", self.file, self.line)?;
+        }
         if !self.kind.is_empty() {
             write!(f, " {}", self.kind)?;
             if !self.object.is_empty() {

@@ -188,7 +188,8 @@ fn validate_pod_claims(claims: &[PodResourceClaim], path: &str) -> Vec<FieldErro
     errs
 }
 
-/// Validates a Pod: metadata, containers' claim references, resource claims, tolerations.
+/// Validates a Pod: metadata, containers' claim references and resource requirements, resource
+/// claims, tolerations.
 pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&pod.metadata, true, name_is_dns_subdomain, "metadata");
     let claim_names: BTreeSet<&str> = pod
@@ -238,6 +239,9 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(crate::resources::validate_pod_spec_resources(
+        &pod.spec, "spec",
+    ));
     for (i, toleration) in pod.spec.tolerations.iter().enumerate() {
         let path = index("spec.tolerations", i);
         if !toleration.key.is_empty() {
