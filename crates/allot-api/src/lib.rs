@@ -29,5 +29,6 @@ pub mod rbac;
 pub mod resource;
 pub mod scheduling;
 pub mod storage;
+pub mod versions;
 
 pub use allot_quantity::Quantity;

@@ -884,10 +884,7 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             Object::ResourceClaimTemplate(decode(raw)?)
         }
         ("resource.k8s.io/v1", "ResourceSlice") => Object::ResourceSlice(decode(raw)?),
-        (
-            "resource.k8s.io/v1" | "resource.k8s.io/v1beta2" | "resource.k8s.io/v1alpha3",
-            "DeviceTaintRule",
-        ) => Object::DeviceTaintRule(decode(raw)?),
+        ("resource.k8s.io/v1", "DeviceTaintRule") => Object::DeviceTaintRule(decode(raw)?),
         ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest") => {
             Object::ResourcePoolStatusRequest(decode(raw)?)
         }
@@ -928,14 +925,18 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             decode_dynamic_resources_args(raw, &config)?;
             Object::KubeSchedulerConfiguration(config)
         }
-        (api_version, kind) => {
-            return Err(LoadError::UnknownKind {
-                file: raw.file.clone(),
-                line: raw.line,
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-            });
-        }
+        // An older version of a stored kind converts to the storage version (`versions`).
+        (api_version, kind) => match crate::versions::decode_older(raw) {
+            Some(converted) => converted?,
+            None => {
+                return Err(LoadError::UnknownKind {
+                    file: raw.file.clone(),
+                    line: raw.line,
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                });
+            }
+        },
     };
     Ok(object)
 }
