@@ -37,6 +37,7 @@ pub mod selector;
 pub mod server;
 pub mod storage;
 pub mod tls;
+pub mod versions;
 
 use std::path::PathBuf;
 

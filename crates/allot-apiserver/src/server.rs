@@ -49,6 +49,8 @@ pub struct ServeOptions {
     /// Start even when the event log is missing or empty in a data directory an earlier
     /// server used (`--allow-empty-store`).
     pub allow_empty_store: bool,
+    /// The served API versions (`--runtime-config`).
+    pub runtime_config: crate::versions::RuntimeConfig,
 }
 
 impl ServeOptions {
@@ -65,6 +67,7 @@ impl ServeOptions {
             kubelet_config: None,
             feature_gates: allot_features::FeatureGates::defaults(),
             allow_empty_store: false,
+            runtime_config: crate::versions::RuntimeConfig::defaults(),
         }
     }
 }
@@ -575,11 +578,10 @@ fn store_error(info: &ResourceInfo, err: StoreError) -> ApiError {
     }
 }
 
-/// An object as served at the requested version (one kind may be served at several).
+/// An object as served at the requested version (one kind may be served at several; older
+/// versions are converted from the stored one: `versions`).
 fn render(info: &ResourceInfo, object: &Stored) -> Value {
-    let mut json = object.to_json();
-    json["apiVersion"] = Value::String(info.group_version());
-    json
+    crate::versions::render(info, object)
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response {
@@ -678,7 +680,10 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
+        // Discovery and OpenAPI answer for the versions `--runtime-config` serves.
+        let runtime = &shared.options.runtime_config;
+        let served = |path: &str| runtime.filter_document(path, discovery_json(path));
+        if let Some(response) = crate::discovery::respond(&path, accept, &served) {
             return response;
         }
         if path == "/openapi/v2" && crate::openapi::v2_not_acceptable(accept) {
@@ -689,8 +694,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             )
             .into_response();
         }
-        if let Some(response) = discovery(&path) {
-            return response;
+        if let Some(value) = served(&path) {
+            return json_response(StatusCode::OK, &value);
         }
     }
     let bytes = match read_body(body).await {
@@ -735,7 +740,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
     }
-    let Some(mut target) = route(&path) else {
+    let Some(mut target) = route(&path).filter(|t| shared.options.runtime_config.serves(t.info))
+    else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -1000,10 +1006,6 @@ fn admit_rbac(
             }
         },
     )
-}
-
-fn discovery(path: &str) -> Option<Response> {
-    discovery_json(path).map(|value| json_response(StatusCode::OK, &value))
 }
 
 /// The legacy discovery and OpenAPI documents, by path.

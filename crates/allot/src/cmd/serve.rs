@@ -68,6 +68,10 @@ pub struct Args {
     /// directory was used before (it holds pki/ or tokens.csv): begins an empty cluster.
     #[arg(long)]
     pub allow_empty_store: bool,
+    /// API versions to serve or not, as kube-apiserver takes them:
+    /// `resource.k8s.io/v1beta1=true,api/alpha=false` (`--help` lists them).
+    #[arg(long, value_name = "KEY=VALUE,...", long_help = allot_apiserver::versions::help())]
+    pub runtime_config: Option<String>,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -116,6 +120,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(2);
     }
     let mut options = allot_apiserver::ServeOptions::new(args.data_dir);
+    if let Some(flag) = &args.runtime_config {
+        match allot_apiserver::versions::RuntimeConfig::parse(flag) {
+            Ok(config) => options.runtime_config = config,
+            Err(message) => {
+                eprintln!("allot serve: --runtime-config: {message}");
+                return Ok(2);
+            }
+        }
+    }
     options.feature_gates = gates.clone();
     options.listen_fallback = args.listen.is_none();
     options.listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());

@@ -237,6 +237,10 @@ fn input(
     let files = Files::new(paths, args.recursive);
     display.start(Phase::Load, &describe_sources(&files));
     let loaded = files.load(&allot_sim::input::load_options())?;
+    if let Some(note) = allot_api::versions::conversion_note(&loaded.documents) {
+        display.end();
+        elog!("allot simulate: {note}");
+    }
     display.start(
         Phase::Validate,
         &crate::out::count(loaded.documents.len(), "document", "documents"),

@@ -207,7 +207,11 @@ pub fn check(mut loaded: Loaded) -> (usize, Vec<Record>) {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let files = crate::files::Files::new(args.files, args.recursive);
-    let (documents, records) = check(files.load(&LoadOptions::default())?);
+    let loaded = files.load(&LoadOptions::default())?;
+    if let Some(note) = allot_api::versions::conversion_note(&loaded.documents) {
+        elog!("allot validate: {note}");
+    }
+    let (documents, records) = check(loaded);
     match args.output {
         Output::Json => crate::out::print_json(&records)?,
         Output::Yaml => crate::out::print_yaml(&records)?,
