@@ -756,6 +756,38 @@ pub enum Object {
     CronJob(CronJob),
     /// `v1 ReplicationController`.
     ReplicationController(ReplicationController),
+    /// `v1 ServiceAccount`.
+    ServiceAccount(crate::core::v1::ServiceAccount),
+    /// `v1 Secret`.
+    Secret(crate::core::v1::Secret),
+    /// `v1 ConfigMap`.
+    ConfigMap(crate::core::v1::ConfigMap),
+    /// `v1 Endpoints`.
+    Endpoints(crate::core::v1::Endpoints),
+    /// `v1 ResourceQuota`.
+    ResourceQuota(crate::core::v1::ResourceQuota),
+    /// `v1 LimitRange`.
+    LimitRange(crate::core::v1::LimitRange),
+    /// `v1 PodTemplate`.
+    PodTemplate(crate::core::v1::PodTemplate),
+    /// `discovery.k8s.io/v1 EndpointSlice`.
+    EndpointSlice(crate::discovery::v1::EndpointSlice),
+    /// `autoscaling/v2 HorizontalPodAutoscaler`.
+    HorizontalPodAutoscaler(crate::autoscaling::v2::HorizontalPodAutoscaler),
+    /// `certificates.k8s.io/v1 CertificateSigningRequest`.
+    CertificateSigningRequest(crate::certificates::v1::CertificateSigningRequest),
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy`.
+    ValidatingAdmissionPolicy(crate::admissionregistration::v1::ValidatingAdmissionPolicy),
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding`.
+    ValidatingAdmissionPolicyBinding(
+        crate::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    ),
+    /// `networking.k8s.io/v1 ServiceCIDR`.
+    ServiceCIDR(crate::networking::v1::ServiceCIDR),
+    /// `networking.k8s.io/v1 IPAddress`.
+    IPAddress(crate::networking::v1::IPAddress),
+    /// `storage.k8s.io/v1 VolumeAttributesClass`.
+    VolumeAttributesClass(crate::storage::v1::VolumeAttributesClass),
     /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
     Extension,
 }
@@ -801,6 +833,21 @@ impl Object {
             Object::Job(_) => "Job",
             Object::CronJob(_) => "CronJob",
             Object::ReplicationController(_) => "ReplicationController",
+            Object::ServiceAccount(_) => "ServiceAccount",
+            Object::Secret(_) => "Secret",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::Endpoints(_) => "Endpoints",
+            Object::ResourceQuota(_) => "ResourceQuota",
+            Object::LimitRange(_) => "LimitRange",
+            Object::PodTemplate(_) => "PodTemplate",
+            Object::EndpointSlice(_) => "EndpointSlice",
+            Object::HorizontalPodAutoscaler(_) => "HorizontalPodAutoscaler",
+            Object::CertificateSigningRequest(_) => "CertificateSigningRequest",
+            Object::ValidatingAdmissionPolicy(_) => "ValidatingAdmissionPolicy",
+            Object::ValidatingAdmissionPolicyBinding(_) => "ValidatingAdmissionPolicyBinding",
+            Object::ServiceCIDR(_) => "ServiceCIDR",
+            Object::IPAddress(_) => "IPAddress",
+            Object::VolumeAttributesClass(_) => "VolumeAttributesClass",
             Object::Extension => "Extension",
         }
     }
@@ -846,6 +893,27 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
     ("batch/v1", "Job"),
     ("batch/v1", "CronJob"),
     ("v1", "ReplicationController"),
+    ("v1", "ServiceAccount"),
+    ("v1", "Secret"),
+    ("v1", "ConfigMap"),
+    ("v1", "Endpoints"),
+    ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
+    ("v1", "PodTemplate"),
+    ("discovery.k8s.io/v1", "EndpointSlice"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("networking.k8s.io/v1", "ServiceCIDR"),
+    ("networking.k8s.io/v1", "IPAddress"),
+    ("storage.k8s.io/v1", "VolumeAttributesClass"),
     (
         "kubescheduler.config.k8s.io/v1",
         "KubeSchedulerConfiguration",
@@ -920,6 +988,31 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
         ("batch/v1", "Job") => Object::Job(decode(raw)?),
         ("batch/v1", "CronJob") => Object::CronJob(decode(raw)?),
         ("v1", "ReplicationController") => Object::ReplicationController(decode(raw)?),
+        ("v1", "ServiceAccount") => Object::ServiceAccount(decode(raw)?),
+        ("v1", "Secret") => Object::Secret(decode(raw)?),
+        ("v1", "ConfigMap") => Object::ConfigMap(decode(raw)?),
+        ("v1", "Endpoints") => Object::Endpoints(decode(raw)?),
+        ("v1", "ResourceQuota") => Object::ResourceQuota(decode(raw)?),
+        ("v1", "LimitRange") => Object::LimitRange(decode(raw)?),
+        ("v1", "PodTemplate") => Object::PodTemplate(decode(raw)?),
+        ("discovery.k8s.io/v1", "EndpointSlice") => Object::EndpointSlice(decode(raw)?),
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            Object::HorizontalPodAutoscaler(decode(raw)?)
+        }
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            Object::CertificateSigningRequest(decode(raw)?)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            Object::ValidatingAdmissionPolicy(decode(raw)?)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            Object::ValidatingAdmissionPolicyBinding(decode(raw)?)
+        }
+        ("networking.k8s.io/v1", "ServiceCIDR") => Object::ServiceCIDR(decode(raw)?),
+        ("networking.k8s.io/v1", "IPAddress") => Object::IPAddress(decode(raw)?),
+        ("storage.k8s.io/v1", "VolumeAttributesClass") => {
+            Object::VolumeAttributesClass(decode(raw)?)
+        }
         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration") => {
             let config: KubeSchedulerConfiguration = decode(raw)?;
             decode_dynamic_resources_args(raw, &config)?;

@@ -33,6 +33,7 @@ pub mod query;
 pub mod rbac;
 pub mod rbac_kinds;
 pub mod resources;
+pub mod scale;
 pub mod selector;
 pub mod server;
 pub mod storage;

@@ -88,6 +88,30 @@ const SOURCES: &[(&str, &str)] = &[
         "io.k8s.api.scheduling.v1",
         include_str!("../../allot-api/src/scheduling/v1.rs"),
     ),
+    (
+        "io.k8s.api.core.v1",
+        include_str!("../../allot-api/src/core/v1/config.rs"),
+    ),
+    (
+        "io.k8s.api.discovery.v1",
+        include_str!("../../allot-api/src/discovery/v1.rs"),
+    ),
+    (
+        "io.k8s.api.autoscaling.v2",
+        include_str!("../../allot-api/src/autoscaling/v2.rs"),
+    ),
+    (
+        "io.k8s.api.certificates.v1",
+        include_str!("../../allot-api/src/certificates/v1.rs"),
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1",
+        include_str!("../../allot-api/src/admissionregistration/v1.rs"),
+    ),
+    (
+        "io.k8s.api.networking.v1",
+        include_str!("../../allot-api/src/networking/v1.rs"),
+    ),
 ];
 
 /// One parsed declaration.
@@ -422,6 +446,11 @@ fn kind_definition(info: &ResourceInfo) -> Option<String> {
         "batch" => "io.k8s.api.batch.v1",
         "policy" => "io.k8s.api.policy.v1",
         "storage.k8s.io" => "io.k8s.api.storage.v1",
+        "discovery.k8s.io" => "io.k8s.api.discovery.v1",
+        "autoscaling" => "io.k8s.api.autoscaling.v2",
+        "certificates.k8s.io" => "io.k8s.api.certificates.v1",
+        "admissionregistration.k8s.io" => "io.k8s.api.admissionregistration.v1",
+        "networking.k8s.io" => "io.k8s.api.networking.v1",
         "allot.dev" => "dev.allot.v1alpha1",
         "rbac.authorization.k8s.io" => "io.k8s.api.rbac.v1",
         "coordination.k8s.io" => "io.k8s.api.coordination.v1",

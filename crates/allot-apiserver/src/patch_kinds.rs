@@ -17,6 +17,7 @@ fn template_prefix(kind: Kind) -> &'static [&'static str] {
         | Kind::Job
         | Kind::ReplicationController => &["spec", "template"],
         Kind::CronJob => &["spec", "jobTemplate", "spec", "template"],
+        Kind::PodTemplate => &["template"],
         _ => &[],
     }
 }
@@ -47,7 +48,12 @@ pub(crate) fn field(kind: Kind, path: &[&str]) -> Option<FieldMeta> {
                 "capacity" | "allocatedResources" | "allocatedResourceStatuses",
             ],
         ) => FieldMeta::free_form(),
-        (Kind::StorageClass, ["parameters"]) => FieldMeta::free_form(),
+        (Kind::StorageClass | Kind::VolumeAttributesClass, ["parameters"]) => {
+            FieldMeta::free_form()
+        }
+        (Kind::Secret | Kind::ConfigMap, ["data" | "stringData" | "binaryData"]) => {
+            FieldMeta::free_form()
+        }
         (Kind::StatefulSet, ["spec", "volumeClaimTemplates", ..]) => FieldMeta::PLAIN,
         (Kind::CSINode, ["spec", "drivers"]) => FieldMeta::merge("name", &["name"]),
         _ => return None,

@@ -143,6 +143,48 @@ pub fn columns(kind: Kind) -> Vec<Column> {
             IMAGES,
             SELECTOR,
         ],
+        Kind::ServiceAccount => &[("Secrets", "string", 0), AGE],
+        Kind::Secret => &[("Type", "string", 0), ("Data", "string", 0), AGE],
+        Kind::ConfigMap => &[("Data", "string", 0), AGE],
+        Kind::Endpoints => &[("Endpoints", "string", 0), AGE],
+        Kind::ResourceQuota => &[("Request", "string", 0), ("Limit", "string", 0), AGE],
+        Kind::PodTemplate => &[
+            ("Containers", "string", 0),
+            ("Images", "string", 0),
+            ("Pod Labels", "string", 0),
+        ],
+        Kind::EndpointSlice => &[
+            ("AddressType", "string", 0),
+            ("Ports", "string", 0),
+            ("Endpoints", "string", 0),
+            AGE,
+        ],
+        Kind::HorizontalPodAutoscaler => &[
+            ("Reference", "string", 0),
+            ("Targets", "string", 0),
+            ("MinPods", "string", 0),
+            ("MaxPods", "string", 0),
+            ("Replicas", "string", 0),
+            AGE,
+        ],
+        Kind::CertificateSigningRequest => &[
+            AGE,
+            ("SignerName", "string", 0),
+            ("Requestor", "string", 0),
+            ("RequestedDuration", "string", 0),
+            ("Condition", "string", 0),
+        ],
+        Kind::ValidatingAdmissionPolicy => &[
+            ("Validations", "integer", 0),
+            ("ParamKind", "string", 0),
+            AGE,
+        ],
+        Kind::ValidatingAdmissionPolicyBinding => {
+            &[("PolicyName", "string", 0), ("ParamRef", "string", 0), AGE]
+        }
+        Kind::ServiceCIDR => &[("CIDRs", "string", 0), AGE],
+        Kind::IPAddress => &[("ParentRef", "string", 0)],
+        Kind::VolumeAttributesClass => &[("DriverName", "string", 0), AGE],
         _ => &[("Created At", "date", 0)],
     };
     out.extend_from_slice(rest);
@@ -703,11 +745,336 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
                 )),
             ]
         }
-        _ => vec![
-            json!(name),
-            json!(str_at(object, "/metadata/creationTimestamp")),
-        ],
+        _ => match uninterpreted_cells(kind, object, &name, &age) {
+            Some(row) => row,
+            None => vec![
+                json!(name),
+                json!(str_at(object, "/metadata/creationTimestamp")),
+            ],
+        },
     }
+}
+
+fn map_len(object: &Value, pointer: &str) -> usize {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_object)
+        .map_or(0, serde_json::Map::len)
+}
+
+/// `a,b,c + N more...`, or `<unset>` when empty (upstream's `listWithMoreString`).
+fn list_with_more(items: &[String], max: usize) -> String {
+    if items.is_empty() {
+        return "<unset>".into();
+    }
+    let shown = items[..items.len().min(max)].join(",");
+    if items.len() > max {
+        format!("{shown} + {} more...", items.len() - max)
+    } else {
+        shown
+    }
+}
+
+/// A legacy Endpoints' addresses (`ip:port`, three at most), or `<none>`.
+fn format_endpoints(object: &Value) -> String {
+    let subsets = array_at(object, "/subsets");
+    if subsets.is_empty() {
+        return "<none>".into();
+    }
+    let mut all = Vec::new();
+    for subset in subsets {
+        let addresses = array_at(subset, "/addresses");
+        let ports = array_at(subset, "/ports");
+        if ports.is_empty() {
+            all.extend(addresses.iter().map(|a| str_at(a, "/ip").to_string()));
+            continue;
+        }
+        for port in ports {
+            for address in addresses {
+                let ip = str_at(address, "/ip");
+                let host = if ip.contains(':') {
+                    format!("[{ip}]")
+                } else {
+                    ip.to_string()
+                };
+                all.push(format!("{host}:{}", int_at(port, "/port")));
+            }
+        }
+    }
+    let shown = all[..all.len().min(3)].join(",");
+    if all.len() > 3 {
+        format!("{shown} + {} more...", all.len() - 3)
+    } else {
+        shown
+    }
+}
+
+/// A quota's `resource: used/hard` pairs, split into requests and limits.
+fn quota_columns(object: &Value) -> (String, String) {
+    let hard = object.pointer("/status/hard").and_then(Value::as_object);
+    let (mut requests, mut limits) = (Vec::new(), Vec::new());
+    for (resource, hard_value) in hard.into_iter().flatten() {
+        let used = object
+            .pointer(&format!(
+                "/status/used/{}",
+                resource.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+            .unwrap_or("0");
+        let text = format!("{resource}: {used}/{}", hard_value.as_str().unwrap_or("0"));
+        if resource.split('.').next() == Some("limits") && resource.contains('.') {
+            limits.push(text);
+        } else {
+            requests.push(text);
+        }
+    }
+    (requests.join(", "), limits.join(", "))
+}
+
+/// An HPA's metric targets (upstream's `formatHPAMetrics`, the common shapes), two at most.
+fn hpa_metrics(object: &Value) -> String {
+    let specs = array_at(object, "/spec/metrics");
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = array_at(object, "/status/currentMetrics");
+    let current = |i: usize, pointer: &str| {
+        statuses
+            .get(i)
+            .and_then(|s| s.pointer(pointer))
+            .map(|v| match v {
+                Value::Number(n) => n.to_string(),
+                other => other.as_str().unwrap_or_default().to_string(),
+            })
+    };
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let kind = str_at(spec, "/type");
+            let source = match kind {
+                "Resource" => "resource",
+                "ContainerResource" => "containerResource",
+                "Pods" => "pods",
+                "Object" => "object",
+                "External" => "external",
+                _ => return "<unknown type>".to_string(),
+            };
+            let target = spec.get(source).cloned().unwrap_or(Value::Null);
+            let status_base = format!("/{source}/current");
+            if let Some(utilization) = target.pointer("/target/averageUtilization") {
+                let now = current(i, &format!("{status_base}/averageUtilization"))
+                    .map_or("<unknown>".to_string(), |v| format!("{v}%"));
+                return format!("{}: {now}/{utilization}%", str_at(&target, "/name"));
+            }
+            let (pointer, suffix) = match target.pointer("/target/averageValue") {
+                Some(_) => ("averageValue", " (avg)"),
+                None => ("value", ""),
+            };
+            let wanted = target
+                .pointer(&format!("/target/{pointer}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let now = current(i, &format!("{status_base}/{pointer}"))
+                .unwrap_or_else(|| "<unknown>".into());
+            match kind {
+                "Resource" | "ContainerResource" => {
+                    format!("{}: {now}/{wanted}", str_at(&target, "/name"))
+                }
+                "Pods" => format!("{now}/{wanted}"),
+                _ => format!("{now}/{wanted}{suffix}"),
+            }
+        })
+        .collect();
+    let shown = list[..list.len().min(2)].join(", ");
+    if list.len() > 2 {
+        format!("{shown} + {} more...", list.len() - 2)
+    } else {
+        shown
+    }
+}
+
+/// A CSR's condition column: Denied, Approved or Pending, then Failed and Issued.
+fn csr_status(object: &Value) -> String {
+    let has = |kind: &str| {
+        array_at(object, "/status/conditions")
+            .iter()
+            .any(|c| str_at(c, "/type") == kind)
+    };
+    let mut status = if has("Denied") {
+        "Denied".to_string()
+    } else if has("Approved") {
+        "Approved".to_string()
+    } else {
+        "Pending".to_string()
+    };
+    if has("Failed") {
+        status.push_str(",Failed");
+    }
+    if !str_at(object, "/status/certificate").is_empty() {
+        status.push_str(",Issued");
+    }
+    status
+}
+
+/// The rows of the kinds allot serves without interpreting them.
+pub(crate) fn uninterpreted_cells(
+    kind: Kind,
+    object: &Value,
+    name: &str,
+    age: &str,
+) -> Option<Vec<Value>> {
+    let row = match kind {
+        Kind::ServiceAccount => vec![
+            json!(name),
+            json!(array_at(object, "/secrets").len()),
+            json!(age),
+        ],
+        Kind::Secret => vec![
+            json!(name),
+            json!(str_at(object, "/type")),
+            json!(map_len(object, "/data")),
+            json!(age),
+        ],
+        Kind::ConfigMap => vec![
+            json!(name),
+            json!(map_len(object, "/data") + map_len(object, "/binaryData")),
+            json!(age),
+        ],
+        Kind::Endpoints => vec![json!(name), json!(format_endpoints(object)), json!(age)],
+        Kind::ResourceQuota => {
+            let (requests, limits) = quota_columns(object);
+            vec![json!(name), json!(requests), json!(limits), json!(age)]
+        }
+        Kind::PodTemplate => {
+            let (containers, images) = containers_and_images(object.pointer("/template"));
+            vec![
+                json!(name),
+                json!(containers),
+                json!(images),
+                json!(format_labels(object.pointer("/template/metadata/labels"))),
+            ]
+        }
+        Kind::EndpointSlice => {
+            let ports: Vec<String> = array_at(object, "/ports")
+                .iter()
+                .map(
+                    |p| match (p.get("port").and_then(Value::as_i64), p.get("name")) {
+                        (Some(port), _) => port.to_string(),
+                        (None, Some(Value::String(name))) => name.clone(),
+                        _ => "*".to_string(),
+                    },
+                )
+                .collect();
+            let addresses: Vec<String> = array_at(object, "/endpoints")
+                .iter()
+                .flat_map(|e| array_at(e, "/addresses").iter())
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect();
+            vec![
+                json!(name),
+                json!(str_at(object, "/addressType")),
+                json!(list_with_more(&ports, 3)),
+                json!(list_with_more(&addresses, 3)),
+                json!(age),
+            ]
+        }
+        Kind::HorizontalPodAutoscaler => vec![
+            json!(name),
+            json!(format!(
+                "{}/{}",
+                str_at(object, "/spec/scaleTargetRef/kind"),
+                str_at(object, "/spec/scaleTargetRef/name")
+            )),
+            json!(hpa_metrics(object)),
+            json!(
+                object
+                    .pointer("/spec/minReplicas")
+                    .and_then(Value::as_i64)
+                    .map_or("<unset>".to_string(), |n| n.to_string())
+            ),
+            json!(int_at(object, "/spec/maxReplicas")),
+            json!(int_at(object, "/status/currentReplicas")),
+            json!(age),
+        ],
+        Kind::CertificateSigningRequest => vec![
+            json!(name),
+            json!(age),
+            json!(match str_at(object, "/spec/signerName") {
+                "" => "<none>",
+                signer => signer,
+            }),
+            json!(str_at(object, "/spec/username")),
+            json!(
+                object
+                    .pointer("/spec/expirationSeconds")
+                    .and_then(Value::as_i64)
+                    .map_or("<none>".to_string(), human_age)
+            ),
+            json!(csr_status(object)),
+        ],
+        Kind::ValidatingAdmissionPolicy => vec![
+            json!(name),
+            json!(array_at(object, "/spec/validations").len()),
+            json!(match object.pointer("/spec/paramKind") {
+                Some(kind) if kind.is_object() =>
+                    format!("{}/{}", str_at(kind, "/apiVersion"), str_at(kind, "/kind")),
+                _ => "<unset>".to_string(),
+            }),
+            json!(age),
+        ],
+        Kind::ValidatingAdmissionPolicyBinding => {
+            let param = match object.pointer("/spec/paramRef") {
+                Some(r) if r.is_object() => match (str_at(r, "/name"), str_at(r, "/namespace")) {
+                    ("", _) => format_label_selector(r.get("selector")),
+                    (name, "") => format!("*/{name}"),
+                    (name, namespace) => format!("{namespace}/{name}"),
+                },
+                _ => "<unset>".to_string(),
+            };
+            vec![
+                json!(name),
+                json!(str_at(object, "/spec/policyName")),
+                json!(param),
+                json!(age),
+            ]
+        }
+        Kind::ServiceCIDR => {
+            let cidrs: Vec<&str> = array_at(object, "/spec/cidrs")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            vec![json!(name), json!(cidrs.join(",")), json!(age)]
+        }
+        Kind::IPAddress => {
+            let parent = match object.pointer("/spec/parentRef") {
+                Some(r) if r.is_object() => {
+                    let group = str_at(r, "/group");
+                    let resource = str_at(r, "/resource");
+                    let mut text = if group.is_empty() {
+                        resource.to_lowercase()
+                    } else {
+                        format!("{resource}.{group}").to_lowercase()
+                    };
+                    if !str_at(r, "/namespace").is_empty() {
+                        text = format!("{text}/{}", str_at(r, "/namespace"));
+                    }
+                    format!("{text}/{}", str_at(r, "/name"))
+                }
+                _ => "<none>".to_string(),
+            };
+            vec![json!(name), json!(parent)]
+        }
+        Kind::VolumeAttributesClass => {
+            vec![
+                json!(name),
+                json!(str_at(object, "/driverName")),
+                json!(age),
+            ]
+        }
+        _ => return None,
+    };
+    Some(row)
 }
 
 #[cfg(test)]

@@ -533,6 +533,164 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
         (
+            "endpoint-controller",
+            vec![
+                rule(READ, &[""], &["services", "pods"]),
+                rule(
+                    &["get", "list", "create", "update", "delete"],
+                    &[""],
+                    &["endpoints"],
+                ),
+                rule(&["create"], &[""], &["endpoints/restricted"]),
+                events(),
+            ],
+        ),
+        (
+            "endpointslice-controller",
+            vec![
+                rule(READ, &[""], &["services", "pods", "nodes"]),
+                rule(&["update"], &[""], &["services/finalizers"]),
+                rule(
+                    &["get", "list", "create", "update", "delete"],
+                    &["discovery.k8s.io"],
+                    &["endpointslices"],
+                ),
+                events(),
+            ],
+        ),
+        (
+            "horizontal-pod-autoscaler",
+            vec![
+                rule(READ, &["autoscaling"], &["horizontalpodautoscalers"]),
+                rule(
+                    &["update"],
+                    &["autoscaling"],
+                    &["horizontalpodautoscalers/status"],
+                ),
+                rule(&["get", "update"], &["*"], &["*/scale"]),
+                rule(&["list"], &[""], &["pods"]),
+                rule(&["list"], &["metrics.k8s.io"], &["pods"]),
+                rule(&["get", "list"], &["custom.metrics.k8s.io"], &["*"]),
+                rule(&["get", "list"], &["external.metrics.k8s.io"], &["*"]),
+                events(),
+            ],
+        ),
+        (
+            "certificate-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "delete"],
+                    &["certificates.k8s.io"],
+                    &["certificatesigningrequests"],
+                ),
+                rule(
+                    &["update"],
+                    &["certificates.k8s.io"],
+                    &[
+                        "certificatesigningrequests/status",
+                        "certificatesigningrequests/approval",
+                    ],
+                ),
+                named_rule(
+                    &["approve"],
+                    &["certificates.k8s.io"],
+                    &["signers"],
+                    &["kubernetes.io/kube-apiserver-client-kubelet"],
+                ),
+                named_rule(
+                    &["sign"],
+                    &["certificates.k8s.io"],
+                    &["signers"],
+                    &[
+                        "kubernetes.io/legacy-unknown",
+                        "kubernetes.io/kube-apiserver-client",
+                        "kubernetes.io/kube-apiserver-client-kubelet",
+                        "kubernetes.io/kubelet-serving",
+                    ],
+                ),
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+                events(),
+            ],
+        ),
+        (
+            "resourcequota-controller",
+            vec![
+                rule(&["list", "watch"], &["*"], &["*"]),
+                rule(&["update"], &[""], &["resourcequotas/status"]),
+                events(),
+            ],
+        ),
+        (
+            "root-ca-cert-publisher",
+            vec![
+                rule(&["create", "update"], &[""], &["configmaps"]),
+                events(),
+            ],
+        ),
+        (
+            "service-account-controller",
+            vec![rule(&["create"], &[""], &["serviceaccounts"]), events()],
+        ),
+        (
+            "service-cidrs-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "patch", "update"],
+                    &["networking.k8s.io"],
+                    &["servicecidrs"],
+                ),
+                rule(
+                    &["patch", "update"],
+                    &["networking.k8s.io"],
+                    &["servicecidrs/finalizers"],
+                ),
+                rule(
+                    &["patch", "update"],
+                    &["networking.k8s.io"],
+                    &["servicecidrs/status"],
+                ),
+                rule(READ, &["networking.k8s.io"], &["ipaddresses"]),
+                events(),
+            ],
+        ),
+        (
+            "validatingadmissionpolicy-status-controller",
+            vec![
+                rule(
+                    READ,
+                    &["admissionregistration.k8s.io"],
+                    &["validatingadmissionpolicies"],
+                ),
+                rule(
+                    &["get", "patch", "update"],
+                    &["admissionregistration.k8s.io"],
+                    &["validatingadmissionpolicies/status"],
+                ),
+                events(),
+            ],
+        ),
+        (
+            "volumeattributesclass-protection-controller",
+            vec![
+                rule(
+                    &["list", "watch", "get"],
+                    &[""],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(&["list", "watch", "get"], &[""], &["persistentvolumes"]),
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &["storage.k8s.io"],
+                    &["volumeattributesclasses"],
+                ),
+                events(),
+            ],
+        ),
+        (
             "ttl-after-finished-controller",
             vec![
                 rule(&["get", "list", "watch", "delete"], &["batch"], &["jobs"]),

@@ -369,6 +369,141 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["cj"],
         status: true,
     },
+    ResourceInfo {
+        kind: Kind::ServiceAccount,
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        short_names: &["sa"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Secret,
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        singular: "secret",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ConfigMap,
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Endpoints,
+        group: "",
+        version: "v1",
+        plural: "endpoints",
+        singular: "endpoints",
+        short_names: &["ep"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceQuota,
+        group: "",
+        version: "v1",
+        plural: "resourcequotas",
+        singular: "resourcequota",
+        short_names: &["quota"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::LimitRange,
+        group: "",
+        version: "v1",
+        plural: "limitranges",
+        singular: "limitrange",
+        short_names: &["limits"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::PodTemplate,
+        group: "",
+        version: "v1",
+        plural: "podtemplates",
+        singular: "podtemplate",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::EndpointSlice,
+        group: "discovery.k8s.io",
+        version: "v1",
+        plural: "endpointslices",
+        singular: "endpointslice",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::HorizontalPodAutoscaler,
+        group: "autoscaling",
+        version: "v2",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::CertificateSigningRequest,
+        group: "certificates.k8s.io",
+        version: "v1",
+        plural: "certificatesigningrequests",
+        singular: "certificatesigningrequest",
+        short_names: &["csr"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ValidatingAdmissionPolicy,
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicies",
+        singular: "validatingadmissionpolicy",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ValidatingAdmissionPolicyBinding,
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicybindings",
+        singular: "validatingadmissionpolicybinding",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ServiceCIDR,
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "servicecidrs",
+        singular: "servicecidr",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::IPAddress,
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "ipaddresses",
+        singular: "ipaddress",
+        short_names: &["ip"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::VolumeAttributesClass,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "volumeattributesclasses",
+        singular: "volumeattributesclass",
+        short_names: &["vac"],
+        status: false,
+    },
     // Older versions of the DRA kinds, converted at the request boundary (`versions`); off
     // unless `--runtime-config` asks for them, as in kube-apiserver 1.37.
     ResourceInfo {
@@ -496,6 +631,17 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
                 "singularName": "",
                 "namespaced": r.kind.namespaced(),
                 "kind": r.kind.name(),
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if crate::scale::has_scale(r.kind) {
+            resources.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.kind.namespaced(),
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
                 "verbs": ["get", "patch", "update"],
             }));
         }
@@ -1050,7 +1196,8 @@ mod tests {
     fn core_group_comes_first_then_groups_by_name() {
         let gvs = group_versions();
         assert_eq!(gvs.first(), Some(&("", "v1")));
-        assert_eq!(gvs.get(1), Some(&("allot.dev", "v1alpha1")));
+        assert_eq!(gvs.get(1), Some(&("admissionregistration.k8s.io", "v1")));
+        assert!(gvs[1..].windows(2).all(|w| w[0] <= w[1]), "{gvs:?}");
         assert_eq!(gvs.last(), Some(&("storage.k8s.io", "v1")));
     }
 }

@@ -597,6 +597,8 @@ struct Target {
     namespace: String,
     name: Option<String>,
     status: bool,
+    /// The `scale` subresource (see `crate::scale`).
+    scale: bool,
     /// Who asks (for admission checks that authorize parts of an object).
     requester: Option<crate::auth::Requester>,
     /// Field manager, `force`, field validation and the warnings collected on the way.
@@ -796,6 +798,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             return watch(shared, target, &query, &accept);
         }
         (&Method::GET, None) => list(&shared, &target, &query, &accept),
+        (method, Some(name)) if target.scale => {
+            scale(&shared, &target, method, name, &bytes, &content_type)
+        }
         (&Method::GET, Some(name)) => get(&shared, &target, name, &query, &accept),
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
@@ -1081,6 +1086,7 @@ fn route(path: &str) -> Option<Target> {
         [] => (None, false),
         [name] => (Some(name.to_string()), false),
         [name, "status"] if info.status => (Some(name.to_string()), true),
+        [name, "scale"] if crate::scale::has_scale(info.kind) => (Some(name.to_string()), false),
         _ => return None,
     };
     Some(Target {
@@ -1090,6 +1096,7 @@ fn route(path: &str) -> Option<Target> {
         namespace,
         name,
         status,
+        scale: matches!(tail, [_, "scale"]),
         requester: None,
     })
 }
@@ -2026,6 +2033,72 @@ fn patch(
             other => return other,
         }
     }
+}
+
+/// The `scale` subresource: GET the Scale, or PUT or PATCH it to change the replicas.
+fn scale(
+    shared: &Shared,
+    target: &Target,
+    method: &Method,
+    name: &str,
+    bytes: &[u8],
+    content_type: &str,
+) -> Result<(StatusCode, Value), ApiError> {
+    let kind = target.info.kind;
+    let key = key(target, name);
+    if *method == Method::GET {
+        let inner = shared.lock();
+        let object = inner
+            .store
+            .get_stored(&key)
+            .map(|o| render(target.info, o))
+            .ok_or_else(|| ApiError::not_found(target.info, name))?;
+        return Ok((StatusCode::OK, crate::scale::to_scale(kind, &object)));
+    }
+    let patch_type = match *method {
+        Method::PUT => None,
+        Method::PATCH => match crate::patch::PatchType::from_content_type(content_type) {
+            Some(crate::patch::PatchType::Apply) | None => {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "UnsupportedMediaType",
+                    format!(
+                        "the body of the request was in an unknown format - accepted media types include: {}",
+                        crate::patch::ACCEPTED_PATCH_TYPES
+                    ),
+                ));
+            }
+            Some(patch_type) => Some(patch_type),
+        },
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                format!("{method} is not supported on this resource"),
+            ));
+        }
+    };
+    let invalid_scale = |message: String| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!("Scale.autoscaling \"{name}\" is invalid: {message}"),
+        )
+    };
+    let (code, object) = replace_with(shared, target, name, |current| {
+        let scale = match patch_type {
+            None => parse_body(bytes)?,
+            Some(patch_type) => {
+                let current_scale = crate::scale::to_scale(kind, current);
+                let schema = crate::patch::KindSchema(kind);
+                crate::patch::patch_object(patch_type, &current_scale, bytes, &schema)
+                    .map_err(|e| patch_error(&e))?
+            }
+        };
+        let object = crate::scale::from_scale(current, &scale).map_err(invalid_scale)?;
+        Ok((object, None))
+    })?;
+    Ok((code, crate::scale::to_scale(kind, &object)))
 }
 
 fn patch_error(err: &crate::patch::PatchError) -> ApiError {

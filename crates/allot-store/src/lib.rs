@@ -100,6 +100,36 @@ pub enum Kind {
     CronJob,
     /// `v1 ReplicationController`.
     ReplicationController,
+    /// `v1 ServiceAccount`.
+    ServiceAccount,
+    /// `v1 Secret`.
+    Secret,
+    /// `v1 ConfigMap`.
+    ConfigMap,
+    /// `v1 Endpoints`.
+    Endpoints,
+    /// `v1 ResourceQuota`.
+    ResourceQuota,
+    /// `v1 LimitRange`.
+    LimitRange,
+    /// `v1 PodTemplate`.
+    PodTemplate,
+    /// `discovery.k8s.io/v1 EndpointSlice`.
+    EndpointSlice,
+    /// `autoscaling/v2 HorizontalPodAutoscaler`.
+    HorizontalPodAutoscaler,
+    /// `certificates.k8s.io/v1 CertificateSigningRequest` (cluster-scoped).
+    CertificateSigningRequest,
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy` (cluster-scoped).
+    ValidatingAdmissionPolicy,
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding` (cluster-scoped).
+    ValidatingAdmissionPolicyBinding,
+    /// `networking.k8s.io/v1 ServiceCIDR` (cluster-scoped).
+    ServiceCIDR,
+    /// `networking.k8s.io/v1 IPAddress` (cluster-scoped).
+    IPAddress,
+    /// `storage.k8s.io/v1 VolumeAttributesClass` (cluster-scoped).
+    VolumeAttributesClass,
     /// `v1 Pod`.
     Pod,
     /// `v1 Event`.
@@ -143,11 +173,22 @@ impl Kind {
                 | Kind::VolumeAttachment
                 | Kind::Service
                 | Kind::ControllerRevision
+                | Kind::ServiceAccount
+                | Kind::Secret
+                | Kind::ConfigMap
+                | Kind::Endpoints
+                | Kind::ResourceQuota
+                | Kind::LimitRange
+                | Kind::PodTemplate
+                | Kind::CertificateSigningRequest
+                | Kind::ServiceCIDR
+                | Kind::IPAddress
+                | Kind::VolumeAttributesClass
         )
     }
 
     /// Every kind, in list order.
-    pub const ALL: [Kind; 35] = [
+    pub const ALL: [Kind; 50] = [
         Kind::Namespace,
         Kind::Node,
         Kind::PriorityClass,
@@ -175,6 +216,21 @@ impl Kind {
         Kind::Job,
         Kind::CronJob,
         Kind::ReplicationController,
+        Kind::ServiceAccount,
+        Kind::Secret,
+        Kind::ConfigMap,
+        Kind::Endpoints,
+        Kind::ResourceQuota,
+        Kind::LimitRange,
+        Kind::PodTemplate,
+        Kind::EndpointSlice,
+        Kind::HorizontalPodAutoscaler,
+        Kind::CertificateSigningRequest,
+        Kind::ValidatingAdmissionPolicy,
+        Kind::ValidatingAdmissionPolicyBinding,
+        Kind::ServiceCIDR,
+        Kind::IPAddress,
+        Kind::VolumeAttributesClass,
         Kind::Pod,
         Kind::Event,
         Kind::NodeTopology,
@@ -223,6 +279,21 @@ impl Kind {
             Kind::Job => "Job",
             Kind::CronJob => "CronJob",
             Kind::ReplicationController => "ReplicationController",
+            Kind::ServiceAccount => "ServiceAccount",
+            Kind::Secret => "Secret",
+            Kind::ConfigMap => "ConfigMap",
+            Kind::Endpoints => "Endpoints",
+            Kind::ResourceQuota => "ResourceQuota",
+            Kind::LimitRange => "LimitRange",
+            Kind::PodTemplate => "PodTemplate",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+            Kind::CertificateSigningRequest => "CertificateSigningRequest",
+            Kind::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+            Kind::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
+            Kind::ServiceCIDR => "ServiceCIDR",
+            Kind::IPAddress => "IPAddress",
+            Kind::VolumeAttributesClass => "VolumeAttributesClass",
         }
     }
 
@@ -258,6 +329,21 @@ impl Kind {
             | Kind::DaemonSet
             | Kind::ControllerRevision => "apps/v1",
             Kind::Job | Kind::CronJob => "batch/v1",
+            Kind::ServiceAccount => "v1",
+            Kind::Secret => "v1",
+            Kind::ConfigMap => "v1",
+            Kind::Endpoints => "v1",
+            Kind::ResourceQuota => "v1",
+            Kind::LimitRange => "v1",
+            Kind::PodTemplate => "v1",
+            Kind::EndpointSlice => "discovery.k8s.io/v1",
+            Kind::HorizontalPodAutoscaler => "autoscaling/v2",
+            Kind::CertificateSigningRequest => "certificates.k8s.io/v1",
+            Kind::ValidatingAdmissionPolicy => "admissionregistration.k8s.io/v1",
+            Kind::ValidatingAdmissionPolicyBinding => "admissionregistration.k8s.io/v1",
+            Kind::ServiceCIDR => "networking.k8s.io/v1",
+            Kind::IPAddress => "networking.k8s.io/v1",
+            Kind::VolumeAttributesClass => "storage.k8s.io/v1",
         }
     }
 
@@ -285,6 +371,15 @@ impl Kind {
                 | Kind::Job
                 | Kind::CronJob
                 | Kind::ReplicationController
+                | Kind::ServiceAccount
+                | Kind::Secret
+                | Kind::ConfigMap
+                | Kind::Endpoints
+                | Kind::ResourceQuota
+                | Kind::LimitRange
+                | Kind::PodTemplate
+                | Kind::EndpointSlice
+                | Kind::HorizontalPodAutoscaler
         )
     }
 }
@@ -567,6 +662,21 @@ stored_kinds! {
     Job => Job,
     CronJob => CronJob,
     ReplicationController => ReplicationController,
+    ServiceAccount => allot_api::core::v1::ServiceAccount,
+    Secret => allot_api::core::v1::Secret,
+    ConfigMap => allot_api::core::v1::ConfigMap,
+    Endpoints => allot_api::core::v1::Endpoints,
+    ResourceQuota => allot_api::core::v1::ResourceQuota,
+    LimitRange => allot_api::core::v1::LimitRange,
+    PodTemplate => allot_api::core::v1::PodTemplate,
+    EndpointSlice => allot_api::discovery::v1::EndpointSlice,
+    HorizontalPodAutoscaler => allot_api::autoscaling::v2::HorizontalPodAutoscaler,
+    CertificateSigningRequest => allot_api::certificates::v1::CertificateSigningRequest,
+    ValidatingAdmissionPolicy => allot_api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding => allot_api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    ServiceCIDR => allot_api::networking::v1::ServiceCIDR,
+    IPAddress => allot_api::networking::v1::IPAddress,
+    VolumeAttributesClass => allot_api::storage::v1::VolumeAttributesClass,
 }
 
 /// What happened to an object.

@@ -12,10 +12,11 @@ use allot_api::intstr::IntOrString;
 
 use crate::field::{BadValue, FieldError, child};
 use crate::kinds::{
-    Selection, go_int_or_string, go_label_selector, immutable, int_or_percent_value, nonnegative,
-    not_more_than_100_percent, restart_policy, selector_converts, template_mismatch,
-    validate_annotations, validate_labels, validate_object_meta_update, validate_pod_template_spec,
-    validate_positive_int_or_percent, validate_workload_selector,
+    Selection, go_int_or_string, go_label_selector, immutable, immutable_struct,
+    int_or_percent_value, nonnegative, not_more_than_100_percent, restart_policy,
+    selector_converts, template_mismatch, validate_annotations, validate_labels,
+    validate_object_meta_update, validate_pod_template_spec, validate_positive_int_or_percent,
+    validate_workload_selector,
 };
 use crate::meta::{name_is_dns_label, name_is_dns_subdomain, validate_object_meta};
 
@@ -199,11 +200,10 @@ fn validate_deployment_strategy(spec: &DeploymentSpec, path: &str) -> Vec<FieldE
     errs
 }
 
-/// Validates a Deployment update: the new object as on create (but its name), and the
-/// selector, which apps/v1 makes immutable.
+/// What a Deployment update may not change (the create rules run on the new object too): its
+/// metadata's identity and the selector, which apps/v1 makes immutable.
 pub fn validate_deployment_update(new: &Deployment, old: &Deployment) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_deployment_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -253,10 +253,9 @@ fn validate_replica_set_spec(spec: &ReplicaSetSpec, path: &str) -> Vec<FieldErro
     errs
 }
 
-/// Validates a ReplicaSet update; the selector is immutable in apps/v1.
+/// What a ReplicaSet update may not change: the selector (immutable in apps/v1).
 pub fn validate_replica_set_update(new: &ReplicaSet, old: &ReplicaSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_replica_set_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -412,11 +411,10 @@ fn validate_stateful_set_update_strategy(spec: &StatefulSetSpec, path: &str) -> 
     errs
 }
 
-/// Validates a StatefulSet update: only `replicas`, `ordinals`, `template`, `updateStrategy`,
-/// `persistentVolumeClaimRetentionPolicy` and `minReadySeconds` may change.
+/// What a StatefulSet update may not change: anything but `replicas`, `ordinals`,
+/// `template`, `updateStrategy`, `persistentVolumeClaimRetentionPolicy` and `minReadySeconds`.
 pub fn validate_stateful_set_update(new: &StatefulSet, old: &StatefulSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_stateful_set_spec(&new.spec, "spec"));
     let mut clone = new.spec.clone();
     clone.replicas = old.spec.replicas;
     clone.template = old.spec.template.clone();
@@ -548,10 +546,9 @@ fn validate_daemon_set_update_strategy(spec: &DaemonSetSpec, path: &str) -> Vec<
     errs
 }
 
-/// Validates a DaemonSet update; the selector is immutable in apps/v1.
+/// What a DaemonSet update may not change: the selector (immutable in apps/v1).
 pub fn validate_daemon_set_update(new: &DaemonSet, old: &DaemonSet) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_daemon_set_spec(&new.spec, "spec"));
     errs.extend(immutable(
         &new.spec.selector,
         &old.spec.selector,
@@ -572,15 +569,211 @@ pub fn validate_controller_revision(revision: &ControllerRevision) -> Vec<FieldE
     errs
 }
 
-/// Validates a ControllerRevision update: its data is immutable.
+/// What a ControllerRevision update may not change: its data.
 pub fn validate_controller_revision_update(
     new: &ControllerRevision,
     old: &ControllerRevision,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_controller_revision(new));
-    errs.extend(immutable(&new.data, &old.data, "data", |_| {
-        BadValue::Raw("{...}".into())
-    }));
+    errs.extend(immutable_struct(&new.data, &old.data, "data"));
+    errs
+}
+
+/// A status counter that may not exceed another (`cannot be greater than ...`).
+fn not_above(value: i32, limit: i32, path: &str, message: &str) -> Vec<FieldError> {
+    if value > limit {
+        vec![FieldError::invalid(path, i64::from(value), message)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `IsDecremented` of a collision count.
+fn collision_count_decremented(new: Option<i32>, old: Option<i32>) -> Vec<FieldError> {
+    match (new, old) {
+        (new, Some(old)) if new.unwrap_or(0) < old => vec![FieldError::invalid(
+            "status.collisionCount",
+            i64::from(new.unwrap_or(0)),
+            "cannot be decremented",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `ValidateDeploymentStatusUpdate`: counters not negative, none above `replicas`, available
+/// not above ready, the collision count never decremented.
+pub fn validate_deployment_status_update(new: &Deployment, old: &Deployment) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        ("observedGeneration", s.observed_generation),
+        ("replicas", i64::from(s.replicas)),
+        ("updatedReplicas", i64::from(s.updated_replicas)),
+        ("readyReplicas", i64::from(s.ready_replicas)),
+        ("availableReplicas", i64::from(s.available_replicas)),
+        ("unavailableReplicas", i64::from(s.unavailable_replicas)),
+        ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
+    ] {
+        errs.extend(nonnegative(value, &child("status", field)));
+    }
+    let above = "cannot be greater than status.replicas";
+    errs.extend(not_above(
+        s.updated_replicas,
+        s.replicas,
+        "status.updatedReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.ready_replicas,
+        s.replicas,
+        "status.readyReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.replicas,
+        "status.availableReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.ready_replicas,
+        "status.availableReplicas",
+        "cannot be greater than readyReplicas",
+    ));
+    errs.extend(collision_count_decremented(
+        s.collision_count,
+        old.status.collision_count,
+    ));
+    errs
+}
+
+/// `ValidateReplicaSetStatusUpdate`.
+pub fn validate_replica_set_status_update(new: &ReplicaSet, old: &ReplicaSet) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        ("replicas", i64::from(s.replicas)),
+        ("fullyLabeledReplicas", i64::from(s.fully_labeled_replicas)),
+        ("readyReplicas", i64::from(s.ready_replicas)),
+        ("availableReplicas", i64::from(s.available_replicas)),
+        ("observedGeneration", s.observed_generation),
+    ] {
+        errs.extend(nonnegative(value, &child("status", field)));
+    }
+    let above = "cannot be greater than status.replicas";
+    errs.extend(not_above(
+        s.fully_labeled_replicas,
+        s.replicas,
+        "status.fullyLabeledReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.ready_replicas,
+        s.replicas,
+        "status.readyReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.replicas,
+        "status.availableReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.ready_replicas,
+        "status.availableReplicas",
+        "cannot be greater than readyReplicas",
+    ));
+    errs
+}
+
+/// `ValidateStatefulSetStatusUpdate`.
+pub fn validate_stateful_set_status_update(
+    new: &StatefulSet,
+    old: &StatefulSet,
+) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        ("replicas", i64::from(s.replicas)),
+        ("readyReplicas", i64::from(s.ready_replicas)),
+        ("currentReplicas", i64::from(s.current_replicas)),
+        ("updatedReplicas", i64::from(s.updated_replicas)),
+        ("availableReplicas", i64::from(s.available_replicas)),
+        ("observedGeneration", s.observed_generation),
+        ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
+    ] {
+        errs.extend(nonnegative(value, &child("status", field)));
+    }
+    let above = "cannot be greater than status.replicas";
+    errs.extend(not_above(
+        s.ready_replicas,
+        s.replicas,
+        "status.readyReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.current_replicas,
+        s.replicas,
+        "status.currentReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.updated_replicas,
+        s.replicas,
+        "status.updatedReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.replicas,
+        "status.availableReplicas",
+        above,
+    ));
+    errs.extend(not_above(
+        s.available_replicas,
+        s.ready_replicas,
+        "status.availableReplicas",
+        "cannot be greater than status.readyReplicas",
+    ));
+    errs.extend(collision_count_decremented(
+        s.collision_count,
+        old.status.collision_count,
+    ));
+    errs
+}
+
+/// `ValidateDaemonSetStatusUpdate`.
+pub fn validate_daemon_set_status_update(new: &DaemonSet, old: &DaemonSet) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        (
+            "currentNumberScheduled",
+            i64::from(s.current_number_scheduled),
+        ),
+        ("numberMisscheduled", i64::from(s.number_misscheduled)),
+        (
+            "desiredNumberScheduled",
+            i64::from(s.desired_number_scheduled),
+        ),
+        ("numberReady", i64::from(s.number_ready)),
+        ("observedGeneration", s.observed_generation),
+        (
+            "updatedNumberScheduled",
+            i64::from(s.updated_number_scheduled),
+        ),
+        ("numberAvailable", i64::from(s.number_available)),
+        ("numberUnavailable", i64::from(s.number_unavailable)),
+        ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
+    ] {
+        errs.extend(nonnegative(value, &child("status", field)));
+    }
+    errs.extend(collision_count_decremented(
+        s.collision_count,
+        old.status.collision_count,
+    ));
     errs
 }

@@ -19,8 +19,8 @@ use allot_api::defaults::workloads::{
 
 use crate::field::{BadValue, FieldError, child, index};
 use crate::kinds::{
-    Selection, go_label_selector, go_map, immutable, nonnegative, selector_converts,
-    template_mismatch, validate_object_meta_update, validate_pod_template_spec,
+    Selection, go_label_selector, go_map, immutable, immutable_struct, nonnegative,
+    selector_converts, template_mismatch, validate_object_meta_update, validate_pod_template_spec,
 };
 use crate::meta::{name_is_dns_subdomain, validate_object_meta};
 use crate::names::{is_dns1123_label, validate_qualified_name};
@@ -693,23 +693,13 @@ fn validate_pod_replacement_policy(spec: &JobSpec, path: &str) -> Vec<FieldError
     Vec::new()
 }
 
-/// An object too large to print in a message.
-fn raw<T>(_: &T) -> BadValue {
-    BadValue::Raw("{...}".into())
-}
-
-/// Validates a Job update: the spec as on create, and what may not change: the selector,
-/// completions (but an Indexed Job's, in tandem with parallelism), the completion mode, the
-/// pod failure and success policies, the per-index backoff, `managedBy`, and the template
-/// (whose scheduling directives a suspended Job that never started may change).
+/// What a Job update may not change (the create rules run on the new object too): the
+/// selector, completions (but an Indexed Job's, in tandem with parallelism), the completion
+/// mode, the pod failure and success policies, the per-index backoff, `managedBy`, and the
+/// template (whose scheduling directives a suspended Job that never started may change).
 pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    let prefixed = [JOB_NAME_LABEL, JOB_CONTROLLER_UID_LABEL]
-        .iter()
-        .all(|k| old.spec.template.metadata.labels.contains_key(*k));
-    errs.extend(validate_generated_selector(new, prefixed));
     let (spec, old_spec) = (&new.spec, &old.spec);
-    errs.extend(validate_job_spec_with_selector(spec, "spec"));
     let indexed = spec.completion_mode == Some(CompletionMode::Indexed);
     if spec.completions != old_spec.completions {
         if !indexed {
@@ -763,11 +753,10 @@ pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
         old_template.metadata.labels = template.metadata.labels.clone();
         old_template.spec.scheduling_gates = template.spec.scheduling_gates.clone();
     }
-    errs.extend(immutable(
+    errs.extend(immutable_struct(
         &spec.template,
         &old_template,
         "spec.template",
-        raw,
     ));
     errs.extend(immutable(
         &spec.completion_mode,
@@ -775,11 +764,10 @@ pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
         "spec.completionMode",
         |m| m.as_ref().map_or(BadValue::Null, |m| m.as_str().into()),
     ));
-    errs.extend(immutable(
+    errs.extend(immutable_struct(
         &spec.pod_failure_policy,
         &old_spec.pod_failure_policy,
         "spec.podFailurePolicy",
-        raw,
     ));
     errs.extend(immutable(
         &spec.backoff_limit_per_index,
@@ -793,11 +781,10 @@ pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
         "spec.managedBy",
         |v| v.as_ref().map_or(BadValue::Null, |v| v.into()),
     ));
-    errs.extend(immutable(
+    errs.extend(immutable_struct(
         &spec.success_policy,
         &old_spec.success_policy,
         "spec.successPolicy",
-        raw,
     ));
     errs
 }
@@ -817,10 +804,20 @@ pub fn validate_cron_job(job: &CronJob) -> Vec<FieldError> {
     errs
 }
 
-/// Validates a CronJob update (the name length is not checked again).
+/// What a CronJob update may not do: a `TZ` in the schedule is allowed only when the old
+/// schedule had one (the create rules, which run too, refuse it otherwise).
 pub fn validate_cron_job_update(new: &CronJob, old: &CronJob) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_cron_job_spec(&new.spec, Some(&old.spec), "spec"));
+    if old.spec.schedule.contains("TZ")
+        && new.spec.schedule.contains("TZ")
+        && new.spec.time_zone.is_some()
+    {
+        errs.push(FieldError::invalid(
+            "spec.schedule",
+            &new.spec.schedule,
+            "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+        ));
+    }
     errs
 }
 
@@ -946,4 +943,63 @@ fn validate_time_zone(zone: Option<&str>, path: &str) -> Vec<FieldError> {
         )];
     }
     Vec::new()
+}
+
+/// The counters of a Job's status update (upstream's `validateJobStatus`, its checks that hold
+/// for every writer): not negative, uncounted pods named once, no more ready pods than active
+/// ones, the succeeded and failed counters never decreased.
+pub fn validate_job_status_update(new: &Job, old: &Job) -> Vec<FieldError> {
+    let s = &new.status;
+    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
+    for (field, value) in [
+        ("active", Some(s.active)),
+        ("succeeded", Some(s.succeeded)),
+        ("failed", Some(s.failed)),
+        ("ready", s.ready),
+        ("terminating", s.terminating),
+    ] {
+        if let Some(value) = value {
+            errs.extend(nonnegative(i64::from(value), &child("status", field)));
+        }
+    }
+    if let Some(uncounted) = &s.uncounted_terminated_pods {
+        let mut seen = BTreeSet::new();
+        for (list, uids) in [
+            ("succeeded", &uncounted.succeeded),
+            ("failed", &uncounted.failed),
+        ] {
+            for (i, uid) in uids.iter().enumerate() {
+                let path = index(&format!("status.uncountedTerminatedPods.{list}"), i);
+                if uid.is_empty() {
+                    errs.push(FieldError::invalid(&path, uid, "must not be empty"));
+                } else if !seen.insert(uid.as_str()) {
+                    errs.push(FieldError::duplicate(&path, uid));
+                }
+            }
+        }
+    }
+    if let Some(ready) = s.ready
+        && ready > s.active
+    {
+        errs.push(FieldError::invalid(
+            "status.ready",
+            i64::from(ready),
+            "cannot set more ready pods than active",
+        ));
+    }
+    if s.failed < old.status.failed {
+        errs.push(FieldError::invalid(
+            "status.failed",
+            i64::from(s.failed),
+            "cannot decrease the failed counter",
+        ));
+    }
+    if s.succeeded < old.status.succeeded {
+        errs.push(FieldError::invalid(
+            "status.succeeded",
+            i64::from(s.succeeded),
+            "cannot decrease the succeeded counter",
+        ));
+    }
+    errs
 }

@@ -16,8 +16,8 @@ use allot_api::scheduling::v1::PriorityClass;
 
 use crate::field::{BadValue, FieldError, child, index, key};
 use crate::kinds::{
-    Selection, immutable, nonnegative, restart_policy, template_mismatch, validate_labels,
-    validate_object_meta_update, validate_pod_template_spec,
+    Selection, immutable, immutable_struct, nonnegative, restart_policy, template_mismatch,
+    validate_labels, validate_object_meta_update, validate_pod_template_spec,
 };
 use crate::meta::{name_is_dns_label, name_is_dns_subdomain, validate_object_meta};
 use crate::names::{is_dns1123_label, is_dns1123_subdomain};
@@ -76,7 +76,7 @@ pub fn validate_priority_class(class: &PriorityClass) -> Vec<FieldError> {
     errs
 }
 
-/// Validates a PriorityClass update: the value and the preemption policy may not change.
+/// What a PriorityClass update may not change: the value and the preemption policy.
 pub fn validate_priority_class_update(new: &PriorityClass, old: &PriorityClass) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
     if new.value != old.value {
@@ -170,31 +170,32 @@ fn validate_class_name(name: &str, path: &str) -> Vec<FieldError> {
 
 /// The volume sources a PersistentVolume sets, by JSON name.
 fn volume_sources(spec: &PersistentVolumeSpec) -> Vec<&'static str> {
+    // In upstream's order of checks: the second source found is the one refused.
     let sources = [
+        ("hostPath", spec.host_path.is_some()),
         ("gcePersistentDisk", spec.gce_persistent_disk.is_some()),
         (
             "awsElasticBlockStore",
             spec.aws_elastic_block_store.is_some(),
         ),
-        ("hostPath", spec.host_path.is_some()),
         ("glusterfs", spec.glusterfs.is_some()),
+        ("flocker", spec.flocker.is_some()),
         ("nfs", spec.nfs.is_some()),
         ("rbd", spec.rbd.is_some()),
+        ("quobyte", spec.quobyte.is_some()),
+        ("cephfs", spec.cephfs.is_some()),
         ("iscsi", spec.iscsi.is_some()),
         ("cinder", spec.cinder.is_some()),
-        ("cephfs", spec.cephfs.is_some()),
         ("fc", spec.fc.is_some()),
-        ("flocker", spec.flocker.is_some()),
         ("flexVolume", spec.flex_volume.is_some()),
         ("azureFile", spec.azure_file.is_some()),
         ("vsphereVolume", spec.vsphere_volume.is_some()),
-        ("quobyte", spec.quobyte.is_some()),
-        ("azureDisk", spec.azure_disk.is_some()),
         (
             "photonPersistentDisk",
             spec.photon_persistent_disk.is_some(),
         ),
         ("portworxVolume", spec.portworx_volume.is_some()),
+        ("azureDisk", spec.azure_disk.is_some()),
         ("scaleIO", spec.scale_io.is_some()),
         ("local", spec.local.is_some()),
         ("storageos", spec.storageos.is_some()),
@@ -341,14 +342,13 @@ fn positive_quantity(quantity: &Quantity, path: &str) -> Vec<FieldError> {
     }
 }
 
-/// Validates a PersistentVolume update: the source is immutable (but for CSI's secret
-/// references), as is the volume mode, and node affinity may only be set once.
+/// What a PersistentVolume update may not change: the source (but for CSI's node expansion
+/// secret), the volume mode, and node affinity once set.
 pub fn validate_persistent_volume_update(
     new: &PersistentVolume,
     old: &PersistentVolume,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_persistent_volume(new));
     // The volume source: the spec without the fields that are not part of it.
     let source = |spec: &PersistentVolumeSpec| {
         let mut spec = spec.clone();
@@ -379,11 +379,10 @@ pub fn validate_persistent_volume_update(
         |m| m.as_ref().map_or(BadValue::Null, |m| m.as_str().into()),
     ));
     if old.spec.node_affinity.is_some() {
-        errs.extend(immutable(
+        errs.extend(immutable_struct(
             &new.spec.node_affinity,
             &old.spec.node_affinity,
             "spec.nodeAffinity",
-            |_| BadValue::Raw("{...}".into()),
         ));
     }
     errs
@@ -436,14 +435,14 @@ pub(crate) fn validate_persistent_volume_claim_spec(
     errs
 }
 
-/// Validates a PersistentVolumeClaim update: the spec is immutable but for the volume name
-/// (set once), the class name (set once) and a growing storage request.
+/// What a PersistentVolumeClaim update may not change: the spec, but for the volume name (set
+/// once), the class name (set once), the volume attributes class and the storage request,
+/// which may not shrink below the capacity.
 pub fn validate_persistent_volume_claim_update(
     new: &PersistentVolumeClaim,
     old: &PersistentVolumeClaim,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_persistent_volume_claim(new));
     let mut new_spec = new.spec.clone();
     let mut old_spec = old.spec.clone();
     if old_spec.volume_name.is_empty() {
@@ -631,10 +630,10 @@ fn is_iana_svc_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
-/// Validates a Service update: the type may change, the cluster IPs may not once allocated.
+/// What a Service update may not change: its cluster IP once set (unless it was an
+/// `ExternalName` service).
 pub fn validate_service_update(new: &Service, old: &Service) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_service(new));
     let changes_from_external = old.spec.type_ == Some(ServiceType::ExternalName);
     if !changes_from_external && !old.spec.cluster_ip.is_empty() {
         errs.extend(immutable(
@@ -716,13 +715,11 @@ fn validate_replication_controller_spec(
     errs
 }
 
-/// Validates a ReplicationController update: the new spec as on create (its selector may
-/// change, as upstream allows for the core group).
+/// What a ReplicationController update may not change: only its metadata's identity (its
+/// selector may change, as upstream allows for the core group).
 pub fn validate_replication_controller_update(
     new: &ReplicationController,
     old: &ReplicationController,
 ) -> Vec<FieldError> {
-    let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_replication_controller_spec(&new.spec, "spec"));
-    errs
+    validate_object_meta_update(&new.metadata, &old.metadata)
 }

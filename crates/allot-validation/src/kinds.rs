@@ -27,8 +27,130 @@ pub fn validate_object(object: &Object) -> Vec<FieldError> {
         Object::ControllerRevision(o) => apps::validate_controller_revision(o),
         Object::Job(o) => batch::validate_job(o),
         Object::CronJob(o) => batch::validate_cron_job(o),
-        _ => Vec::new(),
+        Object::VolumeAttributesClass(o) => storage::validate_volume_attributes_class(o),
+        other => crate::uninterpreted::validate_object(other),
     }
+}
+
+/// Update validation of the kinds this module dispatches (the create rules run on the new
+/// object too): through the main resource, what each kind's update may not change; through
+/// `/status`, the metadata's identity and, for the apps/v1 workloads and Jobs, upstream's
+/// status rules (counters). Objects of different kinds, or of other kinds, validate
+/// as empty.
+pub fn validate_object_update(
+    new: &Object,
+    old: &Object,
+    subresource: crate::update::Subresource,
+) -> Vec<FieldError> {
+    if subresource == crate::update::Subresource::Status {
+        return match (new, old) {
+            (Object::Deployment(n), Object::Deployment(o)) => {
+                apps::validate_deployment_status_update(n, o)
+            }
+            (Object::ReplicaSet(n), Object::ReplicaSet(o)) => {
+                apps::validate_replica_set_status_update(n, o)
+            }
+            (Object::StatefulSet(n), Object::StatefulSet(o)) => {
+                apps::validate_stateful_set_status_update(n, o)
+            }
+            (Object::DaemonSet(n), Object::DaemonSet(o)) => {
+                apps::validate_daemon_set_status_update(n, o)
+            }
+            (Object::Job(n), Object::Job(o)) => batch::validate_job_status_update(n, o),
+            _ => match (meta_of(new), meta_of(old)) {
+                (Some(n), Some(o)) if new.kind() == old.kind() => validate_object_meta_update(n, o),
+                _ => Vec::new(),
+            },
+        };
+    }
+    match (new, old) {
+        (Object::PriorityClass(n), Object::PriorityClass(o)) => {
+            core_more::validate_priority_class_update(n, o)
+        }
+        (Object::PersistentVolume(n), Object::PersistentVolume(o)) => {
+            core_more::validate_persistent_volume_update(n, o)
+        }
+        (Object::PersistentVolumeClaim(n), Object::PersistentVolumeClaim(o)) => {
+            core_more::validate_persistent_volume_claim_update(n, o)
+        }
+        (Object::Service(n), Object::Service(o)) => core_more::validate_service_update(n, o),
+        (Object::ReplicationController(n), Object::ReplicationController(o)) => {
+            core_more::validate_replication_controller_update(n, o)
+        }
+        (Object::StorageClass(n), Object::StorageClass(o)) => {
+            storage::validate_storage_class_update(n, o)
+        }
+        (Object::CSIDriver(n), Object::CSIDriver(o)) => storage::validate_csi_driver_update(n, o),
+        (Object::CSINode(n), Object::CSINode(o)) => storage::validate_csi_node_update(n, o),
+        (Object::CSIStorageCapacity(n), Object::CSIStorageCapacity(o)) => {
+            storage::validate_csi_storage_capacity_update(n, o)
+        }
+        (Object::VolumeAttachment(n), Object::VolumeAttachment(o)) => {
+            storage::validate_volume_attachment_update(n, o)
+        }
+        (Object::VolumeAttributesClass(n), Object::VolumeAttributesClass(o)) => {
+            storage::validate_volume_attributes_class_update(n, o)
+        }
+        (Object::PodDisruptionBudget(n), Object::PodDisruptionBudget(o)) => {
+            policy::validate_pod_disruption_budget_update(n, o)
+        }
+        (Object::Deployment(n), Object::Deployment(o)) => apps::validate_deployment_update(n, o),
+        (Object::ReplicaSet(n), Object::ReplicaSet(o)) => apps::validate_replica_set_update(n, o),
+        (Object::StatefulSet(n), Object::StatefulSet(o)) => {
+            apps::validate_stateful_set_update(n, o)
+        }
+        (Object::DaemonSet(n), Object::DaemonSet(o)) => apps::validate_daemon_set_update(n, o),
+        (Object::ControllerRevision(n), Object::ControllerRevision(o)) => {
+            apps::validate_controller_revision_update(n, o)
+        }
+        (Object::Job(n), Object::Job(o)) => batch::validate_job_update(n, o),
+        (Object::CronJob(n), Object::CronJob(o)) => batch::validate_cron_job_update(n, o),
+        _ => match (meta_of(new), meta_of(old)) {
+            (Some(n), Some(o)) if new.kind() == old.kind() => validate_object_meta_update(n, o),
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// The metadata of an object of a kind this module dispatches.
+fn meta_of(object: &Object) -> Option<&ObjectMeta> {
+    let meta = match object {
+        Object::PriorityClass(o) => &o.metadata,
+        Object::PersistentVolume(o) => &o.metadata,
+        Object::PersistentVolumeClaim(o) => &o.metadata,
+        Object::Service(o) => &o.metadata,
+        Object::ReplicationController(o) => &o.metadata,
+        Object::StorageClass(o) => &o.metadata,
+        Object::CSIDriver(o) => &o.metadata,
+        Object::CSINode(o) => &o.metadata,
+        Object::CSIStorageCapacity(o) => &o.metadata,
+        Object::VolumeAttachment(o) => &o.metadata,
+        Object::VolumeAttributesClass(o) => &o.metadata,
+        Object::PodDisruptionBudget(o) => &o.metadata,
+        Object::Deployment(o) => &o.metadata,
+        Object::ReplicaSet(o) => &o.metadata,
+        Object::StatefulSet(o) => &o.metadata,
+        Object::DaemonSet(o) => &o.metadata,
+        Object::ControllerRevision(o) => &o.metadata,
+        Object::Job(o) => &o.metadata,
+        Object::CronJob(o) => &o.metadata,
+        Object::ServiceAccount(o) => &o.metadata,
+        Object::Secret(o) => &o.metadata,
+        Object::ConfigMap(o) => &o.metadata,
+        Object::Endpoints(o) => &o.metadata,
+        Object::ResourceQuota(o) => &o.metadata,
+        Object::LimitRange(o) => &o.metadata,
+        Object::PodTemplate(o) => &o.metadata,
+        Object::EndpointSlice(o) => &o.metadata,
+        Object::HorizontalPodAutoscaler(o) => &o.metadata,
+        Object::CertificateSigningRequest(o) => &o.metadata,
+        Object::ValidatingAdmissionPolicy(o) => &o.metadata,
+        Object::ValidatingAdmissionPolicyBinding(o) => &o.metadata,
+        Object::ServiceCIDR(o) => &o.metadata,
+        Object::IPAddress(o) => &o.metadata,
+        _ => return None,
+    };
+    Some(meta)
 }
 
 use std::collections::BTreeMap;
@@ -339,24 +461,17 @@ pub(crate) fn immutable<T: PartialEq>(
     }
 }
 
-/// `ValidateObjectMetaUpdate`'s checks of what may never change: name, namespace, uid,
-/// creation timestamp.
+/// `ValidateObjectMetaUpdate` of the update module.
 pub(crate) fn validate_object_meta_update(new: &ObjectMeta, old: &ObjectMeta) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    for (field, new_value, old_value) in [
-        ("metadata.name", &new.name, &old.name),
-        ("metadata.namespace", &new.namespace, &old.namespace),
-    ] {
-        if new_value != old_value {
-            errs.push(FieldError::invalid(field, new_value, "field is immutable"));
-        }
+    crate::update::validate_object_meta_update(new, old, "metadata")
+}
+
+/// A whole structure that may not change, as upstream's declarative validator words it
+/// (`+k8s:immutable`: `Forbidden: field is immutable`); the handwritten twin prints Go pointers.
+pub(crate) fn immutable_struct<T: PartialEq>(new: &T, old: &T, path: &str) -> Vec<FieldError> {
+    if new == old {
+        Vec::new()
+    } else {
+        vec![FieldError::forbidden(path, crate::update::FIELD_IMMUTABLE)]
     }
-    if !new.uid.is_empty() && !old.uid.is_empty() && new.uid != old.uid {
-        errs.push(FieldError::invalid(
-            "metadata.uid",
-            &new.uid,
-            "field is immutable",
-        ));
-    }
-    errs
 }

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod rbac;
 pub mod resource;
 pub mod storage;
+pub mod uninterpreted;
 pub mod update;
 
 use std::collections::BTreeMap;

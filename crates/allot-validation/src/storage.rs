@@ -12,7 +12,7 @@ use allot_api::storage::v1::{
 };
 
 use crate::field::{BadValue, FieldError, child, index};
-use crate::kinds::{immutable, validate_object_meta_update};
+use crate::kinds::{immutable, immutable_struct, validate_object_meta_update};
 use crate::meta::{name_is_dns_subdomain, validate_object_meta};
 use crate::names::{is_dns1123_subdomain, validate_driver_name, validate_label_name};
 
@@ -135,11 +135,10 @@ pub fn validate_storage_class(class: &StorageClass) -> Vec<FieldError> {
     errs
 }
 
-/// Validates a StorageClass update: parameters, provisioner, reclaim policy and binding mode
-/// may not change.
+/// What a StorageClass update may not change: parameters, provisioner, reclaim policy and
+/// binding mode.
 pub fn validate_storage_class_update(new: &StorageClass, old: &StorageClass) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_storage_class(new));
     if new.parameters != old.parameters {
         errs.push(FieldError::forbidden(
             "parameters",
@@ -245,11 +244,10 @@ pub fn validate_csi_driver(driver: &CSIDriver) -> Vec<FieldError> {
     errs
 }
 
-/// Validates a CSIDriver update: the new object as on create; `attachRequired`,
-/// `podInfoOnMount` and `volumeLifecycleModes` may not change.
+/// What a CSIDriver update may not change: `attachRequired`, `podInfoOnMount` and
+/// `volumeLifecycleModes`.
 pub fn validate_csi_driver_update(new: &CSIDriver, old: &CSIDriver) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_csi_driver(new));
     errs.extend(immutable(
         &new.spec.attach_required,
         &old.spec.attach_required,
@@ -262,11 +260,10 @@ pub fn validate_csi_driver_update(new: &CSIDriver, old: &CSIDriver) -> Vec<Field
         "spec.podInfoOnMount",
         |v| v.map_or(BadValue::Null, BadValue::Bool),
     ));
-    errs.extend(immutable(
+    errs.extend(immutable_struct(
         &new.spec.volume_lifecycle_modes,
         &old.spec.volume_lifecycle_modes,
         "spec.volumeLifecycleModes",
-        |_| BadValue::Raw("[...]".into()),
     ));
     errs
 }
@@ -318,10 +315,9 @@ pub fn validate_csi_node(node: &CSINode) -> Vec<FieldError> {
     errs
 }
 
-/// Validates a CSINode update: a driver's node ID and topology keys may not change.
+/// What a CSINode update may not change: a driver's node ID and topology keys.
 pub fn validate_csi_node_update(new: &CSINode, old: &CSINode) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_csi_node(new));
     for old_driver in &old.spec.drivers {
         for (i, driver) in new.spec.drivers.iter().enumerate() {
             if driver.name != old_driver.name {
@@ -384,13 +380,12 @@ pub fn validate_csi_storage_capacity(capacity: &CSIStorageCapacity) -> Vec<Field
     errs
 }
 
-/// Validates a CSIStorageCapacity update: only the capacities may change.
+/// What a CSIStorageCapacity update may not change: all but the capacities.
 pub fn validate_csi_storage_capacity_update(
     new: &CSIStorageCapacity,
     old: &CSIStorageCapacity,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_csi_storage_capacity(new));
     errs.extend(immutable(
         &new.node_topology,
         &old.node_topology,
@@ -444,16 +439,13 @@ pub fn validate_volume_attachment(attachment: &VolumeAttachment) -> Vec<FieldErr
     errs
 }
 
-/// Validates a VolumeAttachment update: the spec is immutable.
+/// What a VolumeAttachment update may not change: the spec.
 pub fn validate_volume_attachment_update(
     new: &VolumeAttachment,
     old: &VolumeAttachment,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_volume_attachment(new));
-    errs.extend(immutable(&new.spec, &old.spec, "spec", |_| {
-        BadValue::Raw("{...}".into())
-    }));
+    errs.extend(immutable_struct(&new.spec, &old.spec, "spec"));
     errs
 }
 
@@ -465,13 +457,12 @@ pub fn validate_volume_attributes_class(class: &VolumeAttributesClass) -> Vec<Fi
     errs
 }
 
-/// Validates a VolumeAttributesClass update: the driver and the parameters may not change.
+/// What a VolumeAttributesClass update may not change: the driver and the parameters.
 pub fn validate_volume_attributes_class_update(
     new: &VolumeAttributesClass,
     old: &VolumeAttributesClass,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    errs.extend(validate_volume_attributes_class(new));
     if new.driver_name != old.driver_name {
         errs.push(FieldError::forbidden(
             "driverName",

@@ -22,6 +22,9 @@ mod patch_suite;
 // Repeated keys, managedFields of the controllers' writes, node checkpoints across a restart.
 #[path = "serve_misc.rs"]
 mod misc_suite;
+// The workload, storage, service and policy kinds: apply, tables, explain, updates, RBAC.
+#[path = "serve_kinds.rs"]
+mod kinds_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

@@ -9,9 +9,11 @@ use crate::Quantity;
 use crate::meta::v1::{ObjectMeta, Time};
 use crate::strenum::string_enum;
 
+mod config;
 mod service;
 mod volume;
 mod workload;
+pub use config::*;
 pub use service::*;
 pub use volume::*;
 pub use workload::*;

@@ -54,6 +54,8 @@ pub fn default_object(object: &mut Object) {
         Object::PriorityClass(o) => default_priority_class(o),
         Object::StorageClass(o) => default_storage_class(o),
         Object::CSIDriver(o) => default_csi_driver(o),
+        Object::Secret(o) => default_secret(o),
+        Object::PodTemplate(o) => default_pod_template(&mut o.template),
         _ => {}
     }
 }
@@ -365,6 +367,37 @@ pub fn default_csi_driver(driver: &mut CSIDriver) {
     spec.se_linux_mount.get_or_insert(false);
 }
 
+/// `SetDefaults_Secret` (type `Opaque`) and what the conversion of a v1 Secret does with
+/// `stringData`: its entries replace `data`'s, base64-encoded, and it is not kept.
+pub fn default_secret(secret: &mut crate::core::v1::Secret) {
+    if secret.type_.is_empty() {
+        secret.type_ = "Opaque".into();
+    }
+    for (key, value) in std::mem::take(&mut secret.string_data) {
+        secret.data.insert(key, base64(value.as_bytes()));
+    }
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Defaults a pod template's spec as upstream defaults a pod spec.
 pub fn default_pod_template(template: &mut PodTemplateSpec) {
     default_pod_spec(&mut template.spec);
@@ -495,6 +528,20 @@ mod tests {
         ];
         for (image, tag) in cases {
             assert_eq!(image_tag(image), tag, "{image}");
+        }
+    }
+
+    #[test]
+    fn base64_pads_like_go() {
+        let cases = [
+            ("", ""),
+            ("a", "YQ=="),
+            ("ab", "YWI="),
+            ("abc", "YWJj"),
+            ("secret", "c2VjcmV0"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(base64(text.as_bytes()), want, "{text}");
         }
     }
 

@@ -39,6 +39,11 @@
 //! - RoleBinding, ClusterRoleBinding (`ValidateRoleBindingUpdate`): `roleRef` immutable.
 //! - DeviceClass, DeviceTaintRule, Role, ClusterRole, Lease, Event (core/v1, where upstream
 //!   checks no immutable field): metadata only; the create rules still apply.
+//! - The workload, storage, service, policy and scheduling kinds (`crate::kinds`): see
+//!   [`crate::kinds::validate_object_update`] and the functions it calls (selectors of apps/v1
+//!   workloads, a Job's template and policies, a PVC's spec but for growing requests, a
+//!   StorageClass's provisioner, parameters, reclaim policy and binding mode, a PriorityClass's
+//!   value and policy, a PV's source, ...).
 //! - NodeTopology (allot's own kind): metadata only. Its body describes the simulated
 //!   machine; an edit is a hardware change, which `allot serve` answers as a kubelet restart
 //!   does (the node's agent restarts from the new machine, checkpoints of the old one are
@@ -147,7 +152,9 @@ pub fn validate_object_update(
             validate_object_meta_update(&n.metadata, &o.metadata, "metadata")
         }
         // core/v1 Events: upstream checks nothing on update for requests of that version.
-        _ => Vec::new(),
+        (Object::Event(_), Object::Event(_), _) => Vec::new(),
+        // The workload, storage, service, policy and scheduling kinds.
+        (n, o, subresource) => crate::kinds::validate_object_update(n, o, subresource),
     }
 }
 
