@@ -77,6 +77,12 @@ pub enum Error {
         /// What shows the directory was used (`DIR/pki` or `DIR/tokens.csv`).
         sign: PathBuf,
     },
+    /// `allot serve --from`: the objects could not be pre-loaded (nothing was served).
+    #[error("--from: {message}")]
+    Preload {
+        /// Why.
+        message: String,
+    },
     /// A record could not be replayed into the store.
     #[error("replaying resourceVersion {rv}: {message}")]
     Replay {

@@ -51,6 +51,9 @@ pub struct ServeOptions {
     pub allow_empty_store: bool,
     /// The served API versions (`--runtime-config`).
     pub runtime_config: crate::versions::RuntimeConfig,
+    /// Objects to create before serving (`allot serve --from`); only into an unused data
+    /// directory or etcd prefix.
+    pub preload: Vec<Stored>,
 }
 
 impl ServeOptions {
@@ -68,6 +71,7 @@ impl ServeOptions {
             feature_gates: allot_features::FeatureGates::defaults(),
             allow_empty_store: false,
             runtime_config: crate::versions::RuntimeConfig::defaults(),
+            preload: Vec::new(),
         }
     }
 }
@@ -105,10 +109,46 @@ pub struct Server {
     tls: Arc<rustls::ServerConfig>,
 }
 
+/// Creates `objects` (`allot serve --from`) in one commit, refusing storage that holds
+/// objects already or a data directory an earlier server used.
+fn preload(data_dir: &Path, objects: Vec<Stored>, inner: &mut Inner, now: &str) -> Result<(), Error> {
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let used = [data_dir.join("pki"), data_dir.join("tokens.csv")]
+        .into_iter()
+        .find(|p| p.exists());
+    if inner.store.resource_version() > 0 || used.is_some() {
+        let sign = used.map_or_else(
+            || "its storage holds objects".to_string(),
+            |p| format!("{} exists", p.display()),
+        );
+        return Err(Error::Preload {
+            message: format!(
+                "{}: --from needs an unused data directory ({sign}); use a new --data-dir",
+                data_dir.display()
+            ),
+        });
+    }
+    let count = objects.len();
+    for object in objects {
+        let key = format!("{} {}", object.kind().name(), object.meta().name);
+        inner
+            .store
+            .create_stored(object, now)
+            .map_err(|err| Error::Preload {
+                message: format!("{key}: {err}"),
+            })?;
+    }
+    persist(inner, true)?;
+    tracing::info!("pre-loaded {count} objects");
+    Ok(())
+}
+
 impl Server {
     /// Opens the data directory (replaying its log), binds the address and writes the
     /// kubeconfig and tokens file.
-    pub async fn bind(options: ServeOptions) -> Result<Server, Error> {
+    pub async fn bind(mut options: ServeOptions) -> Result<Server, Error> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::Io { path, source }
@@ -128,6 +168,7 @@ impl Server {
             _lock: lock,
         };
         let now = now_rfc3339();
+        preload(&options.data_dir, std::mem::take(&mut options.preload), &mut inner, &now)?;
         for name in ["default", "kube-system", "kube-public"] {
             if inner
                 .store
