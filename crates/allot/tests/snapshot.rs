@@ -151,11 +151,9 @@ fn same_up_to_renaming(original: &Placements, anonymized: &Placements) {
 fn a_snapshot_of_the_example_cluster_simulates_to_the_servers_placements() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start_from(dir.path(), &cli::repo("examples/cluster"));
+    // Its one pod stays pending by design (its claims compete for gpu-node-1's devices).
     let placed = settled(&serve);
-    assert!(
-        placed.values().any(|(_, node)| !node.is_empty()),
-        "the server placed no pod: {placed:?}"
-    );
+    assert_eq!(placed.len(), 1, "{placed:?}");
 
     let file = dir.path().join("snapshot.yaml");
     snapshot(&serve, &file, &[]);
