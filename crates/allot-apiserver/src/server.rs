@@ -111,7 +111,12 @@ pub struct Server {
 
 /// Creates `objects` (`allot serve --from`) in one commit, refusing storage that holds
 /// objects already or a data directory an earlier server used.
-fn preload(data_dir: &Path, objects: Vec<Stored>, inner: &mut Inner, now: &str) -> Result<(), Error> {
+fn preload(
+    data_dir: &Path,
+    objects: Vec<Stored>,
+    inner: &mut Inner,
+    now: &str,
+) -> Result<(), Error> {
     if objects.is_empty() {
         return Ok(());
     }
@@ -168,7 +173,12 @@ impl Server {
             _lock: lock,
         };
         let now = now_rfc3339();
-        preload(&options.data_dir, std::mem::take(&mut options.preload), &mut inner, &now)?;
+        preload(
+            &options.data_dir,
+            std::mem::take(&mut options.preload),
+            &mut inner,
+            &now,
+        )?;
         for name in ["default", "kube-system", "kube-public"] {
             if inner
                 .store

@@ -50,14 +50,20 @@ fn placements(items: &[Value]) -> Placements {
         .filter(|o| o["kind"] == "Pod")
         .map(|pod| {
             (
-                pod["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                pod["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 (
                     format!(
                         "{}/{}",
                         pod["metadata"]["namespace"].as_str().unwrap_or_default(),
                         pod["metadata"]["name"].as_str().unwrap_or_default()
                     ),
-                    pod["spec"]["nodeName"].as_str().unwrap_or_default().to_string(),
+                    pod["spec"]["nodeName"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 ),
             )
         })
@@ -158,7 +164,11 @@ fn a_snapshot_of_the_example_cluster_simulates_to_the_servers_placements() {
     let file = dir.path().join("snapshot.yaml");
     snapshot(&serve, &file, &[]);
     let text = std::fs::read_to_string(&file).expect("written");
-    assert!(text.starts_with("# allot snapshot of https://"), "{}", &text[..200]);
+    assert!(
+        text.starts_with("# allot snapshot of https://"),
+        "{}",
+        &text[..200]
+    );
     assert!(text.contains("kind: ResourceSlice"));
     let simulated = placements(&simulate(&file));
     assert_eq!(simulated, placed);
@@ -169,7 +179,10 @@ fn a_snapshot_of_the_example_cluster_simulates_to_the_servers_placements() {
     let anon_text = std::fs::read_to_string(&anon).expect("written");
     for (name, _) in placed.values() {
         let pod = name.split_once('/').map_or(name.as_str(), |(_, p)| p);
-        assert!(!anon_text.contains(&format!("\"{pod}\"")), "{pod} is in the file");
+        assert!(
+            !anon_text.contains(&format!("\"{pod}\"")),
+            "{pod} is in the file"
+        );
     }
     same_up_to_renaming(&placed, &placements(&simulate(&anon)));
     // The same key, the same names.
@@ -191,10 +204,7 @@ fn a_snapshot_of_the_example_cluster_simulates_to_the_servers_placements() {
     let kubeconfig = serve.kubeconfig.to_string_lossy().into_owned();
     let out = ok(&["simulate", "--kubeconfig", &kubeconfig, "-o", "json"]);
     let list: Value = serde_json::from_str(&out).expect("JSON");
-    assert_eq!(
-        placements(list["items"].as_array().expect("items")),
-        placed
-    );
+    assert_eq!(placements(list["items"].as_array().expect("items")), placed);
 }
 
 #[test]
@@ -241,7 +251,10 @@ fn serve_from_refuses_a_used_data_directory_and_snapshot_a_missing_kubeconfig() 
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--from needs an unused data directory"), "{err}");
+    assert!(
+        err.contains("--from needs an unused data directory"),
+        "{err}"
+    );
 
     let missing = dir.path().join("nope");
     let out = allot(&[

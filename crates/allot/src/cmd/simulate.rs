@@ -245,11 +245,13 @@ fn live_cluster(args: &mut Args) -> Result<Option<tempfile::TempDir>, u8> {
         chunk_size: 500,
     };
     let snapshot = crate::cmd::snapshot::read(&snapshot_args).map_err(|f| f.report("simulate"))?;
-    let written = tempfile::tempdir().map_err(anyhow::Error::from).and_then(|dir| {
-        let path = dir.path().join("cluster.json");
-        crate::cmd::snapshot::write(&snapshot, &path)?;
-        Ok((dir, path))
-    });
+    let written = tempfile::tempdir()
+        .map_err(anyhow::Error::from)
+        .and_then(|dir| {
+            let path = dir.path().join("cluster.json");
+            crate::cmd::snapshot::write(&snapshot, &path)?;
+            Ok((dir, path))
+        });
     match written {
         Ok((dir, path)) => {
             args.files.push(path);

@@ -217,7 +217,10 @@ fn is_status(err: &kube::Error, code: u16) -> bool {
 /// plural names.
 async fn discover(
     client: &kube::Client,
-) -> anyhow::Result<(BTreeMap<(String, String), Vec<String>>, BTreeMap<String, String>)> {
+) -> anyhow::Result<(
+    BTreeMap<(String, String), Vec<String>>,
+    BTreeMap<String, String>,
+)> {
     let mut served = BTreeMap::new();
     let mut preferred = BTreeMap::new();
     let mut group_versions: Vec<(String, String)> = Vec::new();
@@ -342,9 +345,7 @@ async fn read_async(args: &Args) -> Result<Snapshot, Failure> {
             }
             Err(err) if attempts < 3 && expired(&err) => continue,
             Err(err) => {
-                return Err(Failure::Cluster(
-                    err.context(format!("reading {server}")),
-                ));
+                return Err(Failure::Cluster(err.context(format!("reading {server}"))));
             }
         }
     }
@@ -394,6 +395,13 @@ async fn read_all(client: &kube::Client, sources: &[Source], chunk: u32) -> anyh
                 if let Some(map) = item.as_object_mut() {
                     if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
                         meta.remove("managedFields");
+                        // simulate reads NodeTopology as a node's file: name, labels and
+                        // annotations only.
+                        if source.info.kind == Kind::NodeTopology {
+                            meta.retain(|k, _| {
+                                matches!(k.as_str(), "name" | "labels" | "annotations")
+                            });
+                        }
                     }
                     map.insert("apiVersion".into(), Value::String(api_version.clone()));
                     map.insert("kind".into(), Value::String(kind.to_string()));
@@ -457,7 +465,9 @@ pub fn write(snapshot: &Snapshot, output: &Path) -> anyhow::Result<()> {
     };
     if output == Path::new("-") {
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(text.as_bytes()).context("writing stdout")?;
+        stdout
+            .write_all(text.as_bytes())
+            .context("writing stdout")?;
         return Ok(());
     }
     let dir = output

@@ -297,10 +297,13 @@ mod tests {
             pod["spec"]["nodeSelector"],
             json!({"team": h("ml"), "kubernetes.io/arch": "amd64"})
         );
-        let term = &pod["spec"]["affinity"]["nodeAffinity"]
-            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
+        let term = &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0];
         assert_eq!(term["matchExpressions"][0]["values"], json!(["3"]));
-        assert_eq!(term["matchExpressions"][1]["values"], json!([h("ml"), h("ops")]));
+        assert_eq!(
+            term["matchExpressions"][1]["values"],
+            json!([h("ml"), h("ops")])
+        );
         assert_eq!(term["matchFields"][0]["values"], json!([h("node-1")]));
         assert_eq!(
             pod["spec"]["resourceClaims"][0],
@@ -323,6 +326,9 @@ mod tests {
         let name = hash(b"k", "x");
         assert_eq!(name.len(), 16);
         assert!(name.starts_with('a'));
-        assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        );
     }
 }
