@@ -13,7 +13,6 @@ mod kubectl;
 mod harness;
 
 #[path = "support/cli.rs"]
-#[allow(dead_code)]
 mod cli;
 
 use std::collections::{BTreeMap, BTreeSet};
