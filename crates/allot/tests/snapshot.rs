@@ -214,9 +214,9 @@ fn a_thousand_node_generated_cluster_round_trips_through_a_snapshot() {
         "--nodes",
         "1000",
         "--devices-per-node",
-        "2",
+        "1",
         "--pods",
-        "1500",
+        "600",
         "-o",
         "json",
     ]);
@@ -224,7 +224,7 @@ fn a_thousand_node_generated_cluster_round_trips_through_a_snapshot() {
     std::fs::write(&cluster, generated).expect("written");
     let serve = start_from(dir.path(), &cluster.to_string_lossy());
     let placed = settled(&serve);
-    assert_eq!(placed.len(), 1500);
+    assert_eq!(placed.len(), 600);
     let file = dir.path().join("snapshot.json");
     snapshot(&serve, &file, &["--chunk-size", "250"]);
     assert_eq!(placements(&simulate(&file)), placed);
