@@ -1440,10 +1440,7 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             Object::ResourceClaimTemplate(decode(raw)?)
         }
         ("resource.k8s.io/v1", "ResourceSlice") => Object::ResourceSlice(decode(raw)?),
-        (
-            "resource.k8s.io/v1" | "resource.k8s.io/v1beta2" | "resource.k8s.io/v1alpha3",
-            "DeviceTaintRule",
-        ) => Object::DeviceTaintRule(decode(raw)?),
+        ("resource.k8s.io/v1", "DeviceTaintRule") => Object::DeviceTaintRule(decode(raw)?),
         ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest") => {
             Object::ResourcePoolStatusRequest(decode(raw)?)
         }
@@ -1509,7 +1506,11 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             decode_dynamic_resources_args(raw, &config)?;
             Object::KubeSchedulerConfiguration(config)
         }
-        _ => return Err(options.unknown_kind(raw)),
+        // An older version of a stored kind converts to the storage version (`versions`).
+        _ => match crate::versions::decode_older(raw) {
+            Some(converted) => converted?,
+            None => return Err(options.unknown_kind(raw)),
+        },
     };
     Ok(object)
 }

@@ -49,6 +49,11 @@ pub struct ServeOptions {
     /// Start even when the event log is missing or empty in a data directory an earlier
     /// server used (`--allow-empty-store`).
     pub allow_empty_store: bool,
+    /// The served API versions (`--runtime-config`).
+    pub runtime_config: crate::versions::RuntimeConfig,
+    /// Objects to create before serving (`allot serve --from`); only into an unused data
+    /// directory or etcd prefix.
+    pub preload: Vec<Stored>,
     /// The control-plane loops that run (`--controllers`).
     pub controllers: crate::controllers::Enabled,
     /// Where to log every request (`--request-log`).
@@ -69,6 +74,8 @@ impl ServeOptions {
             kubelet_config: None,
             feature_gates: allot_features::FeatureGates::defaults(),
             allow_empty_store: false,
+            runtime_config: crate::versions::RuntimeConfig::defaults(),
+            preload: Vec::new(),
             controllers: crate::controllers::Enabled::default(),
             request_log: None,
         }
@@ -110,10 +117,51 @@ pub struct Server {
     tls: Arc<rustls::ServerConfig>,
 }
 
+/// Creates `objects` (`allot serve --from`) in one commit, refusing storage that holds
+/// objects already or a data directory an earlier server used.
+fn preload(
+    data_dir: &Path,
+    objects: Vec<Stored>,
+    inner: &mut Inner,
+    now: &str,
+) -> Result<(), Error> {
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let used = [data_dir.join("pki"), data_dir.join("tokens.csv")]
+        .into_iter()
+        .find(|p| p.exists());
+    if inner.store.resource_version() > 0 || used.is_some() {
+        let sign = used.map_or_else(
+            || "its storage holds objects".to_string(),
+            |p| format!("{} exists", p.display()),
+        );
+        return Err(Error::Preload {
+            message: format!(
+                "{}: --from needs an unused data directory ({sign}); use a new --data-dir",
+                data_dir.display()
+            ),
+        });
+    }
+    let count = objects.len();
+    for object in objects {
+        let key = format!("{} {}", object.kind().name(), object.meta().name);
+        inner
+            .store
+            .create_stored(object, now)
+            .map_err(|err| Error::Preload {
+                message: format!("{key}: {err}"),
+            })?;
+    }
+    persist(inner, true)?;
+    tracing::info!("pre-loaded {count} objects");
+    Ok(())
+}
+
 impl Server {
     /// Opens the data directory (replaying its log), binds the address and writes the
     /// kubeconfig and tokens file.
-    pub async fn bind(options: ServeOptions) -> Result<Server, Error> {
+    pub async fn bind(mut options: ServeOptions) -> Result<Server, Error> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::Io { path, source }
@@ -133,6 +181,12 @@ impl Server {
             _lock: lock,
         };
         let now = now_rfc3339();
+        preload(
+            &options.data_dir,
+            std::mem::take(&mut options.preload),
+            &mut inner,
+            &now,
+        )?;
         for name in ["default", "kube-system", "kube-public"] {
             if inner
                 .store
@@ -695,14 +749,13 @@ pub(crate) fn pod_store_error(name: &str, err: StoreError) -> ApiError {
     }
 }
 
-/// An object as served at the requested version (one kind may be served at several).
+/// An object as served at the requested version (one kind may be served at several; older
+/// versions are converted from the stored one: `versions`).
 fn render(info: &ResourceInfo, object: &Stored) -> Value {
-    let mut json = object.to_json();
     if info.group == "events.k8s.io" {
-        return crate::events_v1::from_core(&json);
+        return crate::events_v1::from_core(&object.to_json());
     }
-    json["apiVersion"] = Value::String(info.group_version());
-    json
+    crate::versions::render(info, object)
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response {
@@ -864,14 +917,17 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
+        // Discovery and OpenAPI answer for the versions `--runtime-config` serves.
+        let runtime = &shared.options.runtime_config;
+        let served = |path: &str| runtime.filter_document(path, discovery_json(path));
+        if let Some(response) = crate::discovery::respond(&path, accept, &served) {
             return response;
         }
         if path == "/openapi/v2" {
             return crate::openapi::v2_response(accept);
         }
-        if let Some(response) = discovery(&path) {
-            return response;
+        if let Some(value) = served(&path) {
+            return json_response(StatusCode::OK, &value);
         }
     }
     let bytes = match read_body(body).await {
@@ -909,7 +965,8 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
     }
-    let Some(mut target) = route(&path) else {
+    let Some(mut target) = route(&path).filter(|t| shared.options.runtime_config.serves(t.info))
+    else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -1260,10 +1317,6 @@ fn admit_rbac(
             }
         },
     )
-}
-
-fn discovery(path: &str) -> Option<Response> {
-    discovery_json(path).map(|value| json_response(StatusCode::OK, &value))
 }
 
 /// The legacy discovery and OpenAPI documents, by path.

@@ -137,6 +137,13 @@ pub struct Args {
     /// `{time, manifest}`; times are seconds or durations such as `90s`.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Simulate a live cluster: read it as `allot snapshot` does (with the files given, if
+    /// any) and simulate that.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context for --kubeconfig (default: its current context).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
 }
 
 /// Which objects the output shows.
@@ -239,6 +246,40 @@ fn write_metadata(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()
     Ok(())
 }
 
+/// `--kubeconfig`: the cluster read into a temporary file, added to the files; the exit code
+/// when it cannot be read.
+fn live_cluster(args: &mut Args) -> Result<Option<tempfile::TempDir>, u8> {
+    let Some(kubeconfig) = args.kubeconfig.clone() else {
+        return Ok(None);
+    };
+    let snapshot_args = crate::cmd::snapshot::Args {
+        kubeconfig: Some(kubeconfig),
+        context: args.context.clone(),
+        output: PathBuf::new(),
+        anonymize: false,
+        anonymize_key: None,
+        chunk_size: 500,
+    };
+    let snapshot = crate::cmd::snapshot::read(&snapshot_args).map_err(|f| f.report("simulate"))?;
+    let written = tempfile::tempdir()
+        .map_err(anyhow::Error::from)
+        .and_then(|dir| {
+            let path = dir.path().join("cluster.json");
+            crate::cmd::snapshot::write(&snapshot, &path)?;
+            Ok((dir, path))
+        });
+    match written {
+        Ok((dir, path)) => {
+            args.files.push(path);
+            Ok(Some(dir))
+        }
+        Err(err) => {
+            elog!("allot simulate: --kubeconfig: {err:#}");
+            Err(2)
+        }
+    }
+}
+
 /// The input: the bundled example, or the files (loaded, then validated, as two phases).
 fn input(
     args: &Args,
@@ -253,6 +294,10 @@ fn input(
     let files = Files::new(paths, args.recursive);
     display.start(Phase::Load, &describe_sources(&files));
     let mut loaded = files.load(&allot_sim::input::load_options())?;
+    if let Some(note) = allot_api::versions::conversion_note(&loaded.documents) {
+        display.end();
+        elog!("allot simulate: {note}");
+    }
     if let Some(path) = &args.trace {
         match allot_sim::trace::document(path) {
             Ok(document) => loaded.documents.push(document),
@@ -436,8 +481,13 @@ fn write_output(
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<u8> {
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
     let filter = Filter::new(&args)?;
+    // Kept until the snapshot is loaded.
+    let _snapshot = match live_cluster(&mut args) {
+        Ok(dir) => dir,
+        Err(code) => return Ok(code),
+    };
     let mut display = ProgressDisplay::new(args.summary || args.bench);
     let mut input = match input(&args, &mut display)? {
         Ok(input) => input,

@@ -141,6 +141,8 @@ pub struct Checked {
     pub documents: usize,
     /// Every problem, in input order.
     pub records: Vec<Record>,
+    /// Documents converted from an older version, by kind and apiVersion.
+    pub conversions: BTreeMap<(String, String), usize>,
 }
 
 /// Loads, defaults and validates; returns the records of every problem, in input order.
@@ -208,6 +210,7 @@ impl PendingAdminAccess {
 struct Checker {
     done: FileChecks,
     current: FileChecks,
+    conversions: BTreeMap<(String, String), usize>,
 }
 
 impl Checker {
@@ -225,6 +228,7 @@ impl Checker {
 
     fn document(&mut self, mut document: Document) {
         self.current.documents += 1;
+        allot_api::versions::count_converted(&mut self.conversions, &document);
         if let Object::Namespace(ns) = &document.object {
             self.current.namespaces.push(ns.clone());
         }
@@ -276,7 +280,11 @@ impl Checker {
                 .then_with(|| a.field.cmp(&b.field))
                 .then_with(|| a.message.cmp(&b.message))
         });
-        Checked { documents, records }
+        Checked {
+            documents,
+            records,
+            conversions: self.conversions,
+        }
     }
 }
 
@@ -306,7 +314,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             crate::files::Source::Path(path) => path,
         })
         .collect();
-    let Checked { documents, records } = check(&paths, &options);
+    let Checked {
+        documents,
+        records,
+        conversions,
+    } = check(&paths, &options);
+    if let Some(note) = allot_api::versions::note_for(&conversions) {
+        elog!("allot validate: {note}");
+    }
     match args.output {
         Output::Json => crate::out::print_json(&records)?,
         Output::Yaml => crate::out::print_yaml(&records)?,
