@@ -376,7 +376,8 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         ));
     }
     // The workload controllers of kube-controller-manager, as `allot simulate` runs them.
-    let workloads: [(&str, fn() -> Box<dyn allot_runtime::Controller>); 6] = [
+    type MakeLoop = fn() -> Box<dyn allot_runtime::Controller>;
+    let workloads: [(&str, MakeLoop); 6] = [
         ("deployment-controller", || {
             Box::new(allot_controllers::DeploymentController::new())
         }),

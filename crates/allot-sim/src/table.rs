@@ -507,7 +507,7 @@ fn render(rows: &[Vec<String>], flexible: usize, width: usize) -> String {
     let total: usize = widths.iter().sum::<usize>() + 2 * columns.saturating_sub(1);
     if total > width && flexible < columns {
         let others = total - widths[flexible];
-        widths[flexible] = width.saturating_sub(others).max(16);
+        widths[flexible] = width.saturating_sub(others).max(10);
     }
     let mut out = String::new();
     for row in rows {

@@ -445,7 +445,7 @@ fn loading_messages_are_written_for_people() {
     let old_version = write(
         dir.path(),
         "beta.yaml",
-        "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\n",
+        "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClaim\nmetadata:\n  name: c\n",
     );
     let missing = dir.path().join("nope.yaml").display().to_string();
     let (code, stdout, stderr) = allot_with_env(
@@ -466,7 +466,7 @@ fn loading_messages_are_written_for_people() {
         lines,
         [
             format!(
-                "{old_version}:1: no kind \"ResourceClaim\" is registered for version \"resource.k8s.io/v1beta1\"; ResourceClaim is supported as apiVersion resource.k8s.io/v1"
+                "{old_version}:1: no kind \"ResourceClaim\" is registered for version \"resource.k8s.io/v1alpha2\"; ResourceClaim is supported as apiVersion resource.k8s.io/v1"
             ),
             format!(
                 "{duplicate}:3: Namespace a: apiVersion: duplicate field: already set at line 1"
