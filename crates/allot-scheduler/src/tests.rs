@@ -1,7 +1,12 @@
 //! Scenario tests: a store, a runtime with only the scheduler, hand-made claims.
 
 use super::*;
+use allot_api::core::v1::PodCondition;
 use allot_api::load::{LoadOptions, load_str};
+use allot_api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+
+/// The finalizer the scheduler puts on claims it allocates.
+const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 use allot_api::meta::v1::Condition;
 use allot_runtime::Runtime;
 
