@@ -89,18 +89,12 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
 }
 
 /// TaintToleration filter: the first NoSchedule or NoExecute taint the pod does not tolerate.
-pub fn taint_toleration(pod: &Pod, node: &Node) -> Option<String> {
+pub fn untolerated_taint<'a>(pod: &Pod, node: &'a Node) -> Option<&'a Taint> {
     node.spec
         .taints
         .iter()
         .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
         .find(|taint| !pod.spec.tolerations.iter().any(|t| tolerates(t, taint)))
-        .map(|taint| {
-            format!(
-                "node(s) had untolerated taint {{{}: {}}}",
-                taint.key, taint.value
-            )
-        })
 }
 
 /// How many PreferNoSchedule taints the pod does not tolerate (TaintToleration score input).
@@ -317,8 +311,8 @@ mod tests {
         });
         let mut pod = Pod::default();
         assert_eq!(
-            taint_toleration(&pod, &n).as_deref(),
-            Some("node(s) had untolerated taint {gpu: true}")
+            untolerated_taint(&pod, &n).map(|t| t.key.as_str()),
+            Some("gpu")
         );
         assert_eq!(intolerable_prefer_no_schedule(&pod, &n), 1);
         pod.spec.tolerations.push(Toleration {
@@ -327,9 +321,9 @@ mod tests {
             effect: Some(TaintEffect::NoSchedule),
             ..Default::default()
         });
-        assert_eq!(taint_toleration(&pod, &n), None);
+        assert_eq!(untolerated_taint(&pod, &n), None);
         pod.spec.tolerations[0].value = "false".into();
-        assert!(taint_toleration(&pod, &n).is_some());
+        assert!(untolerated_taint(&pod, &n).is_some());
     }
 
     #[test]

@@ -80,6 +80,29 @@ impl fmt::Display for Requirement {
     }
 }
 
+/// Why a label value is invalid (upstream `IsValidLabelValue`), `None` when it is valid.
+pub fn invalid_label_value(value: &str) -> Option<String> {
+    let mut problems = Vec::new();
+    if value.len() > 63 {
+        problems.push("must be no more than 63 characters".to_string());
+    }
+    let bytes = value.as_bytes();
+    let alnum = |b: u8| b.is_ascii_alphanumeric();
+    let valid = bytes.is_empty()
+        || (alnum(bytes[0])
+            && alnum(bytes[bytes.len() - 1])
+            && bytes
+                .iter()
+                .all(|b| alnum(*b) || matches!(b, b'-' | b'_' | b'.')));
+    if !valid {
+        problems.push(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+                .to_string(),
+        );
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
 /// A compiled label selector.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Selector {
@@ -129,6 +152,14 @@ impl Selector {
                     "values: Invalid value: {:?}: values set must be empty for exists and does not exist",
                     expression.values
                 ));
+            }
+            for (i, value) in expression.values.iter().enumerate() {
+                if let Some(problem) = invalid_label_value(value) {
+                    return Err(format!(
+                        "values[{i}][{}]: Invalid value: {value:?}: {problem}",
+                        expression.key
+                    ));
+                }
             }
             requirements.push(Requirement::new(
                 expression.key.clone(),

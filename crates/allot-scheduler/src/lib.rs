@@ -25,7 +25,7 @@
 
 #![deny(missing_docs)]
 
-mod cache;
+pub mod cache;
 mod conditions;
 pub mod extended;
 pub mod filters;
@@ -502,7 +502,10 @@ impl Scheduler {
             self.framework
                 .find_node(&ctx, &mut cycle, restriction, &avoid)
         };
-        let signature = signature.or_else(|| cacheable.then(|| self.signature(&cycle)));
+        let signature = match (&outcome, signature) {
+            (CycleOutcome::Unschedulable { .. }, None) if cacheable => Some(self.signature(&cycle)),
+            (_, signature) => signature,
+        };
         self.finish(store, key, cycle, outcome, signature, now)
     }
 

@@ -165,7 +165,8 @@ fn taints_keep_pods_away_unless_tolerated() {
     assert_eq!(node_of(&rt, "tolerant").as_deref(), Some("node-a"));
     assert_eq!(
         message(&rt, "plain"),
-        "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: true}, 2 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector.\n\
+         TaintToleration:\n  1 node(s) had untolerated taint(s):\n    node-a: taint {gpu: true} (NoSchedule) not tolerated"
     );
 }
 

@@ -207,6 +207,50 @@ pub struct Explanation {
     pub data: Option<Box<dyn StateData>>,
 }
 
+impl Explanation {
+    /// The usual layout, the plugin's name, then per reason (in order of first appearance)
+    /// the number of nodes and one line per node:
+    ///
+    /// ```text
+    /// NodePorts:
+    ///   2 node(s) didn't have free ports for the requested pod ports:
+    ///     n1: 8080/TCP by default/web-0
+    ///     n2: 8080/TCP by default/web-1
+    /// ```
+    ///
+    /// `detail` gives a node's line for one of its reasons (`None`: no line).
+    pub fn grouped(
+        plugin: &str,
+        rejected: &[(&NodeInfo, &Status)],
+        mut detail: impl FnMut(&NodeInfo, &str) -> Option<String>,
+    ) -> Explanation {
+        use std::fmt::Write as _;
+        let mut reasons: Vec<&str> = Vec::new();
+        for (_, status) in rejected {
+            for r in status.reasons() {
+                if !reasons.contains(&r.as_ref()) {
+                    reasons.push(r.as_ref());
+                }
+            }
+        }
+        let mut text = format!("{plugin}:");
+        for reason in reasons {
+            let nodes: Vec<&NodeInfo> = rejected
+                .iter()
+                .filter(|(_, st)| st.reasons().iter().any(|r| r.as_ref() == reason))
+                .map(|(n, _)| *n)
+                .collect();
+            let _ = write!(text, "\n  {} {reason}:", nodes.len());
+            for node in nodes {
+                if let Some(d) = detail(node, reason) {
+                    let _ = write!(text, "\n    {}: {d}", node.name);
+                }
+            }
+        }
+        Explanation { text, data: None }
+    }
+}
+
 impl Clone for Explanation {
     fn clone(&self) -> Self {
         Explanation {
@@ -318,15 +362,16 @@ pub trait ScorePlugin {
         node: &NodeInfo,
     ) -> Result<i64, Status>;
 
-    /// The node's raw score from its summary alone, when the plugin can tell (the framework's
-    /// fast path; must equal [`ScorePlugin::score`]).
-    fn score_summary(
+    /// Raw scores from the node summaries alone where the plugin can tell (the framework's
+    /// fast path; must equal [`ScorePlugin::score`]): `out[i].score` for node `out[i].slot`,
+    /// left at [`UNSCORED`] where the plugin needs the full node. A plugin reads its cycle
+    /// state once for the whole batch.
+    fn score_summaries(
         &mut self,
         _state: &CycleState,
-        _slot: usize,
-        _summary: &NodeSummary,
-    ) -> Option<i64> {
-        None
+        _summaries: &[NodeSummary],
+        _out: &mut [NodeScore],
+    ) {
     }
 
     /// NormalizeScore over every scored node.

@@ -8,7 +8,7 @@
 //!
 //! Beyond upstream, for speed: a Filter plugin may say when a node passes for sure from the
 //! node's compact [`crate::cache::NodeSummary`] ([`SummaryCheck`]), and a Score plugin may score
-//! from it ([`ScorePlugin::score_summary`]); the framework then walks nodes without touching
+//! from it ([`ScorePlugin::score_summaries`]); the framework then walks nodes without touching
 //! their full state. Whenever any active plugin is unsure about a node, every filter runs on it,
 //! so a result never depends on the fast path. An expensive filter (DynamicResources, which runs
 //! the device allocator) may be deferred until after scoring and run best node first, when no
@@ -38,5 +38,5 @@ pub use runtime::{Cycle, CycleOutcome, Framework, PluginBuilder, nodes_to_find};
 pub use status::{Code, Reason, Status};
 pub use types::{
     AffinityTerm, BIND_ALL, HostPort, MAX_NODE_SCORE, NodeScore, PodInfo, PreFilterResult,
-    WeightedAffinityTerm, default_normalize_score, host_ports,
+    UNSCORED, WeightedAffinityTerm, default_normalize_score, host_ports,
 };

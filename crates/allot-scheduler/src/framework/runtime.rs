@@ -21,7 +21,7 @@ use super::interface::{
 };
 use super::profile::{PluginConfig, Profile};
 use super::status::{Code, Status};
-use super::types::{MAX_NODE_SCORE, NodeScore, PodInfo, PreFilterResult};
+use super::types::{MAX_NODE_SCORE, NodeScore, PodInfo, PreFilterResult, UNSCORED};
 
 /// Builds a plugin from its configuration (the registry).
 pub type PluginBuilder<'a> = dyn FnMut(&PluginConfig) -> Result<Box<dyn Plugin>, String> + 'a;
@@ -98,6 +98,8 @@ pub struct Framework {
     scheduler_name: String,
     /// Where the next attempt starts walking nodes (upstream `nextStartNodeIndex`).
     pub next_start: usize,
+    /// Reused buffers of the scoring round (no allocation per pod).
+    spare: Vec<Vec<NodeScore>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -207,6 +209,7 @@ impl Framework {
             percentage: profile.percentage_of_nodes_to_score,
             scheduler_name: profile.scheduler_name.clone(),
             next_start: 0,
+            spare: Vec::new(),
         })
     }
 
@@ -437,6 +440,61 @@ impl Framework {
         Ok(None)
     }
 
+    /// Whether the named plugin skipped itself at PreFilter in this cycle.
+    pub fn filter_skipped(&self, cycle: &Cycle, plugin: &str) -> bool {
+        self.names
+            .iter()
+            .position(|n| *n == plugin)
+            .is_some_and(|i| cycle.state.filter_skipped(i))
+    }
+
+    /// Runs every active Filter plugin on a node in order (upstream `RunFilterPlugins`): the
+    /// first status that is not Success, with its plugin, or Success.
+    pub fn run_filter_plugins(&mut self, ctx: &Ctx<'_>, cycle: &mut Cycle, slot: usize) -> Status {
+        let (walk, deferred, _) = self.plan(cycle);
+        let all: Vec<usize> = self
+            .points
+            .filter
+            .iter()
+            .copied()
+            .filter(|i| walk.contains(i) || deferred.contains(i))
+            .collect();
+        match self.filter_node(ctx, cycle, &all, slot) {
+            Ok(None) => Status::success(),
+            Ok(Some(status)) => status,
+            Err(message) => Status::error(message),
+        }
+    }
+
+    /// Runs PreScore and Score on the nodes in `slots` (upstream `RunPreScorePlugins` and
+    /// `RunScorePlugins`): per node, the weighted sum of the normalized scores (a skipped
+    /// plugin adds 0).
+    pub fn run_score_plugins(
+        &mut self,
+        ctx: &Ctx<'_>,
+        cycle: &mut Cycle,
+        slots: &[usize],
+    ) -> Result<Vec<NodeScore>, String> {
+        self.run_pre_score(ctx, cycle, slots)?;
+        let mut totals: Vec<NodeScore> = slots
+            .iter()
+            .map(|&slot| NodeScore { slot, score: 0 })
+            .collect();
+        for (i, weight) in self.points.score.clone() {
+            if cycle.state.score_skipped(i) {
+                continue;
+            }
+            let mut scores = self.raw_scores(ctx, cycle, i, slots)?;
+            if let Some(s) = self.plugins[i].as_score() {
+                s.normalize(&cycle.state, &cycle.pod, &mut scores);
+            }
+            for (t, s) in totals.iter_mut().zip(&scores) {
+                t.score += s.score * weight;
+            }
+        }
+        Ok(totals)
+    }
+
     /// For tests of the fast path: whether the summary passes the node for this cycle, and the
     /// walk-time filters' verdict on its full state.
     #[cfg(test)]
@@ -492,7 +550,11 @@ impl Framework {
         while processed < total {
             batch.clear();
             while processed < total && batch.len() < to_find {
-                let rank = (start + processed) % total;
+                // (start + processed) % total, without a division per node.
+                let rank = match start + processed {
+                    r if r >= total => r - total,
+                    r => r,
+                };
                 if can_jump {
                     let word = free_bits.get(rank / 64).copied().unwrap_or(0) >> (rank % 64);
                     if word & 1 == 0 {
@@ -642,6 +704,9 @@ impl Framework {
                 *t += s.score * *weight;
             }
         }
+        for (_, _, scores) in raw {
+            self.spare.push(scores);
+        }
         let key = |k: usize| {
             (
                 avoid.contains(&candidates[k].slot),
@@ -649,19 +714,33 @@ impl Framework {
                 candidates[k].rank,
             )
         };
+        // The best: a plain loop when no node is to be avoided (the common case).
+        let first = if avoid.is_empty() {
+            let mut best: Option<usize> = None;
+            for k in 0..candidates.len() {
+                let better = best.is_none_or(|b| {
+                    totals[k] > totals[b]
+                        || (totals[k] == totals[b] && candidates[k].rank < candidates[b].rank)
+                });
+                if better {
+                    best = Some(k);
+                }
+            }
+            best
+        } else {
+            (0..candidates.len()).min_by_key(|&k| key(k))
+        };
         if !lazy {
-            let best = (0..candidates.len()).min_by_key(|&k| key(k));
-            return Ok(best.map(|k| candidates[k].slot));
+            return Ok(first.map(|k| candidates[k].slot));
         }
         // Lazily: the deferred filters on the best node first, then the next best.
-        let mut order: Vec<usize> = (0..candidates.len()).collect();
-        let first = order.iter().copied().min_by_key(|&k| key(k));
+        let mut order: Vec<usize> = Vec::new();
         if let Some(k) = first {
             match self.filter_node(ctx, cycle, deferred, candidates[k].slot)? {
                 None => return Ok(Some(candidates[k].slot)),
                 Some(status) => statuses.push((candidates[k].slot, status)),
             }
-            order.retain(|&o| o != k);
+            order = (0..candidates.len()).filter(|&o| o != k).collect();
         }
         order.sort_by_key(|&k| key(k));
         for k in order {
@@ -712,24 +791,22 @@ impl Framework {
         let Some(p) = self.plugins[index].as_score() else {
             return Ok(Vec::new());
         };
-        let mut out = Vec::with_capacity(slots.len());
-        for &slot in slots {
-            let fast = summaries
-                .get(slot)
-                .and_then(|summary| p.score_summary(&cycle.state, slot, summary));
-            let score = match fast {
-                Some(score) => score,
-                None => {
-                    let Some(node) = ctx.cluster.node(slot) else {
-                        continue;
-                    };
-                    p.score(ctx, &cycle.state, &cycle.pod, node)
-                        .map_err(|status| {
-                            format!("running Score plugin {name:?}: {}", status.message())
-                        })?
-                }
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.clear();
+        out.extend(slots.iter().map(|&slot| NodeScore {
+            slot,
+            score: UNSCORED,
+        }));
+        p.score_summaries(&cycle.state, summaries, &mut out);
+        for o in out.iter_mut().filter(|o| o.score == UNSCORED) {
+            o.score = match ctx.cluster.node(o.slot) {
+                Some(node) => p
+                    .score(ctx, &cycle.state, &cycle.pod, node)
+                    .map_err(|status| {
+                        format!("running Score plugin {name:?}: {}", status.message())
+                    })?,
+                None => 0,
             };
-            out.push(NodeScore { slot, score });
         }
         Ok(out)
     }

@@ -202,10 +202,13 @@ impl PodInfo {
         info
     }
 
+    /// Parses the four term lists; the errors as upstream aggregates them
+    /// (`requiredAffinityTerms: ...`, one error alone or `[e1, e2]`).
     fn parse(&mut self) -> Result<(), String> {
         let Some(affinity) = self.pod.spec.affinity.as_ref() else {
             return Ok(());
         };
+        let mut errors = Vec::new();
         let pod = &self.pod;
         let required = |terms: &[PodAffinityTerm]| -> Result<Vec<AffinityTerm>, String> {
             terms
@@ -227,19 +230,31 @@ impl PodInfo {
                     })
                     .collect()
             };
-        if let Some(a) = &affinity.pod_affinity {
-            self.required_affinity_terms =
-                required(&a.required_during_scheduling_ignored_during_execution)?;
-            self.preferred_affinity_terms =
-                preferred(&a.preferred_during_scheduling_ignored_during_execution)?;
+        let empty = Default::default();
+        let a = affinity.pod_affinity.as_ref().unwrap_or(&empty);
+        let empty_anti = Default::default();
+        let anti = affinity.pod_anti_affinity.as_ref().unwrap_or(&empty_anti);
+        match required(&a.required_during_scheduling_ignored_during_execution) {
+            Ok(t) => self.required_affinity_terms = t,
+            Err(e) => errors.push(format!("requiredAffinityTerms: {e}")),
         }
-        if let Some(a) = &affinity.pod_anti_affinity {
-            self.required_anti_affinity_terms =
-                required(&a.required_during_scheduling_ignored_during_execution)?;
-            self.preferred_anti_affinity_terms =
-                preferred(&a.preferred_during_scheduling_ignored_during_execution)?;
+        match required(&anti.required_during_scheduling_ignored_during_execution) {
+            Ok(t) => self.required_anti_affinity_terms = t,
+            Err(e) => errors.push(format!("requiredAntiAffinityTerms: {e}")),
         }
-        Ok(())
+        match preferred(&a.preferred_during_scheduling_ignored_during_execution) {
+            Ok(t) => self.preferred_affinity_terms = t,
+            Err(e) => errors.push(format!("preferredAffinityTerms: {e}")),
+        }
+        match preferred(&anti.preferred_during_scheduling_ignored_during_execution) {
+            Ok(t) => self.preferred_anti_affinity_terms = t,
+            Err(e) => errors.push(format!("preferredAntiAffinityTerms: {e}")),
+        }
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
     }
 
     /// Whether the pod has any pod affinity or anti-affinity term (upstream's
@@ -265,6 +280,9 @@ pub struct NodeScore {
     /// The score.
     pub score: i64,
 }
+
+/// A raw score not computed yet (the framework asks [`super::ScorePlugin::score`]).
+pub const UNSCORED: i64 = i64::MIN;
 
 /// The highest score a Score plugin gives (after NormalizeScore).
 pub const MAX_NODE_SCORE: i64 = 100;

@@ -6,7 +6,8 @@ use serde::Deserialize;
 
 use crate::cache::{NodeInfo, NodeSummary};
 use crate::framework::{
-    Ctx, CycleState, MAX_NODE_SCORE, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
+    Ctx, CycleState, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
+    Status,
 };
 
 use super::node_resources_fit::{
@@ -133,33 +134,41 @@ impl ScorePlugin for BalancedAllocation {
         Ok(balanced_score(&requested, &allocatable))
     }
 
-    fn score_summary(
+    fn score_summaries(
         &mut self,
         state: &CycleState,
-        slot: usize,
-        summary: &NodeSummary,
-    ) -> Option<i64> {
+        summaries: &[NodeSummary],
+        out: &mut [NodeScore],
+    ) {
         if !self.cpu_memory {
-            return None;
+            return;
         }
-        let requests = &state.read::<Requests>()?.0;
-        let inputs = [
-            summary.allocatable[0],
-            summary.requested[0] + requests[0],
-            summary.allocatable[1],
-            summary.requested[1] + requests[1],
-        ];
-        if self.memo.len() <= slot {
-            self.memo.resize(slot + 1, ([-1; 4], 0));
+        let Some(requests) = state.read::<Requests>() else {
+            return;
+        };
+        let (cpu, memory) = (requests.0[0], requests.0[1]);
+        if self.memo.len() < summaries.len() {
+            self.memo.resize(summaries.len(), ([-1; 4], 0));
         }
-        let memo = &mut self.memo[slot];
-        if memo.0 != inputs {
-            *memo = (
-                inputs,
-                balanced_score(&[inputs[1], inputs[3]], &[inputs[0], inputs[2]]),
-            );
+        for o in out {
+            let (Some(summary), Some(memo)) = (summaries.get(o.slot), self.memo.get_mut(o.slot))
+            else {
+                continue;
+            };
+            let inputs = [
+                summary.allocatable[0],
+                summary.requested[0] + cpu,
+                summary.allocatable[1],
+                summary.requested[1] + memory,
+            ];
+            if memo.0 != inputs {
+                *memo = (
+                    inputs,
+                    balanced_score(&[inputs[1], inputs[3]], &[inputs[0], inputs[2]]),
+                );
+            }
+            o.score = memo.1;
         }
-        Some(memo.1)
     }
 }
 

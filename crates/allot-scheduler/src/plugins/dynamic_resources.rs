@@ -846,8 +846,7 @@ impl FilterPlugin for DynamicResources {
             }
             return Status::unschedulable(REASON_CANNOT_ALLOCATE);
         }
-        let s_owned = s.clone();
-        match self.try_allocate(ctx.cluster, &pod.pod, &s_owned, node) {
+        match self.try_allocate(ctx.cluster, &pod.pod, s, node) {
             Ok(results) => {
                 if let Some(s) = state.read_mut::<State>() {
                     s.results.insert(node.slot, results);
@@ -905,8 +904,7 @@ impl FilterPlugin for DynamicResources {
             && let Some((_, slot)) = s.pruned.iter().min_by(|a, b| a.0.cmp(&b.0))
             && let Some(node) = ctx.cluster.node(*slot)
         {
-            let s_owned = s.clone();
-            match self.try_allocate(ctx.cluster, &pod.pod, &s_owned, node) {
+            match self.try_allocate(ctx.cluster, &pod.pod, s, node) {
                 Err(Rejection::Devices(e)) => explanation = Some(e),
                 // Upstream's Filter would have run on that node and stopped the attempt.
                 Err(Rejection::Error(message)) => {
@@ -1050,7 +1048,7 @@ impl PreBindPlugin for DynamicResources {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
-        let Some(mut s) = state.read::<State>().cloned() else {
+        let Some(s) = state.read::<State>() else {
             return Status::success();
         };
         if !s.written {
@@ -1058,17 +1056,18 @@ impl PreBindPlugin for DynamicResources {
             let results = slot
                 .and_then(|slot| s.results.get(&slot).cloned())
                 .unwrap_or_default();
-            let needs_wait = match self.write_claims(ctx, &s, &pod.pod, slot, results) {
+            let needs_wait = match self.write_claims(ctx, s, &pod.pod, slot, results) {
                 Ok(wait) => wait,
                 Err(message) => return Status::error(message),
             };
-            s.written = true;
-            if needs_wait && self.with_timestamp() {
-                s.deadline = Some(ctx.now.plus_seconds(self.config.binding_timeout_seconds));
+            let deadline = (needs_wait && self.with_timestamp())
+                .then(|| ctx.now.plus_seconds(self.config.binding_timeout_seconds));
+            if let Some(s) = state.read_mut::<State>() {
+                s.written = true;
+                s.deadline = deadline;
             }
-            state.write(s.clone());
         }
-        let Some(deadline) = s.deadline else {
+        let Some(deadline) = state.read::<State>().and_then(|s| s.deadline) else {
             return Status::success();
         };
         // Waiting for binding conditions: the claims as they are now.

@@ -4,7 +4,8 @@
 
 use crate::cache::{NodeInfo, NodeSummary};
 use crate::framework::{
-    Ctx, CycleState, MAX_NODE_SCORE, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
+    Ctx, CycleState, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
+    Status,
 };
 
 /// The plugin's name.
@@ -132,13 +133,17 @@ impl ScorePlugin for ImageLocality {
     }
 
     /// A node without images scores 0.
-    fn score_summary(
+    fn score_summaries(
         &mut self,
         _state: &CycleState,
-        _slot: usize,
-        summary: &NodeSummary,
-    ) -> Option<i64> {
-        (!summary.images).then_some(0)
+        summaries: &[NodeSummary],
+        out: &mut [NodeScore],
+    ) {
+        for o in out {
+            if summaries.get(o.slot).is_some_and(|s| !s.images) {
+                o.score = 0;
+            }
+        }
     }
 }
 

@@ -1,8 +1,6 @@
 //! NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (same protocol
 //! and port on the same host IP, or on either side `0.0.0.0`, conflict).
 
-use std::fmt::Write;
-
 use crate::cache::NodeInfo;
 use crate::framework::{
     ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, HostPort, Plugin,
@@ -98,8 +96,7 @@ impl FilterPlugin for NodePorts {
             Some(w) => w.0.clone(),
             None => host_ports(&pod.pod),
         };
-        let mut text = format!("NodePorts: host ports taken on {} node(s):", rejected.len());
-        for (node, _) in rejected {
+        Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
             let mut holders: Vec<String> = Vec::new();
             for w in &wanted {
                 for other in &node.pods {
@@ -108,8 +105,7 @@ impl FilterPlugin for NodePorts {
                     }
                 }
             }
-            let _ = write!(text, "\n  {}: {}", node.name, holders.join(", "));
-        }
-        Ok(Some(Explanation { text, data: None }))
+            Some(holders.join(", "))
+        })))
     }
 }

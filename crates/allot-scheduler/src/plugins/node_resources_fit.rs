@@ -15,7 +15,7 @@ use crate::cache::{NodeInfo, NodeSummary};
 use crate::extended::ExtendedPlan;
 use crate::filters;
 use crate::framework::{
-    Code, Ctx, CycleState, FilterPlugin, MAX_NODE_SCORE, Plugin, PodInfo, PreFilterCtx,
+    Code, Ctx, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, SummaryCheck,
     SummaryPass,
 };
@@ -514,33 +514,41 @@ impl ScorePlugin for NodeResourcesFit {
 
     /// LeastAllocated over CPU and memory reads only the summary (memoized per node: nodes
     /// change little between pods, and pods of one workload ask for the same).
-    fn score_summary(
+    fn score_summaries(
         &mut self,
         state: &CycleState,
-        slot: usize,
-        summary: &NodeSummary,
-    ) -> Option<i64> {
+        summaries: &[NodeSummary],
+        out: &mut [NodeScore],
+    ) {
         if !self.cpu_memory {
-            return None;
+            return;
         }
-        let requests = &state.read::<ScoreRequests>()?.0;
-        let inputs = [
-            summary.allocatable[0],
-            summary.non_zero.0 + requests[0],
-            summary.allocatable[1],
-            summary.non_zero.1 + requests[1],
-        ];
-        if self.memo.len() <= slot {
-            self.memo.resize(slot + 1, ([-1; 4], 0));
+        let Some(requests) = state.read::<ScoreRequests>() else {
+            return;
+        };
+        let (cpu, memory) = (requests.0[0], requests.0[1]);
+        if self.memo.len() < summaries.len() {
+            self.memo.resize(summaries.len(), ([-1; 4], 0));
         }
-        let memo = &mut self.memo[slot];
-        if memo.0 != inputs {
-            let score = self
-                .scorer
-                .score(&[inputs[1], inputs[3]], &[inputs[0], inputs[2]]);
-            *memo = (inputs, score);
+        for o in out {
+            let (Some(summary), Some(memo)) = (summaries.get(o.slot), self.memo.get_mut(o.slot))
+            else {
+                continue;
+            };
+            let inputs = [
+                summary.allocatable[0],
+                summary.non_zero.0 + cpu,
+                summary.allocatable[1],
+                summary.non_zero.1 + memory,
+            ];
+            if memo.0 != inputs {
+                let score = self
+                    .scorer
+                    .score(&[inputs[1], inputs[3]], &[inputs[0], inputs[2]]);
+                *memo = (inputs, score);
+            }
+            o.score = memo.1;
         }
-        Some(memo.1)
     }
 }
 

@@ -17,7 +17,6 @@
 //! a `DefaultSelector` that reads them is the only change needed.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use allot_api::core::v1::{
     NodeInclusionPolicy, Pod, TopologySpreadConstraint, UnsatisfiableConstraintAction,
@@ -96,7 +95,7 @@ impl Constraint {
         if self.honor_affinity && !NodeAffinity::required_matches(pod, node) {
             return false;
         }
-        !(self.honor_taints && filters::taint_toleration(pod, &node.node).is_some())
+        !(self.honor_taints && filters::untolerated_taint(pod, &node.node).is_some())
     }
 
     fn describe(&self) -> String {
@@ -444,24 +443,15 @@ impl FilterPlugin for PodTopologySpread {
             return Ok(None);
         };
         let pod = &pod.pod;
-        let mut text = format!(
-            "PodTopologySpread: {} node(s) would break a spread constraint:",
-            rejected.len()
-        );
-        for (node, _) in rejected {
-            let Some((i, skew)) = s.violation(pod, node) else {
-                continue;
-            };
+        Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
+            let (i, skew) = s.violation(pod, node)?;
             let c = &s.constraints[i];
             let Some(skew) = skew else {
-                let _ = write!(
-                    text,
-                    "\n  {}: {}: the node has no label {}",
-                    node.name,
+                return Some(format!(
+                    "{}: the node has no label {}",
                     c.describe(),
                     c.topology_key
-                );
-                continue;
+                ));
             };
             let value = &node.labels()[&c.topology_key];
             let matching = s.counts[i].get(value).copied().unwrap_or(0);
@@ -473,10 +463,8 @@ impl FilterPlugin for PodTopologySpread {
                 .next()
                 .unwrap_or_else(|| format!("fewer than minDomains {}", c.min_domains));
             let pods = domain_pods(ctx.cluster, pod, c, value);
-            let _ = write!(
-                text,
-                "\n  {}: {}: {}={value} has {matching} matching pod(s){}, the global minimum is {min} ({minimum}): skew {skew} > maxSkew {}",
-                node.name,
+            Some(format!(
+                "{}: {}={value} has {matching} matching pod(s){}, the global minimum is {min} ({minimum}): skew {skew} > maxSkew {}",
                 c.describe(),
                 c.topology_key,
                 if pods.is_empty() {
@@ -485,9 +473,8 @@ impl FilterPlugin for PodTopologySpread {
                     format!(" ({})", pods.join(", "))
                 },
                 c.max_skew
-            );
-        }
-        Ok(Some(Explanation { text, data: None }))
+            ))
+        })))
     }
 }
 

@@ -6,8 +6,8 @@ use allot_api::core::v1::{TaintEffect, Toleration};
 use crate::cache::{NodeInfo, NodeSummary};
 use crate::filters;
 use crate::framework::{
-    Ctx, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreScorePlugin,
-    ScorePlugin, Status, SummaryCheck, SummaryPass, default_normalize_score,
+    Ctx, CycleState, Explanation, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo,
+    PreScorePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass, default_normalize_score,
 };
 
 /// The plugin's name.
@@ -39,9 +39,12 @@ impl Plugin for TaintToleration {
     }
 }
 
+/// The Filter reason (upstream `ErrReasonNotMatch`; since 1.35 it names no taint, which
+/// allot's explanation does: kubernetes/kubernetes#134740).
+pub const REASON: &str = "node(s) had untolerated taint(s)";
+
 impl FilterPlugin for TaintToleration {
-    /// The first NoSchedule or NoExecute taint the pod does not tolerate rejects the node:
-    /// `node(s) had untolerated taint {key: value}`.
+    /// The first NoSchedule or NoExecute taint the pod does not tolerate rejects the node.
     fn filter(
         &mut self,
         _ctx: &Ctx<'_>,
@@ -52,10 +55,27 @@ impl FilterPlugin for TaintToleration {
         if node.node.spec.taints.is_empty() {
             return Status::success();
         }
-        match filters::taint_toleration(&pod.pod, &node.node) {
+        match filters::untolerated_taint(&pod.pod, &node.node) {
             None => Status::success(),
-            Some(reason) => Status::unresolvable(reason),
+            Some(_) => Status::unresolvable(REASON),
         }
+    }
+
+    /// Per rejected node: the first taint the pod does not tolerate.
+    fn explain(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
+            let taint = filters::untolerated_taint(&pod.pod, &node.node)?;
+            Some(format!(
+                "taint {{{}: {}}} ({}) not tolerated",
+                taint.key, taint.value, taint.effect
+            ))
+        })))
     }
 
     /// A plain node has no taints.
@@ -105,13 +125,17 @@ impl ScorePlugin for TaintToleration {
     }
 
     /// A plain node has no taints: 0.
-    fn score_summary(
+    fn score_summaries(
         &mut self,
         _state: &CycleState,
-        _slot: usize,
-        summary: &NodeSummary,
-    ) -> Option<i64> {
-        summary.plain.then_some(0)
+        summaries: &[NodeSummary],
+        out: &mut [NodeScore],
+    ) {
+        for o in out {
+            if summaries.get(o.slot).is_some_and(|s| s.plain) {
+                o.score = 0;
+            }
+        }
     }
 
     /// Fewer untolerated taints is better: reversed by the highest count.
