@@ -146,9 +146,13 @@ pub fn selector_matches(node: &Node, selector: &NodeSelector) -> bool {
         .any(|term| term_matches(node, term))
 }
 
-/// Whether one node selector term matches.
+/// Whether one node selector term matches. A term with an invalid requirement matches nothing
+/// (upstream's `LazyErrorNodeSelector` leaves out the terms it cannot parse).
 pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
     if term.match_expressions.is_empty() && term.match_fields.is_empty() {
+        return false;
+    }
+    if !term_valid(term) {
         return false;
     }
     term.match_expressions
@@ -157,6 +161,39 @@ pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
         && term.match_fields.iter().all(|r| {
             r.key == "metadata.name" && requirement_matches(r, Some(node.metadata.name.as_str()))
         })
+}
+
+/// Whether upstream parses the term: label requirements as `labels.NewRequirement` accepts
+/// them (a qualified-name key; In/NotIn with valid label values; Exists/DoesNotExist without
+/// values; Gt/Lt with one integer), field requirements as In/NotIn with one value.
+pub fn term_valid(term: &NodeSelectorTerm) -> bool {
+    let label_ok = |r: &NodeSelectorRequirement| {
+        if !allot_validation::names::is_qualified_name(&r.key).is_empty() {
+            return false;
+        }
+        match &r.operator {
+            NodeSelectorOperator::In | NodeSelectorOperator::NotIn => {
+                !r.values.is_empty()
+                    && r.values
+                        .iter()
+                        .all(|v| crate::labels::invalid_label_value(v).is_none())
+            }
+            NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist => {
+                r.values.is_empty()
+            }
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+                r.values.len() == 1 && r.values[0].parse::<i64>().is_ok()
+            }
+            NodeSelectorOperator::Other(_) => false,
+        }
+    };
+    let field_ok = |r: &NodeSelectorRequirement| {
+        matches!(
+            r.operator,
+            NodeSelectorOperator::In | NodeSelectorOperator::NotIn
+        ) && r.values.len() == 1
+    };
+    term.match_expressions.iter().all(label_ok) && term.match_fields.iter().all(field_ok)
 }
 
 fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {

@@ -140,6 +140,14 @@ impl Selector {
                 "DoesNotExist" => Operator::DoesNotExist,
                 other => return Err(format!("{other:?} is not a valid label selector operator")),
             };
+            let key_problems = allot_validation::names::is_qualified_name(&expression.key);
+            if !key_problems.is_empty() {
+                return Err(format!(
+                    "key: Invalid value: {:?}: {}",
+                    expression.key,
+                    key_problems.join("; ")
+                ));
+            }
             let needs_values = matches!(operator, Operator::In | Operator::NotIn);
             if needs_values && expression.values.is_empty() {
                 return Err(

@@ -4,7 +4,8 @@
 //! reads them, and a profile of the plugin alone (with PrioritySort and DefaultBinder, which
 //! every profile needs) runs PreFilter, then Filter on every node or PreScore and Score.
 //!
-//! A case's `want` gives the PreFilter status (`preFilter`), per node the Filter status
+//! A case's `want` gives the PreFilter status (`preFilter`) and node names
+//! (`preFilterNodes`, `PreFilterResult.NodeNames`), per node the Filter status
 //! (`filter`; nodes not listed must pass), or per node the normalized score (`scores`). A
 //! status is a code (`Skip`, `Unschedulable`, ...) or `[code, reason...]`; with `codeOnly` the
 //! reasons are not compared (the upstream table compares codes only). A case that allot answers
@@ -74,6 +75,9 @@ struct Case {
 struct Want {
     #[serde(default)]
     pre_filter: Option<WantStatus>,
+    /// The node names PreFilter narrows the search to (`PreFilterResult.NodeNames`).
+    #[serde(default)]
+    pre_filter_nodes: Option<Vec<String>>,
     #[serde(default)]
     filter: BTreeMap<String, WantStatus>,
     #[serde(default)]
@@ -210,8 +214,20 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
         }
         None => {}
     }
-    if pre.is_err() {
+    let Ok((result, _)) = &pre else {
         return Ok(());
+    };
+    if let Some(want) = &case.want.pre_filter_nodes {
+        let got: Vec<String> = result
+            .node_names
+            .as_ref()
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default();
+        if &got != want {
+            return Err(format!("PreFilterResult {got:?}, want {want:?}"));
+        }
+    } else if let Some(got) = &result.node_names {
+        return Err(format!("PreFilterResult {got:?}, want all nodes"));
     }
     let ctx = Ctx {
         cluster: &cache,
