@@ -860,6 +860,9 @@ mod tests;
 mod summary_tests;
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod feasible_nodes_tests {
     use super::*;
 
