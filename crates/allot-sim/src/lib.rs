@@ -19,6 +19,7 @@ pub mod memory;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod scheduler_perf;
 pub mod timeline;
 
 pub use input::{Input, load_paths, load_texts};
