@@ -4,6 +4,8 @@
 //! Defaulting is pure: `DeviceTaint.timeAdded`, which upstream sets to the current time, is left
 //! unset because time is not an input here.
 
+pub mod workloads;
+
 use crate::load::Object;
 use crate::resource::v1::{
     DeviceAllocationMode, DeviceClaim, DeviceToleration, DeviceTolerationOperator,
@@ -29,7 +31,7 @@ pub fn default_object(object: &mut Object) {
         Object::ClusterRoleBinding(binding) => {
             default_rbac_binding(&mut binding.role_ref, &mut binding.subjects)
         }
-        _ => {}
+        other => workloads::default_object(other),
     }
 }
 

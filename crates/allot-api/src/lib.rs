@@ -14,15 +14,25 @@
 mod serde_util;
 mod strenum;
 
+pub mod admissionregistration;
 pub mod allot;
+pub mod apps;
+pub mod autoscaling;
+pub mod batch;
+pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod defaults;
+pub mod discovery;
+pub mod intstr;
 pub mod kubescheduler;
 pub mod load;
 pub mod meta;
+pub mod networking;
+pub mod policy;
 pub mod rbac;
 pub mod resource;
 pub mod scheduling;
+pub mod storage;
 
 pub use allot_quantity::Quantity;

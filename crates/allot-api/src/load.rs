@@ -17,15 +17,23 @@ use serde::{Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
 use crate::allot::v1alpha1::{AllocationOptions, NodeTopology};
+use crate::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use crate::batch::v1::{CronJob, Job};
 use crate::coordination::v1::Lease;
-use crate::core::v1::{Event, Namespace, Node, Pod};
+use crate::core::v1::{
+    Event, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+    Service,
+};
 use crate::kubescheduler::v1::{DynamicResourcesArgs, KubeSchedulerConfiguration};
+use crate::policy::v1::PodDisruptionBudget;
 use crate::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use crate::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use crate::resource::v1alpha3::ResourcePoolStatusRequest;
+use crate::scheduling::v1::PriorityClass;
 use crate::scheduling::v1beta1::PodGroup;
+use crate::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
 /// An error while reading, parsing or decoding manifests. Every variant names the file and,
 /// where known, the line.
@@ -712,6 +720,74 @@ pub enum Object {
     ClusterRoleBinding(ClusterRoleBinding),
     /// `coordination.k8s.io/v1 Lease`.
     Lease(Lease),
+    /// `scheduling.k8s.io/v1 PriorityClass`.
+    PriorityClass(PriorityClass),
+    /// `storage.k8s.io/v1 StorageClass`.
+    StorageClass(StorageClass),
+    /// `storage.k8s.io/v1 CSIDriver`.
+    CSIDriver(CSIDriver),
+    /// `storage.k8s.io/v1 CSINode`.
+    CSINode(CSINode),
+    /// `v1 PersistentVolume`.
+    PersistentVolume(PersistentVolume),
+    /// `storage.k8s.io/v1 VolumeAttachment`.
+    VolumeAttachment(VolumeAttachment),
+    /// `storage.k8s.io/v1 CSIStorageCapacity`.
+    CSIStorageCapacity(CSIStorageCapacity),
+    /// `v1 PersistentVolumeClaim`.
+    PersistentVolumeClaim(PersistentVolumeClaim),
+    /// `v1 Service`.
+    Service(Service),
+    /// `policy/v1 PodDisruptionBudget`.
+    PodDisruptionBudget(PodDisruptionBudget),
+    /// `apps/v1 Deployment`.
+    Deployment(Deployment),
+    /// `apps/v1 ReplicaSet`.
+    ReplicaSet(ReplicaSet),
+    /// `apps/v1 StatefulSet`.
+    StatefulSet(StatefulSet),
+    /// `apps/v1 DaemonSet`.
+    DaemonSet(DaemonSet),
+    /// `apps/v1 ControllerRevision`.
+    ControllerRevision(ControllerRevision),
+    /// `batch/v1 Job`.
+    Job(Job),
+    /// `batch/v1 CronJob`.
+    CronJob(CronJob),
+    /// `v1 ReplicationController`.
+    ReplicationController(ReplicationController),
+    /// `v1 ServiceAccount`.
+    ServiceAccount(crate::core::v1::ServiceAccount),
+    /// `v1 Secret`.
+    Secret(crate::core::v1::Secret),
+    /// `v1 ConfigMap`.
+    ConfigMap(crate::core::v1::ConfigMap),
+    /// `v1 Endpoints`.
+    Endpoints(crate::core::v1::Endpoints),
+    /// `v1 ResourceQuota`.
+    ResourceQuota(crate::core::v1::ResourceQuota),
+    /// `v1 LimitRange`.
+    LimitRange(crate::core::v1::LimitRange),
+    /// `v1 PodTemplate`.
+    PodTemplate(crate::core::v1::PodTemplate),
+    /// `discovery.k8s.io/v1 EndpointSlice`.
+    EndpointSlice(crate::discovery::v1::EndpointSlice),
+    /// `autoscaling/v2 HorizontalPodAutoscaler`.
+    HorizontalPodAutoscaler(crate::autoscaling::v2::HorizontalPodAutoscaler),
+    /// `certificates.k8s.io/v1 CertificateSigningRequest`.
+    CertificateSigningRequest(crate::certificates::v1::CertificateSigningRequest),
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy`.
+    ValidatingAdmissionPolicy(crate::admissionregistration::v1::ValidatingAdmissionPolicy),
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding`.
+    ValidatingAdmissionPolicyBinding(
+        crate::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    ),
+    /// `networking.k8s.io/v1 ServiceCIDR`.
+    ServiceCIDR(crate::networking::v1::ServiceCIDR),
+    /// `networking.k8s.io/v1 IPAddress`.
+    IPAddress(crate::networking::v1::IPAddress),
+    /// `storage.k8s.io/v1 VolumeAttributesClass`.
+    VolumeAttributesClass(crate::storage::v1::VolumeAttributesClass),
     /// A kind registered in [`LoadOptions::extra_kinds`]; decode it with [`decode`].
     Extension,
 }
@@ -739,6 +815,39 @@ impl Object {
             Object::RoleBinding(_) => "RoleBinding",
             Object::ClusterRoleBinding(_) => "ClusterRoleBinding",
             Object::Lease(_) => "Lease",
+            Object::PriorityClass(_) => "PriorityClass",
+            Object::StorageClass(_) => "StorageClass",
+            Object::CSIDriver(_) => "CSIDriver",
+            Object::CSINode(_) => "CSINode",
+            Object::PersistentVolume(_) => "PersistentVolume",
+            Object::VolumeAttachment(_) => "VolumeAttachment",
+            Object::CSIStorageCapacity(_) => "CSIStorageCapacity",
+            Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
+            Object::Service(_) => "Service",
+            Object::PodDisruptionBudget(_) => "PodDisruptionBudget",
+            Object::Deployment(_) => "Deployment",
+            Object::ReplicaSet(_) => "ReplicaSet",
+            Object::StatefulSet(_) => "StatefulSet",
+            Object::DaemonSet(_) => "DaemonSet",
+            Object::ControllerRevision(_) => "ControllerRevision",
+            Object::Job(_) => "Job",
+            Object::CronJob(_) => "CronJob",
+            Object::ReplicationController(_) => "ReplicationController",
+            Object::ServiceAccount(_) => "ServiceAccount",
+            Object::Secret(_) => "Secret",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::Endpoints(_) => "Endpoints",
+            Object::ResourceQuota(_) => "ResourceQuota",
+            Object::LimitRange(_) => "LimitRange",
+            Object::PodTemplate(_) => "PodTemplate",
+            Object::EndpointSlice(_) => "EndpointSlice",
+            Object::HorizontalPodAutoscaler(_) => "HorizontalPodAutoscaler",
+            Object::CertificateSigningRequest(_) => "CertificateSigningRequest",
+            Object::ValidatingAdmissionPolicy(_) => "ValidatingAdmissionPolicy",
+            Object::ValidatingAdmissionPolicyBinding(_) => "ValidatingAdmissionPolicyBinding",
+            Object::ServiceCIDR(_) => "ServiceCIDR",
+            Object::IPAddress(_) => "IPAddress",
+            Object::VolumeAttributesClass(_) => "VolumeAttributesClass",
             Object::Extension => "Extension",
         }
     }
@@ -766,6 +875,45 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("coordination.k8s.io/v1", "Lease"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("v1", "PersistentVolume"),
+    ("storage.k8s.io/v1", "VolumeAttachment"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "Service"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "ControllerRevision"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("v1", "ReplicationController"),
+    ("v1", "ServiceAccount"),
+    ("v1", "Secret"),
+    ("v1", "ConfigMap"),
+    ("v1", "Endpoints"),
+    ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
+    ("v1", "PodTemplate"),
+    ("discovery.k8s.io/v1", "EndpointSlice"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("networking.k8s.io/v1", "ServiceCIDR"),
+    ("networking.k8s.io/v1", "IPAddress"),
+    ("storage.k8s.io/v1", "VolumeAttributesClass"),
     (
         "kubescheduler.config.k8s.io/v1",
         "KubeSchedulerConfiguration",
@@ -825,6 +973,49 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             Object::ClusterRoleBinding(decode(raw)?)
         }
         ("coordination.k8s.io/v1", "Lease") => Object::Lease(decode(raw)?),
+        ("scheduling.k8s.io/v1", "PriorityClass") => Object::PriorityClass(decode(raw)?),
+        ("storage.k8s.io/v1", "StorageClass") => Object::StorageClass(decode(raw)?),
+        ("storage.k8s.io/v1", "CSIDriver") => Object::CSIDriver(decode(raw)?),
+        ("storage.k8s.io/v1", "CSINode") => Object::CSINode(decode(raw)?),
+        ("v1", "PersistentVolume") => Object::PersistentVolume(decode(raw)?),
+        ("storage.k8s.io/v1", "VolumeAttachment") => Object::VolumeAttachment(decode(raw)?),
+        ("storage.k8s.io/v1", "CSIStorageCapacity") => Object::CSIStorageCapacity(decode(raw)?),
+        ("v1", "PersistentVolumeClaim") => Object::PersistentVolumeClaim(decode(raw)?),
+        ("v1", "Service") => Object::Service(decode(raw)?),
+        ("policy/v1", "PodDisruptionBudget") => Object::PodDisruptionBudget(decode(raw)?),
+        ("apps/v1", "Deployment") => Object::Deployment(decode(raw)?),
+        ("apps/v1", "ReplicaSet") => Object::ReplicaSet(decode(raw)?),
+        ("apps/v1", "StatefulSet") => Object::StatefulSet(decode(raw)?),
+        ("apps/v1", "DaemonSet") => Object::DaemonSet(decode(raw)?),
+        ("apps/v1", "ControllerRevision") => Object::ControllerRevision(decode(raw)?),
+        ("batch/v1", "Job") => Object::Job(decode(raw)?),
+        ("batch/v1", "CronJob") => Object::CronJob(decode(raw)?),
+        ("v1", "ReplicationController") => Object::ReplicationController(decode(raw)?),
+        ("v1", "ServiceAccount") => Object::ServiceAccount(decode(raw)?),
+        ("v1", "Secret") => Object::Secret(decode(raw)?),
+        ("v1", "ConfigMap") => Object::ConfigMap(decode(raw)?),
+        ("v1", "Endpoints") => Object::Endpoints(decode(raw)?),
+        ("v1", "ResourceQuota") => Object::ResourceQuota(decode(raw)?),
+        ("v1", "LimitRange") => Object::LimitRange(decode(raw)?),
+        ("v1", "PodTemplate") => Object::PodTemplate(decode(raw)?),
+        ("discovery.k8s.io/v1", "EndpointSlice") => Object::EndpointSlice(decode(raw)?),
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            Object::HorizontalPodAutoscaler(decode(raw)?)
+        }
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            Object::CertificateSigningRequest(decode(raw)?)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            Object::ValidatingAdmissionPolicy(decode(raw)?)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            Object::ValidatingAdmissionPolicyBinding(decode(raw)?)
+        }
+        ("networking.k8s.io/v1", "ServiceCIDR") => Object::ServiceCIDR(decode(raw)?),
+        ("networking.k8s.io/v1", "IPAddress") => Object::IPAddress(decode(raw)?),
+        ("storage.k8s.io/v1", "VolumeAttributesClass") => {
+            Object::VolumeAttributesClass(decode(raw)?)
+        }
         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration") => {
             let config: KubeSchedulerConfiguration = decode(raw)?;
             decode_dynamic_resources_args(raw, &config)?;

@@ -10,3 +10,9 @@ where
 {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
+
+/// Whether a value is its type's zero value, for Go's `omitempty` on plain numbers and
+/// booleans: `skip_serializing_if = "crate::serde_util::is_default"`.
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}

@@ -464,8 +464,12 @@ impl Security {
                        "message": message, "reason": "BadRequest", "code": 400}),
             )
         };
+        if requester.api_group == AUTHENTICATION_GROUP {
+            return self.self_subject_review(requester, body);
+        }
         let kind = match requester.resource.as_str() {
             "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
+            "selfsubjectrulesreviews" => "SelfSubjectRulesReview",
             "subjectaccessreviews" => "SubjectAccessReview",
             _ => {
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -488,6 +492,19 @@ impl Security {
             return Err(bad(format!("the body is not a {kind}")));
         }
         let spec = review.get("spec").cloned().unwrap_or(Value::Null);
+        if kind == "SelfSubjectRulesReview" {
+            let namespace = spec
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if namespace.is_empty() {
+                return Err(bad("no namespace on request".into()));
+            }
+            review["apiVersion"] = json!(format!("{REVIEW_GROUP}/v1"));
+            review["kind"] = json!(kind);
+            review["status"] = self.rules_review_status(&requester.user, namespace);
+            return Ok((201, review));
+        }
         let text = |v: &Value, k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -556,12 +573,114 @@ impl Security {
     }
 }
 
+impl Security {
+    /// A SelfSubjectRulesReview's status: the rules `user` holds in `namespace`, as upstream's
+    /// authorizers list them (`system:masters` first: everything; then RBAC, cluster-wide
+    /// bindings before the namespace's). A binding to a missing role makes the list
+    /// incomplete, with the reason in `evaluationError`.
+    fn rules_review_status(&self, user: &User, namespace: &str) -> Value {
+        let mut resource_rules = Vec::new();
+        let mut non_resource_rules = Vec::new();
+        if user.in_group(SYSTEM_MASTERS) {
+            resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+            non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+        }
+        let (rules, errors) = self
+            .rbac
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .rules_for(user, namespace);
+        for rule in rules {
+            if rule.non_resource_urls.is_empty() {
+                let mut entry = json!({"verbs": rule.verbs});
+                if !rule.api_groups.is_empty() {
+                    entry["apiGroups"] = json!(rule.api_groups);
+                }
+                if !rule.resources.is_empty() {
+                    entry["resources"] = json!(rule.resources);
+                }
+                if !rule.resource_names.is_empty() {
+                    entry["resourceNames"] = json!(rule.resource_names);
+                }
+                resource_rules.push(entry);
+            } else {
+                non_resource_rules
+                    .push(json!({"verbs": rule.verbs, "nonResourceURLs": rule.non_resource_urls}));
+            }
+        }
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": !errors.is_empty(),
+        });
+        if !errors.is_empty() {
+            status["evaluationError"] = json!(errors.join(", "));
+        }
+        status
+    }
+
+    /// `authentication.k8s.io/v1` SelfSubjectReview (`kubectl auth whoami`): 201 with the
+    /// requester's user info.
+    fn self_subject_review(
+        &self,
+        requester: &Attributes,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), (u16, Value)> {
+        if requester.resource != "selfsubjectreviews" || requester.api_version != "v1" {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404});
+            return Err((404, status));
+        }
+        if requester.verb != "create" || !requester.name.is_empty() {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("{} is not supported on {}", requester.verb, requester.resource),
+                "reason": "MethodNotAllowed", "code": 405});
+            return Err((405, status));
+        }
+        let user = &requester.user;
+        let mut info = json!({"username": user.name, "groups": user.groups});
+        if !user.uid.is_empty() {
+            info["uid"] = json!(user.uid);
+        }
+        if !user.extra.is_empty() {
+            info["extra"] = json!(user.extra);
+        }
+        let mut review = body.unwrap_or_else(|| json!({}));
+        review["apiVersion"] = json!(format!("{AUTHENTICATION_GROUP}/v1"));
+        review["kind"] = json!("SelfSubjectReview");
+        if review.get("metadata").is_none_or(|m| !m.is_object()) {
+            review["metadata"] = json!({});
+        }
+        review["metadata"]["creationTimestamp"] = Value::Null;
+        review["status"] = json!({"userInfo": info});
+        Ok((201, review))
+    }
+}
+
+/// The API group of `kubectl auth whoami`'s SelfSubjectReview.
+pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+
+/// The `authentication.k8s.io/v1` resource list.
+pub fn authentication_resource_list() -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{AUTHENTICATION_GROUP}/v1"),
+    "resources": [
+        {"name": "selfsubjectreviews", "singularName": "selfsubjectreview", "namespaced": false, "kind": "SelfSubjectReview", "verbs": ["create"]},
+    ]})
+}
+
+/// The APIGroup entry of `authentication.k8s.io` for `/apis`.
+pub fn authentication_api_group() -> Value {
+    let gv = json!({"groupVersion": format!("{AUTHENTICATION_GROUP}/v1"), "version": "v1"});
+    json!({"name": AUTHENTICATION_GROUP, "versions": [gv.clone()], "preferredVersion": gv})
+}
+
 /// The `authorization.k8s.io/v1` resource list.
 pub fn review_resource_list() -> Value {
     let resource = |plural: &str, kind: &str, namespaced: bool| json!({"name": plural, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": ["create"]});
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{REVIEW_GROUP}/v1"),
     "resources": [
         resource("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+        resource("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
         resource("subjectaccessreviews", "SubjectAccessReview", false),
     ]})
 }

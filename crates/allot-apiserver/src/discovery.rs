@@ -98,9 +98,15 @@ fn version_entry(group: &str, version: &str, list: &Value) -> Value {
         {
             let subs = map.entry("subresources").or_insert_with(|| json!([]));
             if let Some(subs) = subs.as_array_mut() {
+                // A subresource of another group's kind (a Scale) names its group and version.
+                let sub_group = entry.get("group").and_then(Value::as_str).unwrap_or(group);
+                let sub_version = entry
+                    .get("version")
+                    .and_then(Value::as_str)
+                    .unwrap_or(version);
                 subs.push(json!({
                     "subresource": sub,
-                    "responseKind": {"group": group, "version": version, "kind": kind},
+                    "responseKind": {"group": sub_group, "version": sub_version, "kind": kind},
                     "verbs": entry.get("verbs").cloned().unwrap_or(json!([])),
                 }));
             }

@@ -20,14 +20,20 @@ pub mod decode;
 pub mod discovery;
 pub mod etcd;
 pub mod events;
+pub mod kinds_admission;
 pub mod lease;
 pub mod namespace;
 pub mod nodes;
 pub mod openapi;
 pub mod patch;
+pub mod patch_kinds;
+pub mod printers;
 pub mod protobuf;
+pub mod query;
 pub mod rbac;
+pub mod rbac_kinds;
 pub mod resources;
+pub mod scale;
 pub mod selector;
 pub mod server;
 pub mod storage;
@@ -57,6 +63,18 @@ pub enum Error {
         offset: u64,
         /// What is wrong.
         message: String,
+    },
+    /// The event log is missing or empty in a data directory an earlier server used.
+    #[error(
+        "{log}: {state}, but {sign} shows that this data directory was used before: its objects are lost, and allot serve will not start an empty cluster in their place. Restore the data directory from a backup, or start with --allow-empty-store to begin with an empty cluster"
+    )]
+    EmptyStore {
+        /// The log file.
+        log: PathBuf,
+        /// `missing` or `empty`.
+        state: &'static str,
+        /// What shows the directory was used (`DIR/pki` or `DIR/tokens.csv`).
+        sign: PathBuf,
     },
     /// A record could not be replayed into the store.
     #[error("replaying resourceVersion {rv}: {message}")]

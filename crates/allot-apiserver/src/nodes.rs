@@ -267,6 +267,8 @@ impl NodeIndex {
 /// The controller that runs one [`NodeAgent`] per simulated node.
 pub struct NodeFleet {
     kubelet_config: KubeletConfiguration,
+    /// The kubelet's feature gates for every agent.
+    features: allot_nodesim::NodeFeatures,
     members: RefCell<BTreeMap<String, Member>>,
     /// Nodes whose kubelet refused to start, with the fingerprint that failed (not retried
     /// until the topology changes).
@@ -329,6 +331,7 @@ impl NodeFleet {
     pub fn new(kubelet_config: KubeletConfiguration) -> Self {
         NodeFleet {
             kubelet_config,
+            features: allot_nodesim::NodeFeatures::default(),
             members: RefCell::new(BTreeMap::new()),
             failed: RefCell::new(BTreeMap::new()),
             pending: RefCell::new(BTreeMap::new()),
@@ -338,6 +341,12 @@ impl NodeFleet {
             next_number: Cell::new(0),
             index: RefCell::new(None),
         }
+    }
+
+    /// The kubelet feature gates of every agent (`--feature-gates`).
+    pub fn with_features(mut self, features: allot_nodesim::NodeFeatures) -> Self {
+        self.features = features;
+        self
     }
 
     /// Keeps each node's kubelet checkpoints in `<dir>/<node>/` and restores them when its
@@ -416,7 +425,8 @@ impl NodeFleet {
         let mut saved = (Vec::new(), Vec::new());
         let started = machine.and_then(|mut machine| {
             machine.metadata.name = name.to_string();
-            let config = NodeAgentConfig::new(name, machine, self.kubelet_config.clone());
+            let mut config = NodeAgentConfig::new(name, machine, self.kubelet_config.clone());
+            config.features = self.features;
             let restored = match self
                 .state_dir
                 .as_ref()

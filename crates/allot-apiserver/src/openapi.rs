@@ -52,6 +52,62 @@ const SOURCES: &[(&str, &str)] = &[
         "io.k8s.api.coordination.v1",
         include_str!("../../allot-api/src/coordination/v1.rs"),
     ),
+    (
+        "io.k8s.api.core.v1",
+        include_str!("../../allot-api/src/core/v1/volume.rs"),
+    ),
+    (
+        "io.k8s.api.core.v1",
+        include_str!("../../allot-api/src/core/v1/service.rs"),
+    ),
+    (
+        "io.k8s.api.core.v1",
+        include_str!("../../allot-api/src/core/v1/workload.rs"),
+    ),
+    (
+        "io.k8s.api.apps.v1",
+        include_str!("../../allot-api/src/apps/v1.rs"),
+    ),
+    (
+        "io.k8s.api.batch.v1",
+        include_str!("../../allot-api/src/batch/v1.rs"),
+    ),
+    (
+        "io.k8s.api.policy.v1",
+        include_str!("../../allot-api/src/policy/v1.rs"),
+    ),
+    (
+        "io.k8s.api.storage.v1",
+        include_str!("../../allot-api/src/storage/v1.rs"),
+    ),
+    (
+        "io.k8s.api.scheduling.v1",
+        include_str!("../../allot-api/src/scheduling/v1.rs"),
+    ),
+    (
+        "io.k8s.api.core.v1",
+        include_str!("../../allot-api/src/core/v1/config.rs"),
+    ),
+    (
+        "io.k8s.api.discovery.v1",
+        include_str!("../../allot-api/src/discovery/v1.rs"),
+    ),
+    (
+        "io.k8s.api.autoscaling.v2",
+        include_str!("../../allot-api/src/autoscaling/v2.rs"),
+    ),
+    (
+        "io.k8s.api.certificates.v1",
+        include_str!("../../allot-api/src/certificates/v1.rs"),
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1",
+        include_str!("../../allot-api/src/admissionregistration/v1.rs"),
+    ),
+    (
+        "io.k8s.api.networking.v1",
+        include_str!("../../allot-api/src/networking/v1.rs"),
+    ),
 ];
 
 /// One parsed declaration.
@@ -315,6 +371,9 @@ fn type_schema(module: &str, ty: &str, dialect: Dialect, wanted: &mut BTreeSet<S
         "Quantity" => {
             return json!({"type": "string", "description": "A quantity, e.g. 1, 500m, 8Gi."});
         }
+        "IntOrString" => {
+            return json!({"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": true});
+        }
         "Value" | "Opaque" => {
             return json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         }
@@ -373,7 +432,17 @@ fn kind_definition(info: &ResourceInfo) -> Option<String> {
         "" => "io.k8s.api.core.v1",
         "resource.k8s.io" if kind == "ResourcePoolStatusRequest" => "io.k8s.api.resource.v1alpha3",
         "resource.k8s.io" => "io.k8s.api.resource.v1",
+        "scheduling.k8s.io" if info.version == "v1" => "io.k8s.api.scheduling.v1",
         "scheduling.k8s.io" => "io.k8s.api.scheduling.v1beta1",
+        "apps" => "io.k8s.api.apps.v1",
+        "batch" => "io.k8s.api.batch.v1",
+        "policy" => "io.k8s.api.policy.v1",
+        "storage.k8s.io" => "io.k8s.api.storage.v1",
+        "discovery.k8s.io" => "io.k8s.api.discovery.v1",
+        "autoscaling" => "io.k8s.api.autoscaling.v2",
+        "certificates.k8s.io" => "io.k8s.api.certificates.v1",
+        "admissionregistration.k8s.io" => "io.k8s.api.admissionregistration.v1",
+        "networking.k8s.io" => "io.k8s.api.networking.v1",
         "allot.dev" => "dev.allot.v1alpha1",
         "rbac.authorization.k8s.io" => "io.k8s.api.rbac.v1",
         "coordination.k8s.io" => "io.k8s.api.coordination.v1",

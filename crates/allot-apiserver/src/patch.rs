@@ -89,7 +89,7 @@ impl FieldMeta {
         free_form_map: false,
         retain_keys: false,
     };
-    const fn merge(key: &'static str, keys: &'static [&'static str]) -> FieldMeta {
+    pub(crate) const fn merge(key: &'static str, keys: &'static [&'static str]) -> FieldMeta {
         FieldMeta {
             strategy: Strategy::Merge,
             merge_key: Some(key),
@@ -98,13 +98,16 @@ impl FieldMeta {
             retain_keys: false,
         }
     }
-    const fn merge_retain(key: &'static str, keys: &'static [&'static str]) -> FieldMeta {
+    pub(crate) const fn merge_retain(
+        key: &'static str,
+        keys: &'static [&'static str],
+    ) -> FieldMeta {
         FieldMeta {
             retain_keys: true,
             ..FieldMeta::merge(key, keys)
         }
     }
-    const fn map_list(keys: &'static [&'static str]) -> FieldMeta {
+    pub(crate) const fn map_list(keys: &'static [&'static str]) -> FieldMeta {
         FieldMeta {
             strategy: Strategy::Default,
             merge_key: None,
@@ -113,7 +116,7 @@ impl FieldMeta {
             retain_keys: false,
         }
     }
-    const fn merge_set() -> FieldMeta {
+    pub(crate) const fn merge_set() -> FieldMeta {
         FieldMeta {
             strategy: Strategy::Merge,
             merge_key: None,
@@ -122,7 +125,7 @@ impl FieldMeta {
             retain_keys: false,
         }
     }
-    const fn free_form() -> FieldMeta {
+    pub(crate) const fn free_form() -> FieldMeta {
         FieldMeta {
             strategy: Strategy::Default,
             merge_key: None,
@@ -173,12 +176,12 @@ impl Schema for KindSchema {
                 ["status", "reservedFor"] => FieldMeta::merge("uid", &["uid"]),
                 _ => resource_field(last),
             },
-            _ => resource_field(last),
+            kind => crate::patch_kinds::field(kind, &p).unwrap_or_else(|| resource_field(last)),
         }
     }
 }
 
-fn pod_field(p: &[&str]) -> FieldMeta {
+pub(crate) fn pod_field(p: &[&str]) -> FieldMeta {
     match p {
         ["spec", list] if CONTAINER_LISTS.contains(list) => FieldMeta::merge("name", &["name"]),
         ["spec", list, field] if CONTAINER_LISTS.contains(list) => match *field {
@@ -247,7 +250,7 @@ pub fn type_field(type_name: &str, field: &str) -> Option<FieldMeta> {
             | "ResourcePoolStatusRequestStatus",
             "conditions",
         ) => FieldMeta::merge("type", &["type"]),
-        _ => return None,
+        _ => return crate::patch_kinds::type_field(type_name, field),
     };
     Some(meta)
 }
@@ -287,7 +290,7 @@ pub fn openapi_extensions(meta: &FieldMeta) -> Vec<(&'static str, Value)> {
 
 /// resource.k8s.io, scheduling and namespace fields: condition lists merge by type, attribute
 /// and capacity maps are free-form; device lists are atomic.
-fn resource_field(last: &str) -> FieldMeta {
+pub(crate) fn resource_field(last: &str) -> FieldMeta {
     match last {
         "conditions" => FieldMeta::merge("type", &["type"]),
         "attributes" | "capacity" | "matchLabels" | "labels" | "annotations" | "nodeSelector" => {

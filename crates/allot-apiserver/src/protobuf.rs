@@ -255,6 +255,52 @@ fn self_subject_access_review(api_version: &str, kind: &str, raw: &[u8]) -> Resu
     Ok(object)
 }
 
+/// `authorization.k8s.io/v1` SelfSubjectRulesReview, as `kubectl auth can-i --list` sends it:
+/// metadata (1), spec (2: namespace 1), status (3, ignored as upstream ignores it on create).
+fn self_subject_rules_review(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, String> {
+    let mut object = json!({"apiVersion": api_version, "kind": kind, "spec": {}});
+    for field in fields(raw)? {
+        match field {
+            Field::Bytes(1, b) => object["metadata"] = object_meta(b)?,
+            Field::Bytes(2, spec) => {
+                for f in fields(spec)? {
+                    match f {
+                        Field::Bytes(1, b) => {
+                            object["spec"]["namespace"] = Value::String(string(b)?)
+                        }
+                        Field::Bytes(n, _) | Field::Varint(n) => {
+                            return Err(format!(
+                                "unsupported SelfSubjectRulesReviewSpec field {n}"
+                            ));
+                        }
+                    }
+                }
+            }
+            Field::Bytes(3, _) => {}
+            Field::Bytes(n, _) | Field::Varint(n) => {
+                return Err(format!("unsupported {kind} field {n}"));
+            }
+        }
+    }
+    Ok(object)
+}
+
+/// `authentication.k8s.io/v1` SelfSubjectReview, as `kubectl auth whoami` sends it: metadata
+/// (1) and status (2, ignored: the server fills it in).
+fn self_subject_review(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, String> {
+    let mut object = json!({"apiVersion": api_version, "kind": kind});
+    for field in fields(raw)? {
+        match field {
+            Field::Bytes(1, b) => object["metadata"] = object_meta(b)?,
+            Field::Bytes(2, _) => {}
+            Field::Bytes(n, _) | Field::Varint(n) => {
+                return Err(format!("unsupported {kind} field {n}"));
+            }
+        }
+    }
+    Ok(object)
+}
+
 /// Decodes a protobuf body into the JSON object it stands for.
 pub fn decode(body: &[u8]) -> Result<Value, String> {
     let envelope = body
@@ -289,6 +335,14 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         == ("authorization.k8s.io/v1", "SelfSubjectAccessReview")
     {
         return self_subject_access_review(&api_version, &kind, raw);
+    }
+    if (api_version.as_str(), kind.as_str())
+        == ("authorization.k8s.io/v1", "SelfSubjectRulesReview")
+    {
+        return self_subject_rules_review(&api_version, &kind, raw);
+    }
+    if (api_version.as_str(), kind.as_str()) == ("authentication.k8s.io/v1", "SelfSubjectReview") {
+        return self_subject_review(&api_version, &kind, raw);
     }
     if (api_version.as_str(), kind.as_str()) != ("v1", "Namespace") {
         return Err(format!(
@@ -413,6 +467,41 @@ mod tests {
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": {"resourceAttributes": {"namespace": "team", "verb": "list",
                             "group": "resource.k8s.io", "resource": "resourceclaims"}}})
+        );
+    }
+
+    #[test]
+    fn decodes_a_self_subject_rules_review() {
+        let mut type_meta = bytes_field(1, b"authorization.k8s.io/v1");
+        type_meta.extend(bytes_field(2, b"SelfSubjectRulesReview"));
+        let spec = bytes_field(1, b"team-a");
+        let raw = [
+            bytes_field(1, &[]),
+            bytes_field(2, &spec),
+            bytes_field(3, &[]),
+        ]
+        .concat();
+        let mut body = MAGIC.to_vec();
+        body.extend(bytes_field(1, &type_meta));
+        body.extend(bytes_field(2, &raw));
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "metadata": {}, "spec": {"namespace": "team-a"}})
+        );
+    }
+
+    #[test]
+    fn decodes_a_self_subject_review() {
+        let mut type_meta = bytes_field(1, b"authentication.k8s.io/v1");
+        type_meta.extend(bytes_field(2, b"SelfSubjectReview"));
+        let raw = [bytes_field(1, &[]), bytes_field(2, &[])].concat();
+        let mut body = MAGIC.to_vec();
+        body.extend(bytes_field(1, &type_meta));
+        body.extend(bytes_field(2, &raw));
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {}})
         );
     }
 

@@ -171,7 +171,7 @@ pub fn bootstrap_objects() -> Vec<Value> {
     const TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
     const TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
     const TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
-    vec![
+    let mut objects = vec![
         role(
             "cluster-admin",
             &[],
@@ -253,11 +253,18 @@ pub fn bootstrap_objects() -> Vec<Value> {
         role(
             "system:basic-user",
             &[],
-            vec![resource_rule(
-                &["create"],
-                &["authorization.k8s.io"],
-                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-            )],
+            vec![
+                resource_rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                ),
+                resource_rule(
+                    &["create"],
+                    &["authentication.k8s.io"],
+                    &["selfsubjectreviews"],
+                ),
+            ],
         ),
         role(
             "system:kube-scheduler",
@@ -382,7 +389,10 @@ pub fn bootstrap_objects() -> Vec<Value> {
         controller("resource-claim-controller"),
         controller("device-taint-eviction-controller"),
         controller("resourcepoolstatusrequest-controller"),
-    ]
+    ];
+    // The workload, storage, service and policy kinds' rules, roles and bindings.
+    crate::rbac_kinds::extend(&mut objects);
+    objects
 }
 
 fn key_of_json(value: &Value) -> Option<ObjectKey> {
@@ -399,9 +409,48 @@ fn key_of_json(value: &Value) -> Option<ObjectKey> {
     Some(ObjectKey::new(kind, namespace, name))
 }
 
-/// Adds to `store` the bootstrap objects it lacks, one at a time: `commit` makes each durable
-/// (another server may have created it first: that is not an error). Returns how many were
-/// created here.
+/// A stored default ClusterRole with the rules of its bootstrap version that it lacks added, as
+/// kube-apiserver reconciles its bootstrap roles at start (adding permissions, never removing
+/// any), unless the role's `rbac.authorization.kubernetes.io/autoupdate` annotation is "false";
+/// `None` when nothing is missing.
+fn with_missing_default_rules(existing: &Stored, default: &Value) -> Option<Stored> {
+    let Stored::ClusterRole(role) = existing else {
+        return None;
+    };
+    if role
+        .metadata
+        .annotations
+        .get(AUTOUPDATE)
+        .map(String::as_str)
+        == Some("false")
+    {
+        return None;
+    }
+    let wanted: Vec<PolicyRule> = default
+        .get("rules")
+        .cloned()
+        .and_then(|rules| serde_json::from_value(rules).ok())
+        .unwrap_or_default();
+    let missing: Vec<PolicyRule> = wanted
+        .into_iter()
+        .filter(|rule| !role.rules.contains(rule))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut updated = existing.clone();
+    if let Stored::ClusterRole(role) = &mut updated {
+        std::sync::Arc::make_mut(role).rules.extend(missing);
+    }
+    Some(updated)
+}
+
+/// The annotation that lets kube-apiserver reconcile a default role at start.
+const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
+
+/// Adds to `store` the bootstrap objects it lacks, one at a time, and the rules a default
+/// ClusterRole lacks: `commit` makes each durable (another server may have created it first:
+/// that is not an error). Returns how many were created here.
 pub fn bootstrap(
     store: &mut Store,
     now: &str,
@@ -412,7 +461,12 @@ pub fn bootstrap(
         let Some(key) = key_of_json(&object) else {
             continue;
         };
-        if store.get_stored(&key).is_some() {
+        if let Some(existing) = store.get_stored(&key) {
+            if let Some(updated) = with_missing_default_rules(existing, &object)
+                && store.update_stored(updated).is_ok()
+            {
+                commit(store)?;
+            }
             continue;
         }
         let stored =
@@ -709,6 +763,18 @@ impl RbacStore {
             }
         }
         (false, errors)
+    }
+
+    /// Every rule that applies to `user` in `namespace` (cluster-wide bindings first), and the
+    /// bindings whose roles are missing, as upstream's rule resolver lists them for
+    /// SelfSubjectRulesReview.
+    pub fn rules_for(&self, user: &User, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+        let mut rules = Vec::new();
+        let (_, errors) = self.visit_rules(user, namespace, &mut |rule| {
+            rules.push(rule.clone());
+            false
+        });
+        (rules, errors)
     }
 
     /// Upstream's RBAC authorizer: allowed when some applicable rule allows the request.
@@ -1197,6 +1263,64 @@ mod tests {
     }
 
     const NOW: &str = "2026-01-01T00:00:00Z";
+
+    /// Issue 15: system:basic-user gained `create selfsubjectreviews` (`kubectl auth whoami`);
+    /// a data directory made before keeps its old role, so start-up adds the rules a default
+    /// ClusterRole lacks, as kube-apiserver reconciles them, unless autoupdate is "false".
+    #[test]
+    fn bootstrap_adds_the_rules_a_stored_default_role_lacks() {
+        let mut store = Store::new();
+        bootstrap(&mut store, NOW, &mut |_| Ok(())).expect("bootstraps");
+        let key = ObjectKey::new(Kind::ClusterRole, "", "system:basic-user");
+        let strip = |store: &mut Store, autoupdate: Option<&str>| {
+            let mut old = store.get_stored(&key).expect("the role").clone();
+            if let Stored::ClusterRole(role) = &mut old {
+                let role = Arc::make_mut(role);
+                role.rules
+                    .retain(|r| !r.api_groups.contains(&"authentication.k8s.io".to_string()));
+                if let Some(value) = autoupdate {
+                    role.metadata
+                        .annotations
+                        .insert(AUTOUPDATE.to_string(), value.to_string());
+                }
+            }
+            store.update_stored(old).expect("updates");
+        };
+        let whoami_allowed = |store: &Store| {
+            let user = Arc::new(User {
+                name: "alice".into(),
+                groups: strings(&["system:authenticated"]),
+                ..User::default()
+            });
+            RbacStore::of(store)
+                .authorize(&Attributes {
+                    user,
+                    verb: "create".into(),
+                    resource_request: true,
+                    api_group: "authentication.k8s.io".into(),
+                    api_version: "v1".into(),
+                    resource: "selfsubjectreviews".into(),
+                    ..Attributes::default()
+                })
+                .allowed
+        };
+        assert!(whoami_allowed(&store));
+        strip(&mut store, None);
+        assert!(!whoami_allowed(&store));
+        let mut commits = 0;
+        bootstrap(&mut store, NOW, &mut |_| {
+            commits += 1;
+            Ok(())
+        })
+        .expect("reconciles");
+        assert_eq!(commits, 1, "one update");
+        assert!(whoami_allowed(&store));
+        // Reconciled once: the next start changes nothing.
+        bootstrap(&mut store, NOW, &mut |_| panic!("nothing to commit")).expect("again");
+        strip(&mut store, Some("false"));
+        bootstrap(&mut store, NOW, &mut |_| panic!("autoupdate false")).expect("kept");
+        assert!(!whoami_allowed(&store));
+    }
 
     #[test]
     fn the_cache_follows_the_store_and_bootstrap_is_idempotent() {

@@ -207,6 +207,303 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         status: false,
     },
+    ResourceInfo {
+        kind: Kind::PriorityClass,
+        group: "scheduling.k8s.io",
+        version: "v1",
+        plural: "priorityclasses",
+        singular: "priorityclass",
+        short_names: &["pc"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::StorageClass,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "storageclasses",
+        singular: "storageclass",
+        short_names: &["sc"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::CSIDriver,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "csidrivers",
+        singular: "csidriver",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::CSINode,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "csinodes",
+        singular: "csinode",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::CSIStorageCapacity,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "csistoragecapacities",
+        singular: "csistoragecapacity",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::VolumeAttachment,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "volumeattachments",
+        singular: "volumeattachment",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::PersistentVolume,
+        group: "",
+        version: "v1",
+        plural: "persistentvolumes",
+        singular: "persistentvolume",
+        short_names: &["pv"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::PersistentVolumeClaim,
+        group: "",
+        version: "v1",
+        plural: "persistentvolumeclaims",
+        singular: "persistentvolumeclaim",
+        short_names: &["pvc"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::Service,
+        group: "",
+        version: "v1",
+        plural: "services",
+        singular: "service",
+        short_names: &["svc"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ReplicationController,
+        group: "",
+        version: "v1",
+        plural: "replicationcontrollers",
+        singular: "replicationcontroller",
+        short_names: &["rc"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::PodDisruptionBudget,
+        group: "policy",
+        version: "v1",
+        plural: "poddisruptionbudgets",
+        singular: "poddisruptionbudget",
+        short_names: &["pdb"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::Deployment,
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        singular: "deployment",
+        short_names: &["deploy"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ReplicaSet,
+        group: "apps",
+        version: "v1",
+        plural: "replicasets",
+        singular: "replicaset",
+        short_names: &["rs"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::StatefulSet,
+        group: "apps",
+        version: "v1",
+        plural: "statefulsets",
+        singular: "statefulset",
+        short_names: &["sts"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DaemonSet,
+        group: "apps",
+        version: "v1",
+        plural: "daemonsets",
+        singular: "daemonset",
+        short_names: &["ds"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ControllerRevision,
+        group: "apps",
+        version: "v1",
+        plural: "controllerrevisions",
+        singular: "controllerrevision",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Job,
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        singular: "job",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::CronJob,
+        group: "batch",
+        version: "v1",
+        plural: "cronjobs",
+        singular: "cronjob",
+        short_names: &["cj"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ServiceAccount,
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        short_names: &["sa"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Secret,
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        singular: "secret",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ConfigMap,
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::Endpoints,
+        group: "",
+        version: "v1",
+        plural: "endpoints",
+        singular: "endpoints",
+        short_names: &["ep"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceQuota,
+        group: "",
+        version: "v1",
+        plural: "resourcequotas",
+        singular: "resourcequota",
+        short_names: &["quota"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::LimitRange,
+        group: "",
+        version: "v1",
+        plural: "limitranges",
+        singular: "limitrange",
+        short_names: &["limits"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::PodTemplate,
+        group: "",
+        version: "v1",
+        plural: "podtemplates",
+        singular: "podtemplate",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::EndpointSlice,
+        group: "discovery.k8s.io",
+        version: "v1",
+        plural: "endpointslices",
+        singular: "endpointslice",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::HorizontalPodAutoscaler,
+        group: "autoscaling",
+        version: "v2",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::CertificateSigningRequest,
+        group: "certificates.k8s.io",
+        version: "v1",
+        plural: "certificatesigningrequests",
+        singular: "certificatesigningrequest",
+        short_names: &["csr"],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ValidatingAdmissionPolicy,
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicies",
+        singular: "validatingadmissionpolicy",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::ValidatingAdmissionPolicyBinding,
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicybindings",
+        singular: "validatingadmissionpolicybinding",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ServiceCIDR,
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "servicecidrs",
+        singular: "servicecidr",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::IPAddress,
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "ipaddresses",
+        singular: "ipaddress",
+        short_names: &["ip"],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::VolumeAttributesClass,
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "volumeattributesclasses",
+        singular: "volumeattributesclass",
+        short_names: &["vac"],
+        status: false,
+    },
 ];
 
 /// The resource served at `group/version/plural`.
@@ -252,6 +549,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
             "kind": r.kind.name(),
             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
             "shortNames": r.short_names,
+            "categories": categories(r.plural),
         }));
         if r.status {
             resources.push(json!({
@@ -259,6 +557,17 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
                 "singularName": "",
                 "namespaced": r.kind.namespaced(),
                 "kind": r.kind.name(),
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if crate::scale::has_scale(r.kind) {
+            resources.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.kind.namespaced(),
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
                 "verbs": ["get", "patch", "update"],
             }));
         }
@@ -274,6 +583,24 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
+}
+
+/// The categories a resource belongs to, as upstream's REST storage declares them (`kubectl get
+/// all` lists the `all` category).
+pub fn categories(plural: &str) -> &'static [&'static str] {
+    match plural {
+        "pods"
+        | "replicationcontrollers"
+        | "services"
+        | "daemonsets"
+        | "deployments"
+        | "replicasets"
+        | "statefulsets"
+        | "horizontalpodautoscalers"
+        | "cronjobs"
+        | "jobs" => &["all"],
+        _ => &[],
+    }
 }
 
 /// `APIGroupList` for `/apis`.
@@ -427,6 +754,8 @@ pub fn columns(kind: Kind) -> Vec<(&'static str, &'static str, u8)> {
         Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
             out.push(("Age", "string", 0))
         }
+        // The workload, storage, service and policy kinds.
+        other => return crate::printers::columns(other),
     }
     out
 }
@@ -610,6 +939,7 @@ pub fn cells(kind: Kind, object: &Value, now: chrono::DateTime<chrono::Utc>) -> 
         Kind::DeviceClass | Kind::ResourceClaimTemplate | Kind::PodGroup | Kind::NodeTopology => {
             vec![name, age]
         }
+        other => return crate::printers::cells(other, object, now),
     };
     row.into_iter().map(Value::String).collect()
 }
@@ -792,7 +1122,8 @@ mod tests {
     fn core_group_comes_first_then_groups_by_name() {
         let gvs = group_versions();
         assert_eq!(gvs.first(), Some(&("", "v1")));
-        assert_eq!(gvs.get(1), Some(&("allot.dev", "v1alpha1")));
-        assert_eq!(gvs.last(), Some(&("scheduling.k8s.io", "v1beta1")));
+        assert_eq!(gvs.get(1), Some(&("admissionregistration.k8s.io", "v1")));
+        assert!(gvs[1..].windows(2).all(|w| w[0] <= w[1]), "{gvs:?}");
+        assert_eq!(gvs.last(), Some(&("storage.k8s.io", "v1")));
     }
 }

@@ -28,6 +28,9 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// The address to listen on; port 0 picks a free port.
     pub listen: String,
+    /// When the port of `listen` is taken, listen on a free port of the same host instead
+    /// (the default address of `allot serve`, as kind picks a free port).
+    pub listen_fallback: bool,
     /// How many resourceVersions back a watch may start; older ones get 410 Gone.
     pub watch_window: u64,
     /// How often watches that allow bookmarks get one.
@@ -40,6 +43,12 @@ pub struct ServeOptions {
     /// The KubeletConfiguration of simulated nodes (`--kubelet-config`); the kubelet's
     /// defaults when `None`.
     pub kubelet_config: Option<allot_kubelet_config::KubeletConfiguration>,
+    /// The feature gates of the control plane (`--feature-gates`), the same defaults as
+    /// `allot simulate`'s.
+    pub feature_gates: allot_features::FeatureGates,
+    /// Start even when the event log is missing or empty in a data directory an earlier
+    /// server used (`--allow-empty-store`).
+    pub allow_empty_store: bool,
 }
 
 impl ServeOptions {
@@ -48,11 +57,14 @@ impl ServeOptions {
         ServeOptions {
             data_dir: data_dir.into(),
             listen: "127.0.0.1:6443".into(),
+            listen_fallback: false,
             watch_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
             token_auth_file: None,
             etcd: None,
             kubelet_config: None,
+            feature_gates: allot_features::FeatureGates::defaults(),
+            allow_empty_store: false,
         }
     }
 }
@@ -99,7 +111,11 @@ impl Server {
             move |source| Error::Io { path, source }
         };
         std::fs::create_dir_all(&options.data_dir).map_err(io(&options.data_dir))?;
-        let (backend, store, lock) = storage::open(&options.data_dir, options.etcd.as_ref())?;
+        let (backend, store, lock) = storage::open(
+            &options.data_dir,
+            options.etcd.as_ref(),
+            options.allow_empty_store,
+        )?;
         let persisted = store.resource_version();
         let mut inner = Inner {
             store,
@@ -151,12 +167,20 @@ impl Server {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .refresh(&inner.store, inner.persisted);
-        let listener = tokio::net::TcpListener::bind(&options.listen)
-            .await
-            .map_err(|source| Error::Bind {
-                address: options.listen.clone(),
-                source,
-            })?;
+        let listener = match tokio::net::TcpListener::bind(&options.listen).await {
+            Err(err) if options.listen_fallback && err.kind() == std::io::ErrorKind::AddrInUse => {
+                let host = options
+                    .listen
+                    .rsplit_once(':')
+                    .map_or(options.listen.as_str(), |(host, _)| host);
+                tokio::net::TcpListener::bind(format!("{host}:0")).await
+            }
+            bound => bound,
+        }
+        .map_err(|source| Error::Bind {
+            address: options.listen.clone(),
+            source,
+        })?;
         let address = listener.local_addr().map_err(|source| Error::Bind {
             address: options.listen.clone(),
             source,
@@ -221,27 +245,40 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
             as Box<dyn allot_runtime::Controller>
     };
     const KCM: &str = "kube-controller-manager";
+    // The gates as `allot simulate` passes them on (allot-sim's run.rs).
+    let gates = &options.feature_gates;
+    let features = gates.dra();
     vec![
-        // DRAWorkloadResourceClaims is on by default in 1.37, as in `allot simulate`.
         as_(
             KCM,
             Box::new(allot_controllers::ResourceClaimController::new(
                 allot_controllers::ResourceClaimControllerConfig {
-                    workload_resource_claims: true,
+                    workload_resource_claims: gates.enabled("DRAWorkloadResourceClaims"),
                 },
             )),
         ),
         as_(
             "kube-scheduler",
             Box::new(allot_scheduler::Scheduler::new(
-                allot_scheduler::SchedulerConfig::default(),
+                allot_scheduler::SchedulerConfig {
+                    features,
+                    extended_resource: gates.enabled("DRAExtendedResource"),
+                    node_allocatable_resources: gates.enabled("DRANodeAllocatableResources"),
+                    ..allot_scheduler::SchedulerConfig::default()
+                },
             )),
         ),
         as_(
             "kubelet",
             Box::new(
                 crate::nodes::NodeFleet::new(options.kubelet_config.clone().unwrap_or_default())
-                    .with_state_dir(options.data_dir.join("nodes")),
+                    .with_state_dir(options.data_dir.join("nodes"))
+                    .with_features(allot_nodesim::NodeFeatures {
+                        resource_health_status: gates.enabled("ResourceHealthStatus"),
+                        resource_claim_device_status: features.resource_claim_device_status,
+                        node_allocatable_resources: gates.enabled("DRANodeAllocatableResources"),
+                        optional_node_operations: features.optional_node_operations,
+                    }),
             ),
         ),
         as_(
@@ -444,6 +481,33 @@ impl ApiError {
     }
 }
 
+impl From<crate::query::QueryError> for ApiError {
+    fn from(err: crate::query::QueryError) -> Self {
+        ApiError {
+            code: StatusCode::from_u16(err.code).unwrap_or(StatusCode::BAD_REQUEST),
+            reason: err.reason,
+            message: err.message,
+            details: err.details,
+        }
+    }
+}
+
+/// The checked read parameters of a request (see [`crate::query`]).
+fn read_query(
+    verb: crate::query::Verb,
+    target: &Target,
+    query: &[(String, String)],
+) -> Result<crate::query::ReadQuery, ApiError> {
+    crate::query::check(verb, target.info.kind, |key| {
+        query
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    })
+    .map_err(ApiError::from)
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         json_response(self.code, &self.status())
@@ -451,6 +515,22 @@ impl IntoResponse for ApiError {
 }
 
 /// `plural.group` as upstream names a resource in messages.
+/// The admission checks of `kinds_admission`, as upstream's admission plugins answer: 403.
+fn admit_kinds(info: &ResourceInfo, store: &Store, object: &Stored) -> Result<(), ApiError> {
+    match crate::kinds_admission::forbidden(store, object) {
+        None => Ok(()),
+        Some(reason) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{} \"{}\" is forbidden: {reason}",
+                qualified(info),
+                object.meta().name
+            ),
+        )),
+    }
+}
+
 fn qualified(info: &ResourceInfo) -> String {
     if info.group.is_empty() {
         info.plural.to_string()
@@ -515,6 +595,8 @@ struct Target {
     namespace: String,
     name: Option<String>,
     status: bool,
+    /// The `scale` subresource (see `crate::scale`).
+    scale: bool,
     /// Who asks (for admission checks that authorize parts of an object).
     requester: Option<crate::auth::Requester>,
     /// Field manager, `force`, field validation and the warnings collected on the way.
@@ -558,17 +640,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let query = parse_query(parts.uri.query().unwrap_or_default());
     match path.as_str() {
         "/livez" | "/healthz" => return (StatusCode::OK, "ok").into_response(),
-        "/readyz" => {
-            return match &shared.lock().failed {
-                None => (StatusCode::OK, "ok").into_response(),
-                Some(err) => (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("storage failed: {err}"),
-                )
-                    .into_response(),
-            };
+        "/readyz" => return readyz(&shared, None, &query).await,
+        _ => {
+            if let Some(check) = path.strip_prefix("/readyz/") {
+                return readyz(&shared, Some(check), &query).await;
+            }
         }
-        _ => {}
     }
     let user = match shared.security.authenticate(
         parts
@@ -650,13 +727,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     } else {
         bytes
     };
-    if body_type.starts_with("application/cbor") {
-        return ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json (got {body_type})"),
-        )
-        .into_response();
+    // Bodies of creates, updates and deletes in a media type the server does not decode (415);
+    // a patch's type is checked with the patch.
+    let decodes_body = matches!(parts.method, Method::POST | Method::PUT)
+        || (parts.method == Method::DELETE && !bytes.is_empty());
+    if decodes_body && let Err(err) = crate::query::check_body_type(body_type) {
+        return ApiError::from(err).into_response();
     }
     if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
@@ -716,6 +792,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             return watch(shared, target, &query, &accept);
         }
         (&Method::GET, None) => list(&shared, &target, &query, &accept),
+        (method, Some(name)) if target.scale => {
+            scale(&shared, &target, method, name, &bytes, &content_type)
+        }
         (&Method::GET, Some(name)) => get(&shared, &target, name, &query, &accept),
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
@@ -739,6 +818,110 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     response
 }
 
+/// How long the storage check of `/readyz` waits for etcd (kube-apiserver's
+/// `--etcd-healthcheck-timeout`).
+const STORAGE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The storage check of `/readyz`: on etcd, etcd answers and this server's copy caught up with
+/// it (named `etcd`, as kube-apiserver's); on the embedded log, no write to it has failed
+/// (`storage`).
+async fn storage_check(shared: &Shared) -> (&'static str, Result<(), String>) {
+    let barrier = {
+        let inner = shared.lock();
+        if let Some(err) = &inner.failed {
+            let name = if shared.options.etcd.is_some() {
+                "etcd"
+            } else {
+                "storage"
+            };
+            return (name, Err(err.clone()));
+        }
+        inner.backend.read_barrier(None)
+    };
+    let Some(barrier) = barrier else {
+        return ("storage", Ok(()));
+    };
+    let waited =
+        tokio::time::timeout(STORAGE_CHECK_TIMEOUT, tokio::task::spawn_blocking(barrier)).await;
+    let result = match waited {
+        Err(_) => Err(format!(
+            "etcd did not answer within {} s",
+            STORAGE_CHECK_TIMEOUT.as_secs()
+        )),
+        Ok(Err(join)) => Err(join.to_string()),
+        Ok(Ok(Err(storage::ReadError::Unavailable(message)))) => Err(message),
+        Ok(Ok(Err(storage::ReadError::TooLarge { wanted, current }))) => Err(format!(
+            "this server's copy is at revision {current}, etcd at {wanted}"
+        )),
+        Ok(Ok(Ok(()))) => Ok(()),
+    };
+    ("etcd", result)
+}
+
+/// `/readyz` as kube-apiserver answers it: every check as `[+]name ok` or `[-]name failed:
+/// reason withheld` (the reason goes to the log), 500 and "readyz check failed" when one
+/// failed, else "ok" (the list and "readyz check passed" with `?verbose`); `?exclude=name`
+/// skips a check. `/readyz/NAME` runs one check: "ok", or 500 with the reason.
+async fn readyz(shared: &Shared, only: Option<&str>, query: &[(String, String)]) -> Response {
+    let text = |code: StatusCode, body: String| {
+        (
+            code,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
+    let (storage_name, storage) = storage_check(shared).await;
+    let checks: [(&str, Result<(), String>); 4] = [
+        ("ping", Ok(())),
+        ("log", Ok(())),
+        (storage_name, storage),
+        ("shutdown", Ok(())),
+    ];
+    if let Some(name) = only {
+        return match checks.iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(()))) => text(StatusCode::OK, "ok".into()),
+            Some((_, Err(reason))) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal server error: {reason}\n"),
+            ),
+            None => text(StatusCode::NOT_FOUND, "404 page not found\n".into()),
+        };
+    }
+    let excluded: Vec<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "exclude")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let mut lines = String::new();
+    let mut failed = false;
+    for (name, result) in &checks {
+        if excluded.contains(name) {
+            lines.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        match result {
+            Ok(()) => lines.push_str(&format!("[+]{name} ok\n")),
+            Err(reason) => {
+                tracing::warn!("readyz: [-]{name} failed: {reason}");
+                lines.push_str(&format!("[-]{name} failed: reason withheld\n"));
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{lines}readyz check failed\n"),
+        );
+    }
+    if query.iter().any(|(k, _)| k == "verbose") {
+        text(StatusCode::OK, format!("{lines}readyz check passed\n"))
+    } else {
+        text(StatusCode::OK, "ok".into())
+    }
+}
+
 /// Serves the access reviews (`authorization.k8s.io`), which are not stored.
 fn review_request(
     shared: &Shared,
@@ -746,7 +929,9 @@ fn review_request(
     parts: &axum::http::request::Parts,
     bytes: &[u8],
 ) -> Option<Response> {
-    if !attributes.resource_request || attributes.api_group != crate::auth::REVIEW_GROUP {
+    let review_group = [crate::auth::REVIEW_GROUP, crate::auth::AUTHENTICATION_GROUP]
+        .contains(&attributes.api_group.as_str());
+    if !attributes.resource_request || !review_group {
         return None;
     }
     if attributes.api_version != "v1" {
@@ -839,10 +1024,12 @@ fn discovery_json(path: &str) -> Option<Value> {
             let mut list = resources::api_group_list();
             if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
                 groups.push(crate::auth::review_api_group());
+                groups.push(crate::auth::authentication_api_group());
             }
             list
         }
         "/apis/authorization.k8s.io/v1" => crate::auth::review_resource_list(),
+        "/apis/authentication.k8s.io/v1" => crate::auth::authentication_resource_list(),
         "/openapi/v3" => crate::openapi::v3_root(),
         "/openapi/v2" => crate::openapi::v2(),
         _ => {
@@ -897,6 +1084,7 @@ fn route(path: &str) -> Option<Target> {
         [] => (None, false),
         [name] => (Some(name.to_string()), false),
         [name, "status"] if info.status => (Some(name.to_string()), true),
+        [name, "scale"] if crate::scale::has_scale(info.kind) => (Some(name.to_string()), false),
         _ => return None,
     };
     Some(Target {
@@ -906,6 +1094,7 @@ fn route(path: &str) -> Option<Target> {
         namespace,
         name,
         status,
+        scale: matches!(tail, [_, "scale"]),
         requester: None,
     })
 }
@@ -998,13 +1187,23 @@ fn list(
     query: &[(String, String)],
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let read = read_query(crate::query::Verb::List, target, query)?;
     let filter = Filter::new(target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
     let rv = inner.store.resource_version().to_string();
+    // A continue token (allot returns none: it lists in one page) starts at its key.
+    let after = |o: &Stored| {
+        read.continue_from.as_deref().is_none_or(|start| {
+            let meta = o.meta();
+            crate::query::relative_key(&target.namespace, &meta.namespace, &meta.name).as_str()
+                >= start
+        })
+    };
     let items: Vec<Value> = inner
         .store
         .list_kind(target.info.kind)
+        .filter(|o| after(o))
         .filter_map(|o| {
             let json = render(target.info, o);
             filter.matches(o, &json).then_some(json)
@@ -1119,6 +1318,7 @@ fn get(
     query: &[(String, String)],
     accept: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
+    read_query(crate::query::Verb::Get, target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
     let object = inner
@@ -1175,8 +1375,9 @@ fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// Decodes, defaults and validates an object for the target; the body's type and namespace
-/// must agree with the URL.
-fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
+/// must agree with the URL. An update (`old`: the stored object) is also held to the update
+/// rules of its kind, reported with the other errors as upstream's `ValidateUpdate` does.
+fn admit(target: &Target, mut value: Value, old: Option<&Stored>) -> Result<Stored, ApiError> {
     let info = target.info;
     let Some(map) = value.as_object_mut() else {
         return Err(ApiError::bad_request("the request body must be an object"));
@@ -1274,7 +1475,19 @@ fn admit(target: &Target, mut value: Value) -> Result<Stored, ApiError> {
         crate::apply::FieldValidation::Ignore => {}
     }
     allot_api::defaults::default_object(&mut object);
-    let errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
+    let mut errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
+    if let Some(old) = old {
+        let subresource = if target.status {
+            allot_validation::Subresource::Status
+        } else {
+            allot_validation::Subresource::Main
+        };
+        errors.extend(allot_validation::validate_object_update(
+            &object,
+            &old.to_object(),
+            subresource,
+        ));
+    }
     if !errors.is_empty() {
         let name = raw.name().to_string();
         return Err(invalid(info, &name, &errors));
@@ -1483,7 +1696,7 @@ fn create_value(
         .pointer("/metadata/managedFields")
         .cloned()
         .unwrap_or(Value::Null);
-    let mut object = admit(target, value)?;
+    let mut object = admit(target, value, None)?;
     let now = now_rfc3339();
     manage_fields(target, None, &requested, &mut object, entries, &now);
     if target.info.kind.namespaced() {
@@ -1520,6 +1733,7 @@ fn create_value(
         if !errors.is_empty() {
             return Err(invalid(target.info, &object.meta().name, &errors));
         }
+        admit_kinds(target.info, store, &object)?;
         admit_rbac(target, store, None, &object)?;
         store
             .create_stored(object, &now)
@@ -1621,18 +1835,23 @@ fn replace_with(
                 }
             }
         }
-        if !target.status
-            && merged.get("spec") != current.get("spec")
-            && let Some(generation) = current["metadata"]
-                .get("generation")
-                .and_then(Value::as_i64)
-        {
-            merged["metadata"]["generation"] = json!(generation + 1);
-        }
         if info.kind == Kind::Namespace && !target.status {
             crate::namespace::keep_spec_finalizers(&current, &mut merged);
         }
-        let object = admit(target, merged)?;
+        let mut object = admit(target, merged, store.get_stored(&key))?;
+        // metadata.generation counts changes of everything but metadata and status, made
+        // after defaulting (a patch that restates defaults changes nothing).
+        let stored = store
+            .get_stored(&key)
+            .map(Stored::to_json)
+            .unwrap_or_default();
+        if !target.status
+            && outside_metadata_and_status(&object.to_json())
+                != outside_metadata_and_status(&stored)
+            && let Some(generation) = object.meta().generation
+        {
+            object.meta_mut().generation = Some(generation + 1);
+        }
         if target.status
             && info.kind == Kind::ResourceClaim
             && let Some(requester) = &target.requester
@@ -1653,6 +1872,7 @@ fn replace_with(
             }
         }
         if !target.status {
+            admit_kinds(info, store, &object)?;
             let errors = crate::auth::admit_admin_access_update(store, &current, &object);
             if !errors.is_empty() {
                 return Err(invalid(info, name, &errors));
@@ -1669,6 +1889,20 @@ fn replace_with(
             &now,
         );
         object.meta_mut().resource_version = value_rv(&value, target, &current);
+        // A write that changes nothing is not made, as kube-apiserver's storage skips it: the
+        // object keeps its resourceVersion, generation and managedFields (a patch or apply of
+        // an unchanged manifest is a no-op). A stale resourceVersion still conflicts.
+        let have = object.meta().resource_version.clone();
+        let stored_rv = stored
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if (have.is_empty() || have == stored_rv)
+            && unchanged(&object.to_json(), &stored)
+            && let Some(existing) = store.get_stored(&key)
+        {
+            return Ok(existing.clone());
+        }
         let mut updated =
             storage::update_stored(store, object).map_err(|e| store_error(info, e))?;
         // The last finalizer of an object being deleted is gone: it goes now.
@@ -1686,6 +1920,36 @@ fn replace_with(
         Ok(updated)
     })?;
     Ok((StatusCode::OK, render(target.info, &result)))
+}
+
+/// An object without its metadata and status (and type): what `metadata.generation` counts
+/// changes of.
+fn outside_metadata_and_status(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        for field in ["metadata", "status", "apiVersion", "kind"] {
+            map.remove(field);
+        }
+    }
+    object
+}
+
+/// Whether an update leaves the stored object as it is: equal but for the resourceVersion and
+/// the times of managedFields entries (which a write that changes nothing does not renew).
+fn unchanged(new: &Value, stored: &Value) -> bool {
+    let normal = |object: &Value| {
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+                for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                    entry.remove("time");
+                }
+            }
+        }
+        object
+    };
+    normal(new) == normal(stored)
 }
 
 fn value_rv(value: &Value, target: &Target, _current: &Value) -> String {
@@ -1767,6 +2031,72 @@ fn patch(
             other => return other,
         }
     }
+}
+
+/// The `scale` subresource: GET the Scale, or PUT or PATCH it to change the replicas.
+fn scale(
+    shared: &Shared,
+    target: &Target,
+    method: &Method,
+    name: &str,
+    bytes: &[u8],
+    content_type: &str,
+) -> Result<(StatusCode, Value), ApiError> {
+    let kind = target.info.kind;
+    let key = key(target, name);
+    if *method == Method::GET {
+        let inner = shared.lock();
+        let object = inner
+            .store
+            .get_stored(&key)
+            .map(|o| render(target.info, o))
+            .ok_or_else(|| ApiError::not_found(target.info, name))?;
+        return Ok((StatusCode::OK, crate::scale::to_scale(kind, &object)));
+    }
+    let patch_type = match *method {
+        Method::PUT => None,
+        Method::PATCH => match crate::patch::PatchType::from_content_type(content_type) {
+            Some(crate::patch::PatchType::Apply) | None => {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "UnsupportedMediaType",
+                    format!(
+                        "the body of the request was in an unknown format - accepted media types include: {}",
+                        crate::patch::ACCEPTED_PATCH_TYPES
+                    ),
+                ));
+            }
+            Some(patch_type) => Some(patch_type),
+        },
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                format!("{method} is not supported on this resource"),
+            ));
+        }
+    };
+    let invalid_scale = |message: String| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!("Scale.autoscaling \"{name}\" is invalid: {message}"),
+        )
+    };
+    let (code, object) = replace_with(shared, target, name, |current| {
+        let scale = match patch_type {
+            None => parse_body(bytes)?,
+            Some(patch_type) => {
+                let current_scale = crate::scale::to_scale(kind, current);
+                let schema = crate::patch::KindSchema(kind);
+                crate::patch::patch_object(patch_type, &current_scale, bytes, &schema)
+                    .map_err(|e| patch_error(&e))?
+            }
+        };
+        let object = crate::scale::from_scale(current, &scale).map_err(invalid_scale)?;
+        Ok((object, None))
+    })?;
+    Ok((code, crate::scale::to_scale(kind, &object)))
 }
 
 fn patch_error(err: &crate::patch::PatchError) -> ApiError {
@@ -1928,6 +2258,9 @@ fn watch(
     query: &[(String, String)],
     accept: &str,
 ) -> Response {
+    if let Err(err) = read_query(crate::query::Verb::Watch, &target, query) {
+        return err.into_response();
+    }
     let filter = match Filter::new(&target, query) {
         Ok(filter) => filter,
         Err(err) => return err.into_response(),

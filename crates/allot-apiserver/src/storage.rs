@@ -7,7 +7,7 @@
 //! after [`Backend::append`] returned, so an acknowledged write is on disk.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use allot_api::load::Object;
@@ -129,22 +129,54 @@ impl Renumber for Stored {
     }
 }
 
+/// The event log's file name under the data directory.
+pub const LOG_FILE: &str = "events.log";
+
 /// Opens the storage a server was configured with and loads its objects: etcd when
 /// `etcd` is given, else the event log under `data_dir` (which stays locked by this process:
-/// a second server on the same directory is refused with a clear message).
+/// a second server on the same directory is refused with a clear message). A missing or
+/// empty log in a directory an earlier server used (it holds `pki/` or `tokens.csv`) is
+/// refused unless `allow_empty_store`: objects were lost, and an empty cluster must not start
+/// silently in their place.
 pub fn open(
     data_dir: &Path,
     etcd: Option<&crate::etcd::EtcdOptions>,
+    allow_empty_store: bool,
 ) -> Result<(Box<dyn Backend>, Store, DirLock), Error> {
     let lock = DirLock::acquire(data_dir)?;
     if let Some(options) = etcd {
         let (backend, store) = crate::etcd::EtcdBackend::open(options)?;
         return Ok((Box::new(backend), store, lock));
     }
-    let mut log = FileLog::open(&data_dir.join("events.log"))?;
-    let records = log.load()?;
-    let store = replay(&records)?;
+    let path = data_dir.join(LOG_FILE);
+    let loaded = load_log(&path)?;
+    if loaded.records.is_empty()
+        && let Some(sign) = used_before(data_dir)
+    {
+        let state = if loaded.existed { "empty" } else { "missing" };
+        if !allow_empty_store {
+            return Err(Error::EmptyStore {
+                log: path,
+                state,
+                sign: data_dir.join(sign),
+            });
+        }
+        tracing::warn!(
+            "{}: {state}, although {} shows the directory was used: starting an empty cluster (--allow-empty-store)",
+            path.display(),
+            data_dir.join(sign).display()
+        );
+    }
+    let store = replay(&loaded.records)?;
+    let log = FileLog::resume(&path, &loaded)?;
     Ok((Box::new(log), store, lock))
+}
+
+/// What in `data_dir` shows that a server used it before, if anything.
+fn used_before(data_dir: &Path) -> Option<&'static str> {
+    ["pki", "tokens.csv"]
+        .into_iter()
+        .find(|name| data_dir.join(name).exists())
 }
 
 /// An exclusive lock on a data directory (`DIR/lock`, holding the owner's pid), released when
@@ -192,33 +224,187 @@ impl DirLock {
     }
 }
 
-/// An append-only file of JSON lines, fsync'd after every append. A torn last line (a crash in
-/// the middle of a write, never acknowledged) is cut off when the log is opened.
+/// The records of a log as read, and what reading found.
+#[derive(Debug)]
+pub struct LoadedLog {
+    /// Every sound record, oldest first.
+    pub records: Vec<Record>,
+    /// The log's format (empty for a missing log).
+    pub format: allot_eventlog::Format,
+    /// Whether the file exists.
+    pub existed: bool,
+    /// The length of its sound part (header and whole records).
+    pub valid_len: u64,
+    /// The length of an incomplete last record after it (a write a crash cut short).
+    pub torn_bytes: u64,
+}
+
+/// Reads the log at `path` (a missing one reads as empty).
+pub fn load_log(path: &Path) -> Result<LoadedLog, Error> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match File::open(path) {
+        Ok(file) => load_records(BufReader::new(file), path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedLog {
+            records: Vec::new(),
+            format: allot_eventlog::Format::Empty,
+            existed: false,
+            valid_len: 0,
+            torn_bytes: 0,
+        }),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Reads a log's records from `reader` (`path` names it in errors): every sound record, and
+/// how long the incomplete last one is, if any. A record that fails its checksum, or does not
+/// decode, is corruption: an error with its byte offset and the remedy.
+pub fn load_records(reader: impl BufRead, path: &Path) -> Result<LoadedLog, Error> {
+    let mut records = Vec::new();
+    let scanned = allot_eventlog::scan(reader, |_, payload| {
+        let record: Record = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        records.push(record);
+        Ok::<(), String>(())
+    })
+    .map_err(|err| {
+        let (offset, record, problem) = match err {
+            allot_eventlog::ScanError::Io(source) => {
+                return Error::Io {
+                    path: path.to_path_buf(),
+                    source,
+                };
+            }
+            allot_eventlog::ScanError::Corrupt {
+                offset,
+                record,
+                problem,
+            } => (offset, record, problem.to_string()),
+            allot_eventlog::ScanError::Rejected {
+                offset,
+                record,
+                error,
+            } => (offset, record, format!("does not decode ({error})")),
+        };
+        corrupt(path, offset, record, &problem)
+    })?;
+    Ok(LoadedLog {
+        records,
+        format: scanned.format,
+        existed: true,
+        valid_len: scanned.valid_len,
+        torn_bytes: scanned.torn_bytes,
+    })
+}
+
+/// The error of a corrupt log: where, what, and what to do.
+fn corrupt(path: &Path, offset: u64, record: u64, problem: &str) -> Error {
+    let what = if record == 0 {
+        format!("the header {problem}")
+    } else {
+        format!("record {record} {problem}")
+    };
+    let keep = record.saturating_sub(1);
+    Error::CorruptLog {
+        path: path.to_path_buf(),
+        offset,
+        message: format!(
+            "{what}: the log is corrupt, not torn (a crash only cuts the last record short), so allot serve will not start on it. Restore the data directory from a backup; or keep the {keep} records before byte {offset} and lose the rest: truncate -s {offset} {}",
+            path.display()
+        ),
+    }
+}
+
+/// The bytes a batch of records appends to a checksummed log.
+pub fn encode_records(records: &[Record]) -> Result<Vec<u8>, String> {
+    let mut buffer = Vec::new();
+    for record in records {
+        let payload = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+        allot_eventlog::encode(&payload, &mut buffer).map_err(|e| e.to_string())?;
+    }
+    Ok(buffer)
+}
+
+/// An append-only file of checksummed records ([`allot_eventlog`]), fsync'd after every
+/// append. Opening it drops a torn last record (a crash in the middle of a write, never
+/// acknowledged) and says so; a version 1 log (JSON lines without checksums) is rewritten in
+/// the checksummed format first.
 #[derive(Debug)]
 pub struct FileLog {
     path: PathBuf,
     file: File,
     /// The newest resourceVersion in the file.
     persisted: u64,
+    /// The bytes of a torn last record dropped when the log was opened.
+    torn_bytes_dropped: u64,
 }
 
 impl FileLog {
-    /// Opens (or creates) the log at `path`.
-    pub fn open(path: &Path) -> Result<FileLog, Error> {
+    /// Opens (or creates) the log at `path` and reads its records.
+    pub fn open(path: &Path) -> Result<(FileLog, Vec<Record>), Error> {
+        let loaded = load_log(path)?;
+        let log = FileLog::resume(path, &loaded)?;
+        Ok((log, loaded.records))
+    }
+
+    /// Makes the log at `path`, as read into `loaded`, ready for appends: drops a torn last
+    /// record (with a warning that counts its bytes), rewrites a version 1 log in the
+    /// checksummed format, gives a new or empty log its header. Each of these is durable
+    /// before it returns (a rewrite goes through a temporary file and a rename).
+    pub fn resume(path: &Path, loaded: &LoadedLog) -> Result<FileLog, Error> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let fresh = loaded.valid_len == 0;
+        if loaded.format == allot_eventlog::Format::Legacy || fresh {
+            let mut bytes = allot_eventlog::HEADER.to_vec();
+            bytes.extend(
+                encode_records(&loaded.records).map_err(|message| Error::CorruptLog {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    message,
+                })?,
+            );
+            replace_file(path, &bytes)?;
+            if loaded.format == allot_eventlog::Format::Legacy {
+                tracing::warn!(
+                    "{}: rewrote the log's {} records in the checksummed format (it was written by an earlier allot without checksums)",
+                    path.display(),
+                    loaded.records.len()
+                );
+            }
+        }
         let file = OpenOptions::new()
-            .create(true)
             .read(true)
             .append(true)
             .open(path)
-            .map_err(|source| Error::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(io)?;
+        if loaded.torn_bytes > 0 {
+            if !fresh && loaded.format == allot_eventlog::Format::Checksummed {
+                file.set_len(loaded.valid_len).map_err(io)?;
+                file.sync_all().map_err(io)?;
+            }
+            tracing::warn!(
+                "{}: dropped a torn last record, {} bytes at byte {} (a write cut short by a crash, never acknowledged); {} records kept",
+                path.display(),
+                loaded.torn_bytes,
+                loaded.valid_len,
+                loaded.records.len()
+            );
+        }
         Ok(FileLog {
             path: path.to_path_buf(),
             file,
-            persisted: 0,
+            persisted: loaded.records.last().map_or(0, |r| r.rv),
+            torn_bytes_dropped: loaded.torn_bytes,
         })
+    }
+
+    /// The bytes of a torn last record dropped when the log was opened (0 if none).
+    pub fn torn_bytes_dropped(&self) -> u64 {
+        self.torn_bytes_dropped
     }
 
     fn io(&self, source: std::io::Error) -> Error {
@@ -227,57 +413,17 @@ impl FileLog {
             source,
         }
     }
-    /// Every record written so far, oldest first.
-    pub fn load(&mut self) -> Result<Vec<Record>, Error> {
-        self.file.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
-        let mut reader = BufReader::new(&self.file);
-        let mut records = Vec::new();
-        let mut good_len: u64 = 0;
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| self.io(e))?;
-            if n == 0 {
-                break;
-            }
-            if line.last() != Some(&b'\n') {
-                // A torn write: it was never acknowledged.
-                break;
-            }
-            let record: Record = serde_json::from_slice(&line).map_err(|e| Error::CorruptLog {
-                path: self.path.clone(),
-                offset: good_len,
-                message: e.to_string(),
-            })?;
-            self.persisted = record.rv;
-            records.push(record);
-            good_len += n as u64;
-        }
-        drop(reader);
-        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
-        if len != good_len {
-            self.file.set_len(good_len).map_err(|e| self.io(e))?;
-            self.file.sync_all().map_err(|e| self.io(e))?;
-        }
-        Ok(records)
-    }
 
     /// Appends records durably.
     pub fn append(&mut self, records: &[Record]) -> Result<(), Error> {
         if records.is_empty() {
             return Ok(());
         }
-        let mut buffer = Vec::new();
-        for record in records {
-            serde_json::to_writer(&mut buffer, record).map_err(|e| Error::CorruptLog {
-                path: self.path.clone(),
-                offset: 0,
-                message: e.to_string(),
-            })?;
-            buffer.push(b'\n');
-        }
+        let buffer = encode_records(records).map_err(|message| Error::CorruptLog {
+            path: self.path.clone(),
+            offset: 0,
+            message,
+        })?;
         self.file.write_all(&buffer).map_err(|e| self.io(e))?;
         self.file.sync_data().map_err(|e| self.io(e))?;
         if let Some(last) = records.last() {
@@ -285,6 +431,27 @@ impl FileLog {
         }
         Ok(())
     }
+}
+
+/// Replaces `path` by `bytes` atomically: a temporary file beside it, fsync, rename, fsync of
+/// the directory.
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let temporary = path.with_extension("log.tmp");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let mut file = File::create(&temporary).map_err(io(&temporary))?;
+    file.write_all(bytes).map_err(io(&temporary))?;
+    file.sync_all().map_err(io(&temporary))?;
+    drop(file);
+    std::fs::rename(&temporary, path).map_err(io(path))?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+    }
+    Ok(())
 }
 
 impl Backend for FileLog {
@@ -382,66 +549,5 @@ pub fn kind_by_name(name: &str) -> Option<Kind> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn namespace(name: &str) -> serde_json::Value {
-        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    }
-
-    #[test]
-    fn a_data_directory_has_one_owner() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let held = DirLock::acquire(dir.path()).expect("locks");
-        let err = DirLock::acquire(dir.path()).expect_err("second lock refused");
-        let message = err.to_string();
-        assert!(
-            message.contains(&format!("in use by process {}", std::process::id()))
-                && message.contains("stop that allot serve first"),
-            "{message}"
-        );
-        drop(held);
-        DirLock::acquire(dir.path()).expect("free again once the owner is gone");
-    }
-
-    #[test]
-    fn replay_restores_resource_versions_and_uids() {
-        let mut store = Store::new();
-        for name in ["a", "b", "c"] {
-            let object = stored_from_json(&namespace(name)).expect("decodes");
-            store
-                .create_stored(object, "2026-01-01T00:00:00Z")
-                .expect("creates");
-        }
-        store
-            .delete(&ObjectKey::new(Kind::Namespace, "", "b"))
-            .expect("deletes");
-        let records: Vec<Record> = store.events_since(0).iter().map(Record::of).collect();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("log");
-        let mut log = FileLog::open(&path).expect("opens");
-        log.append(&records).expect("appends");
-        let good_len = std::fs::metadata(&path).expect("stat").len();
-        // A torn write at the end is dropped on open.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(b"{\"rv\":5,"))
-            .expect("writes");
-        let mut log = FileLog::open(&path).expect("reopens");
-        let loaded = log.load().expect("loads");
-        assert_eq!(loaded.len(), 4);
-        let replayed = replay(&loaded).expect("replays");
-        assert_eq!(replayed.resource_version(), 4);
-        let names: Vec<(String, String)> = replayed
-            .iter()
-            .map(|(_, o)| (o.meta().name.clone(), o.meta().uid.clone()))
-            .collect();
-        let original: Vec<(String, String)> = store
-            .iter()
-            .map(|(_, o)| (o.meta().name.clone(), o.meta().uid.clone()))
-            .collect();
-        assert_eq!(names, original);
-        assert_eq!(std::fs::metadata(&path).expect("stat").len(), good_len);
-    }
-}
+#[path = "storage_tests.rs"]
+mod tests;

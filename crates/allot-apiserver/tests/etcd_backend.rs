@@ -1,7 +1,7 @@
 //! The etcd backend without HTTP: two mirrors of one etcd committing against each other
 //! (conflicts, rebases, controller batches refused), restart, and leader election. Needs an
-//! `etcd` binary (Debian package `etcd-server`); without one the tests print a skip notice
-//! (and fail under CI, which installs it).
+//! `etcd` binary (`ALLOT_ETCD`, else PATH; `cargo xtask test` provisions one); without one the
+//! tests fail and say so.
 
 #[path = "../../allot/tests/support/etcd.rs"]
 mod etcd;
@@ -52,9 +52,7 @@ fn label(store: &mut Store, name: &str, value: &str) {
 
 #[test]
 fn two_mirrors_commit_rebase_and_conflict() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = etcd::Etcd::start(&binary, dir.path());
     let (mut a, mut sa) = EtcdBackend::open(&options(&server.url, "a")).expect("a opens");
@@ -176,9 +174,7 @@ fn two_mirrors_commit_rebase_and_conflict() {
 
 #[test]
 fn one_leader_at_a_time_and_a_standby_takes_over() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = etcd::Etcd::start(&binary, dir.path());
     let (a, _sa) = EtcdBackend::open(&options(&server.url, "a")).expect("a opens");
@@ -238,9 +234,7 @@ fn an_unreachable_etcd_is_an_error_even_inside_the_server_runtime() {
 
 #[test]
 fn a_large_store_loads_in_pages() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = etcd::Etcd::start(&binary, dir.path());
     let (mut a, mut sa) = EtcdBackend::open(&options(&server.url, "a")).expect("a opens");

@@ -463,13 +463,15 @@ pub fn calculate_pool_status(
         .iter()
         .filter(|p| p.validation_error.is_some())
         .count();
-    let message = if incomplete > 0 {
-        format!(
-            "Calculated status for {} pools ({incomplete} incomplete)",
-            statuses.len()
-        )
+    let pools = if statuses.len() == 1 {
+        "1 pool".to_string()
     } else {
-        format!("Calculated status for {} pools", statuses.len())
+        format!("{} pools", statuses.len())
+    };
+    let message = if incomplete > 0 {
+        format!("Calculated status for {pools} ({incomplete} incomplete)")
+    } else {
+        format!("Calculated status for {pools}")
     };
     ResourcePoolStatusRequestStatus {
         pool_count: Some(pool_count),

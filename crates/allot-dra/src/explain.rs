@@ -278,8 +278,13 @@ fn explain_compatibility(problem: &Problem<'_>, slots: &[Vec<usize>]) -> Option<
         constraint: "compatibilityGroups".to_string(),
         requests,
         reason: format!(
-            "devices drawing from the same counter set must share a compatibility group; {} candidate(s) share none with the devices picked alongside them",
-            devices.len()
+            "devices drawing from the same counter set must share a compatibility group; {} {} none with the devices picked alongside them",
+            candidates(devices.len()),
+            if devices.len() == 1 {
+                "shares"
+            } else {
+                "share"
+            }
         ),
         sample_device: Some(problem.devs[sample].id()),
     })
@@ -348,10 +353,10 @@ fn explain_constraints(
                     .or(without);
                 (
                     format!(
-                        "{needed} devices must share a value of {}, but at most {best_len} of the {} candidates do{}",
+                        "{needed} devices must share a value of {}, but at most {best_len} of the {} do{}",
                         constraint.attribute,
-                        devices.len(),
-                        best.map(|(value, _)| format!(" (value {value:?})"))
+                        candidates(devices.len()),
+                        best.map(|(value, _)| format!(" (value {value})"))
                             .unwrap_or_default()
                     ),
                     sample,
@@ -369,9 +374,10 @@ fn explain_constraints(
                     .or(without);
                 (
                     format!(
-                        "{needed} devices must have distinct values of {}, but the {} candidates have only {distinct}",
+                        "{needed} devices must have distinct values of {}, but the {} {} only {distinct}",
                         constraint.attribute,
-                        devices.len()
+                        candidates(devices.len()),
+                        if devices.len() == 1 { "has" } else { "have" }
                     ),
                     sample,
                 )
@@ -385,6 +391,15 @@ fn explain_constraints(
         });
     }
     failures
+}
+
+/// `n` candidates, in the right number ("1 candidate", "2 candidates").
+fn candidates(n: usize) -> String {
+    if n == 1 {
+        "1 candidate".to_string()
+    } else {
+        format!("{n} candidates")
+    }
 }
 
 impl fmt::Display for Explanation {
@@ -404,7 +419,7 @@ impl fmt::Display for Explanation {
                 let c = &request.filters;
                 writeln!(
                     f,
-                    "    request {} (class {}, {} {}): {} visible, removed by node {}, class selector {}, request selector {}, taint {}, in use {}, counters {}, capacity {}, compatibility group {}; {} candidates{}",
+                    "    request {} (class {}, {} {}): {} visible, removed by node {}, class selector {}, request selector {}, taint {}, in use {}, counters {}, capacity {}, compatibility group {}; {}{}",
                     request.request,
                     request.device_class,
                     request.allocation_mode,
@@ -418,7 +433,7 @@ impl fmt::Display for Explanation {
                     c.counters,
                     c.capacity,
                     c.compatibility_group,
-                    request.candidates,
+                    candidates(request.candidates),
                     if request.sample_candidates.is_empty() {
                         String::new()
                     } else {

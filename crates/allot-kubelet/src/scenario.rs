@@ -57,8 +57,24 @@ const ANNOTATION_KINDS: &[&str] = &["Expected", "TopologyHint"];
 impl Scenario {
     /// Reads a scenario from text; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, KubeletError> {
-        let docs = allot_api::load::parse_str(file, text)
-            .map_err(|e| KubeletError::Scenario(e.to_string()))?;
+        Self::parse_texts(&[(file, text)])
+    }
+
+    /// Reads one scenario from several texts, `(file, text)`, their documents in order (a
+    /// directory of files, say); errors name the file and line.
+    pub fn parse_texts(texts: &[(&str, &str)]) -> Result<Self, KubeletError> {
+        let mut docs = Vec::new();
+        for (file, text) in texts {
+            docs.extend(
+                allot_api::load::parse_str(file, text)
+                    .map_err(|e| KubeletError::Scenario(e.to_string()))?,
+            );
+        }
+        let file = texts
+            .iter()
+            .map(|(file, _)| *file)
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut topology = None;
         let mut config = None;
         let mut node_state = None;

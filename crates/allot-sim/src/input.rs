@@ -120,8 +120,8 @@ pub struct Input {
     pub options: SimulationOptions,
     /// The DRA feature gates in force.
     pub features: Features,
-    /// Other gates ([`OTHER_GATES`]) as set in the options, over their defaults.
-    pub other_gates: BTreeMap<String, bool>,
+    /// Every gate in force: allot's defaults (allot-features), then the options'.
+    pub gates: allot_features::FeatureGates,
     /// How long to keep running after the last event, in milliseconds.
     pub horizon_millis: u64,
     /// The DynamicResources binding timeout, in seconds.
@@ -130,23 +130,10 @@ pub struct Input {
     pub driver_health_timeout_millis: u64,
 }
 
-/// Feature gates besides the allocator's that the simulator passes on, with their defaults.
-pub const OTHER_GATES: &[(&str, bool)] = &[
-    ("DRAWorkloadResourceClaims", true),
-    ("ResourceHealthStatus", true),
-    ("DRANodeAllocatableResources", true),
-    ("DRAExtendedResource", true),
-];
-
 impl Input {
-    /// Whether one of [`OTHER_GATES`] is on.
+    /// Whether a gate is on.
     pub fn gate(&self, name: &str) -> bool {
-        self.other_gates.get(name).copied().unwrap_or_else(|| {
-            OTHER_GATES
-                .iter()
-                .find(|(gate, _)| *gate == name)
-                .is_some_and(|(_, default)| *default)
-        })
+        self.gates.enabled(name)
     }
 
     /// The topology and kubelet configuration of one node: the NodeTopology named like the
@@ -437,6 +424,12 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Input, SimError> {
     build(loaded)
 }
 
+/// Builds the input from documents already loaded (with [`load_options`]): what
+/// `allot simulate` does after reading `-f` files and standard input itself.
+pub fn from_loaded(loaded: Loaded) -> Result<Input, SimError> {
+    build(loaded)
+}
+
 /// Builds the input from named texts (`(file name, text)`), as the bundled example is kept.
 pub fn load_texts(texts: &[(&str, &str)]) -> Result<Input, SimError> {
     build(allot_api::load::load_texts(texts, &load_options()))
@@ -531,6 +524,18 @@ pub fn stored_key(stored: &Stored) -> ObjectKey {
         (true, ns) => ns.to_string(),
     };
     ObjectKey::new(kind, namespace, meta.name.clone())
+}
+
+/// The Priority admission plugin's rule, over the input: one default PriorityClass.
+fn one_default_priority_class(stored: &Stored, objects: &[Stored]) -> Option<String> {
+    let Stored::PriorityClass(class) = stored else {
+        return None;
+    };
+    let classes = objects.iter().filter_map(|o| match o {
+        Stored::PriorityClass(c) => Some(&**c),
+        _ => None,
+    });
+    allot_validation::core_more::admit_priority_class(class, classes)
 }
 
 fn kind_by_name(name: &str) -> Option<Kind> {
@@ -677,6 +682,12 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                             "metadata.name",
                             format!("Duplicate value: {key} is also defined at {first}"),
                         ));
+                    } else if let Some(reason) = one_default_priority_class(&stored, &objects) {
+                        errors.push(raw_error(
+                            &raw,
+                            "globalDefault",
+                            format!("Forbidden: {reason}"),
+                        ));
                     } else {
                         seen.insert(key, format!("{}:{}", raw.file, raw.line));
                         objects.push(stored);
@@ -687,21 +698,19 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     }
     let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
 
-    let mut features = Features::all();
-    let mut other_gates = BTreeMap::new();
+    // One definition of the defaults for simulate and serve (allot-features).
+    let mut gates = allot_features::FeatureGates::defaults();
     let mut horizon_millis = 3_600_000;
     let mut binding_timeout_seconds = 600;
     let mut driver_health_timeout_millis = 30_000;
     let options = match options {
         Some((raw, parsed)) => {
             for (gate, enabled) in &parsed.feature_gates {
-                if OTHER_GATES.iter().any(|(name, _)| name == gate) {
-                    other_gates.insert(gate.clone(), *enabled);
-                } else if features.set(gate, *enabled).is_err() {
+                if gates.set(gate, *enabled).is_err() {
                     errors.push(raw_error(
                         &raw,
                         &format!("featureGates[{gate}]"),
-                        format!("Unsupported value: {gate:?}: not a DRA feature gate"),
+                        format!("Unsupported value: {gate:?}: not a feature gate allot knows"),
                     ));
                 }
             }
@@ -876,8 +885,8 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         kubelet_configs,
         events,
         options,
-        features,
-        other_gates,
+        features: gates.dra(),
+        gates,
         horizon_millis,
         binding_timeout_seconds,
         driver_health_timeout_millis,

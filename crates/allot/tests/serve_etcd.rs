@@ -1,8 +1,8 @@
 //! `allot serve --etcd-servers`: the whole end-to-end suite of tests/serve.rs again, each test on
 //! its own etcd (a temporary data directory, free ports), plus what only shared storage has:
 //! two servers on one etcd that see each other's writes and never hand out one device twice,
-//! and kill -9 under a stream of writes. Without an `etcd` binary the tests print a skip
-//! notice (and fail under CI, whose .ci/run installs it).
+//! and kill -9 under a stream of writes. Without an `etcd` binary (`ALLOT_ETCD`, else PATH)
+//! the tests fail and name the README's test command (`cargo xtask test`), which provisions one.
 
 // The suites (serve.rs, serve_patch.rs, serve_misc.rs) load support/serve.rs as their own private module; the
 // tests here need it too and cannot reach the suites' copies.
@@ -22,6 +22,9 @@ mod patch_suite;
 // Repeated keys, managedFields of the controllers' writes, node checkpoints across a restart.
 #[path = "serve_misc.rs"]
 mod misc_suite;
+// The workload, storage, service and policy kinds: apply, tables, explain, updates, RBAC.
+#[path = "serve_kinds.rs"]
+mod kinds_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -44,15 +47,11 @@ const ELECTION: [&str; 6] = [
 /// The suite's hook: an etcd on `DATA_DIR/etcd` for each server start (a restart finds the
 /// same etcd data).
 fn backend(data_dir: &Path) -> (Vec<String>, Option<Box<dyn std::any::Any + Send + Sync>>) {
-    let binary = etcd::binary().expect("checked by backend_available");
+    let binary = etcd::binary();
     let etcd = etcd::Etcd::start(&binary, &data_dir.join("etcd"));
     let mut args = vec!["--etcd-servers".to_string(), etcd.url.clone()];
     args.extend(ELECTION.iter().map(ToString::to_string));
     (args, Some(Box::new(etcd)))
-}
-
-fn backend_available() -> bool {
-    etcd::binary_or_skip().is_some()
 }
 
 /// One `allot serve` on the etcd at `etcd_url`, with fast leader election.
@@ -123,12 +122,8 @@ fn allocations(list: &str) -> (BTreeMap<String, Vec<String>>, usize) {
 
 #[test]
 fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let mut a = start(&dir.path().join("a"), &etcd.url, &kubectl);
@@ -201,21 +196,19 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
 
 /// One private etcd and two servers on it (`None`, after saying why, when etcd or kubectl is
 /// missing outside CI). The temporary directory must outlive the servers.
-fn two_servers() -> Option<(tempfile::TempDir, etcd::Etcd, Serve, Serve)> {
-    let binary = etcd::binary_or_skip()?;
-    let kubectl = kubectl::find_or_skip()?;
+fn two_servers() -> (tempfile::TempDir, etcd::Etcd, Serve, Serve) {
+    let binary = etcd::binary();
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let a = start(&dir.path().join("a"), &etcd.url, &kubectl);
     let b = start(&dir.path().join("b"), &etcd.url, &kubectl);
-    Some((dir, etcd, a, b))
+    (dir, etcd, a, b)
 }
 
 #[test]
 fn both_servers_see_each_others_writes_and_conflicts() {
-    let Some((_dir, _etcd, a, b)) = two_servers() else {
-        return;
-    };
+    let (_dir, _etcd, a, b) = two_servers();
     let ns = |name: &str| {
         format!(
             "{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"{name}\"}}}}"
@@ -310,12 +303,8 @@ fn both_servers_see_each_others_writes_and_conflicts() {
 
 #[test]
 fn kill_9_during_writes_loses_no_acknowledged_write() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let data = dir.path().join("a");
@@ -427,9 +416,7 @@ fn names_in(list: &str) -> BTreeSet<String> {
 /// resourceVersion=0 may be served from what the server has.
 #[test]
 fn a_write_on_one_server_is_read_at_once_on_the_other() {
-    let Some((_dir, etcd, a, b)) = two_servers() else {
-        return;
-    };
+    let (_dir, etcd, a, b) = two_servers();
     for i in 0..200 {
         let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
         let name = format!("ryw-{i}");
@@ -488,12 +475,8 @@ fn a_write_on_one_server_is_read_at_once_on_the_other() {
 /// answers watches from before with 410 Gone, keeps /readyz at 200 and serves on.
 #[test]
 fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let binary = etcd::binary();
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     let proxy = etcd::Proxy::start(&etcd.url);
@@ -585,9 +568,7 @@ fn compaction_past_a_server_rebuilds_its_mirror_and_serves_on() {
 /// version" after a while, as kube-apiserver's watch cache answers.
 #[test]
 fn a_watch_from_a_revision_not_seen_yet_waits_for_it() {
-    let Some((_dir, etcd, a, b)) = two_servers() else {
-        return;
-    };
+    let (_dir, etcd, a, b) = two_servers();
     for i in 0..5 {
         let name = format!("w-{i}");
         let (code, body) = a.http_json(

@@ -3,8 +3,8 @@
 //! by the node agents, Events in `kubectl describe`, `kubectl wait` for a pool status request,
 //! device-taint eviction in `kubectl describe devicetaintrules`, `kubectl explain` from the
 //! OpenAPI documents, and claims deallocated after `kubectl delete`. kubectl comes from
-//! `ALLOT_KUBECTL` (a path) or PATH; without it the tests fail under CI and skip loudly
-//! otherwise.
+//! `ALLOT_KUBECTL` (a path) or PATH; without it the tests fail and name the README's test
+//! command (`cargo xtask test`).
 
 #[path = "support/serve.rs"]
 mod harness;
@@ -98,9 +98,7 @@ numaNodes:
 
 #[test]
 fn spec_examples_run_on_simulated_nodes() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write(dir.path(), "kubelet.yaml", KUBELET_CONFIG);
     let serve = Serve::start(
@@ -318,9 +316,7 @@ spec:
 
 #[test]
 fn claims_run_evict_and_deallocate_through_kubectl() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(&dir.path().join("data"), &kubectl, &[] as &[&str]);
     serve.ok(&["apply", "-f", &write(dir.path(), "gpu.yaml", GPU_CLUSTER)]);
@@ -414,9 +410,7 @@ fn claims_run_evict_and_deallocate_through_kubectl() {
 
 #[test]
 fn bad_kubelet_config_and_topologies_are_refused() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = write(
         dir.path(),

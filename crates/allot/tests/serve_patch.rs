@@ -2,8 +2,8 @@
 //! apply (strategic merge patch with the last-applied annotation), `kubectl patch` with every
 //! patch type, server-side apply with conflicts and `--force-conflicts`, server dry runs of every
 //! verb, field validation (Strict, Warn, Ignore), namespace deletion, and claims going with their
-//! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail under CI and print a
-//! loud skip message otherwise.
+//! pod. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail and name the
+//! README's test command (`cargo xtask test`).
 
 // Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
 #[path = "support/serve.rs"]
@@ -19,12 +19,12 @@ use serde_json::Value;
 
 include!("support/embedded.rs");
 
-fn start() -> Option<(tempfile::TempDir, Serve)> {
-    let kubectl = kubectl_or_skip()?;
+fn start() -> (tempfile::TempDir, Serve) {
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let (args, backend) = crate::backend(dir.path());
     let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
-    Some((dir, serve))
+    (dir, serve)
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -74,6 +74,8 @@ spec:
     image: side:1
 ";
 
+// Pod specs are immutable but for images (and a few fields): the second version changes
+// only the images.
 const POD_V2: &str = "apiVersion: v1
 kind: Pod
 metadata:
@@ -87,15 +89,15 @@ spec:
     env:
     - name: A
       value: a
-    - name: C
-      value: c
+    - name: B
+      value: b
+  - name: side
+    image: side:2
 ";
 
 #[test]
 fn client_side_apply_and_every_patch_type() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let v1 = serve.file("pod-v1.yaml", POD_V1);
     let out = serve.ok(&["apply", "-f", &v1]);
     assert!(out.contains("pod/web created"), "{out}");
@@ -106,9 +108,10 @@ fn client_side_apply_and_every_patch_type() {
     assert!(out.contains("pod/web configured"), "{out}");
     let pod = serve.json(&["get", "pod", "web", "--show-managed-fields"]);
     let containers = &pod["spec"]["containers"];
-    assert_eq!(names(containers), ["app"], "{pod}");
+    assert_eq!(names(containers), ["app", "side"], "{pod}");
     assert_eq!(containers[0]["image"], "app:2");
-    assert_eq!(names(&containers[0]["env"]), ["A", "C"], "{pod}");
+    assert_eq!(containers[1]["image"], "side:2");
+    assert_eq!(names(&containers[0]["env"]), ["A", "B"], "{pod}");
     assert_eq!(pod["metadata"]["labels"]["owner"], "ops", "{pod}");
     let who = managers(&pod);
     for want in [
@@ -162,14 +165,28 @@ fn client_side_apply_and_every_patch_type() {
     // Applying the same file again changes nothing.
     let out = serve.ok(&["apply", "-f", &v2]);
     assert!(out.contains("pod/web unchanged"), "{out}");
-    // kubectl patch: strategic (the default) with a delete directive, merge, and JSON patch.
+    // kubectl patch: strategic (the default) merging one container by its key, merge, and
+    // JSON patch.
     serve.ok(&[
+        "patch",
+        "pod",
+        "web",
+        "-p",
+        r#"{"spec":{"containers":[{"name":"side","image":"side:3"}]}}"#,
+    ]);
+    // A delete directive that would change a container's env is refused (pod specs are
+    // immutable but for images), as upstream refuses it.
+    let err = serve.fails(&[
         "patch",
         "pod",
         "web",
         "-p",
         r#"{"spec":{"containers":[{"name":"app","env":[{"name":"A","$patch":"delete"}]}]}}"#,
     ]);
+    assert!(
+        err.contains("pod updates may not change fields other than"),
+        "{err}"
+    );
     serve.ok(&[
         "patch",
         "pod",
@@ -187,7 +204,13 @@ fn client_side_apply_and_every_patch_type() {
         r#"[{"op":"test","path":"/metadata/labels/tier","value":"front"},{"op":"add","path":"/metadata/annotations","value":{"note":"json"}}]"#,
     ]);
     let pod = serve.json(&["get", "pod", "web"]);
-    assert_eq!(names(&pod["spec"]["containers"][0]["env"]), ["C"], "{pod}");
+    assert_eq!(
+        names(&pod["spec"]["containers"][0]["env"]),
+        ["A", "B"],
+        "{pod}"
+    );
+    assert_eq!(names(&pod["spec"]["containers"]), ["app", "side"], "{pod}");
+    assert_eq!(pod["spec"]["containers"][1]["image"], "side:3", "{pod}");
     assert_eq!(
         pod["metadata"]["labels"],
         serde_json::json!({"app": "web", "tier": "front"})
@@ -242,9 +265,7 @@ spec:
 
 #[test]
 fn server_side_apply_conflicts_and_force() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let alice = serve.file("alice.yaml", CLASS_ALICE);
     let out = serve.ok(&[
         "apply",
@@ -365,14 +386,15 @@ fn server_side_apply_conflicts_and_force() {
         ),
         "{err}"
     );
-    // Keyed lists merge by key: a second manager adds a container to alice's pod.
+    // Keyed lists merge by key: a second manager takes over one container of alice's pod
+    // (its image: pod specs are immutable but for images), the other stays.
     let pod_alice = serve.file(
         "pod-alice.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: app\n    image: app:1\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: app\n    image: app:1\n  - name: side\n    image: side:1\n",
     );
     let pod_bob = serve.file(
         "pod-bob.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: side\n    image: side:1\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\nspec:\n  containers:\n  - name: side\n    image: side:2\n",
     );
     serve.ok(&[
         "apply",
@@ -385,18 +407,18 @@ fn server_side_apply_conflicts_and_force() {
         "apply",
         "--server-side",
         "--field-manager=bob",
+        "--force-conflicts",
         "-f",
         &pod_bob,
     ]);
     let pod = serve.json(&["get", "pod", "shared"]);
     assert_eq!(names(&pod["spec"]["containers"]), ["app", "side"], "{pod}");
+    assert_eq!(pod["spec"]["containers"][1]["image"], "side:2", "{pod}");
 }
 
 #[test]
 fn client_side_apply_upgrades_to_server_side_apply() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let v1 = serve.file("class-v1.yaml", CLASS_ALICE);
     serve.ok(&["apply", "-f", &v1]);
     // kubectl apply --server-side (manager "kubectl") takes over the fields of the
@@ -438,9 +460,7 @@ fn client_side_apply_upgrades_to_server_side_apply() {
 
 #[test]
 fn server_dry_run_persists_nothing() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let alice = serve.file("class.yaml", CLASS_ALICE);
     let out = serve.ok(&["create", "--dry-run=server", "-f", &alice]);
     assert!(out.contains("(server dry run)"), "{out}");
@@ -529,9 +549,7 @@ fn server_dry_run_persists_nothing() {
 
 #[test]
 fn field_validation_strict_warn_ignore() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let text = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: NAME\n  colour: red\nspec:\n  selectorz: []\n";
     let strict = serve.file("strict.yaml", &text.replace("NAME", "strict"));
     let err = serve.fails(&["create", "-f", &strict]);
@@ -597,9 +615,7 @@ fn claim_names(serve: &Serve, namespace: &str) -> Vec<String> {
 
 #[test]
 fn deleting_a_pod_removes_its_generated_claims() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     serve.ok(&["create", "namespace", "apps"]);
     let template = serve.file("template.yaml", TEMPLATE);
     serve.ok(&["apply", "-n", "apps", "-f", &template]);
@@ -618,9 +634,7 @@ fn deleting_a_pod_removes_its_generated_claims() {
 
 #[test]
 fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let err = serve.fails(&["delete", "namespace", "default"]);
     assert!(
         err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"),
@@ -726,4 +740,215 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(200));
     }
     panic!("timed out waiting for {what}");
+}
+
+const BOUND_POD: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: bound
+spec:
+  nodeName: n1
+  containers:
+  - name: app
+    image: app:1
+    resources:
+      requests:
+        cpu: \"1\"
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: gpu-claim
+  tolerations:
+  - key: k
+    operator: Exists
+";
+
+const CLAIM: &str = "apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: gpu-claim
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        allocationMode: ExactCount
+        count: 1
+";
+
+const POD_REFUSED: &str = "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+const CLAIM_REFUSED: &str = "spec: Forbidden: field is immutable";
+
+/// Issue 15 item 4: pod and claim specs are as immutable as upstream makes them, through
+/// every patch type, PUT and server-side apply; the changes upstream allows still work.
+#[test]
+fn specs_are_immutable_as_upstream() {
+    let (_dir, serve) = start();
+    serve.ok(&["apply", "-f", &serve.file("pod.yaml", BOUND_POD)]);
+    serve.ok(&["apply", "-f", &serve.file("claim.yaml", CLAIM)]);
+    let patch = |kind: &str, name: &str, patch_type: &str, body: &str| {
+        serve.fails(&[
+            "patch",
+            kind,
+            name,
+            &format!("--type={patch_type}"),
+            "-p",
+            body,
+        ])
+    };
+    // Moving a bound pod, dropping its claims, adding a container, changing requests.
+    let err = patch("pod", "bound", "merge", r#"{"spec":{"nodeName":"n2"}}"#);
+    assert!(
+        err.contains(&format!("The Pod \"bound\" is invalid: {POD_REFUSED}")),
+        "{err}"
+    );
+    assert!(
+        err.contains("- spec.nodeName: \"n1\"") && err.contains("+ spec.nodeName: \"n2\""),
+        "{err}"
+    );
+    // (With the claim gone, the container's reference to it dangles too: both errors, as
+    // upstream reports both.)
+    let err = patch(
+        "pod",
+        "bound",
+        "merge",
+        r#"{"spec":{"resourceClaims":null}}"#,
+    );
+    assert!(
+        err.contains("spec.containers[0].resources.claims[0].name: Not found: \"gpu\"")
+            && err.contains(POD_REFUSED),
+        "{err}"
+    );
+    let err = patch(
+        "pod",
+        "bound",
+        "strategic",
+        r#"{"spec":{"containers":[{"name":"extra","image":"x"}]}}"#,
+    );
+    assert!(
+        err.contains("spec.containers: Forbidden: pod updates may not add or remove containers"),
+        "{err}"
+    );
+    let err = patch(
+        "pod",
+        "bound",
+        "json",
+        r#"[{"op":"replace","path":"/spec/containers/0/resources/requests/cpu","value":"2"}]"#,
+    );
+    assert!(err.contains(POD_REFUSED), "{err}");
+    // PUT and server-side apply are refused the same way.
+    let mut moved = serve.json(&["get", "pod", "bound"]);
+    moved["spec"]["nodeName"] = Value::from("n2");
+    let moved = serve.file("moved.json", &moved.to_string());
+    let err = serve.fails(&["replace", "-f", &moved]);
+    assert!(err.contains(POD_REFUSED), "{err}");
+    let err = serve.fails(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        &serve.file(
+            "pod-n2.yaml",
+            &BOUND_POD.replace("nodeName: n1", "nodeName: n2"),
+        ),
+    ]);
+    assert!(
+        err.contains("pod updates may not change fields other than"),
+        "{err}"
+    );
+    // The answer is 422 Invalid with the field, as kube-apiserver's.
+    let (code, body) = serve.http(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/bound",
+        &["Content-Type: application/merge-patch+json"],
+        br#"{"spec":{"nodeName":"n2"}}"#,
+    );
+    let status: Value = serde_json::from_str(&body).expect("a Status");
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(status["reason"], "Invalid", "{body}");
+    assert_eq!(status["details"]["causes"][0]["field"], "spec", "{body}");
+    assert_eq!(
+        status["details"]["causes"][0]["reason"], "FieldValueForbidden",
+        "{body}"
+    );
+    // What upstream allows still works: images, labels, added tolerations, a deadline.
+    serve.ok(&[
+        "patch",
+        "pod",
+        "bound",
+        "-p",
+        r#"{"spec":{"containers":[{"name":"app","image":"app:2"}]}}"#,
+    ]);
+    serve.ok(&["label", "pod", "bound", "tier=gpu"]);
+    serve.ok(&[
+        "patch",
+        "pod",
+        "bound",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/tolerations/-","value":{"key":"other","operator":"Exists"}},{"op":"add","path":"/spec/activeDeadlineSeconds","value":600}]"#,
+    ]);
+    let pod = serve.json(&["get", "pod", "bound"]);
+    assert_eq!(pod["spec"]["nodeName"], "n1", "{pod}");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "app:2", "{pod}");
+    assert_eq!(pod["spec"]["tolerations"][1]["key"], "other", "{pod}");
+    assert_eq!(pod["spec"]["activeDeadlineSeconds"], 600, "{pod}");
+    assert_eq!(pod["metadata"]["labels"]["tier"], "gpu", "{pod}");
+    // The claim, allocated: its spec cannot change by any patch type.
+    serve.ok(&[
+        "patch",
+        "resourceclaim",
+        "gpu-claim",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.example.com","pool":"n1","device":"gpu-0"}]}}}}"#,
+    ]);
+    for (patch_type, body) in [
+        (
+            "merge",
+            r#"{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"other.example.com","allocationMode":"ExactCount","count":1}}]}}}"#,
+        ),
+        (
+            "json",
+            r#"[{"op":"replace","path":"/spec/devices/requests/0/exactly/allocationMode","value":"All"},{"op":"remove","path":"/spec/devices/requests/0/exactly/count"}]"#,
+        ),
+        ("strategic", r#"{"spec":{"$patch":"delete"}}"#),
+        ("merge", r#"{"spec":null}"#),
+        ("json", r#"[{"op":"remove","path":"/spec"}]"#),
+    ] {
+        let err = patch("resourceclaim", "gpu-claim", patch_type, body);
+        assert!(
+            err.contains("The ResourceClaim \"gpu-claim\" is invalid: ")
+                && err.contains(CLAIM_REFUSED),
+            "{patch_type} {body}: {err}"
+        );
+    }
+    // Its allocation is set once; labels still change.
+    let err = serve.fails(&[
+        "patch",
+        "resourceclaim",
+        "gpu-claim",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/status/allocation/devices/results/0/device","value":"gpu-1"}]"#,
+    ]);
+    assert!(
+        err.contains("status.allocation: Invalid value: null: field cannot be modified once set"),
+        "{err}"
+    );
+    serve.ok(&["label", "resourceclaim", "gpu-claim", "tier=gpu"]);
+    let claim = serve.json(&["get", "resourceclaim", "gpu-claim"]);
+    assert_eq!(
+        claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"], "gpu.example.com",
+        "{claim}"
+    );
+    assert_eq!(
+        claim["status"]["allocation"]["devices"]["results"][0]["device"], "gpu-0",
+        "{claim}"
+    );
 }

@@ -103,9 +103,7 @@ fn old_rbac_json() -> String {
 
 #[test]
 fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_imported() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).expect("creates");
@@ -287,12 +285,8 @@ fn roles_grant_through_kubectl_survive_restart_aggregate_and_old_grants_are_impo
 
 #[test]
 fn two_servers_on_one_etcd_share_grants() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
-    let Some(binary) = etcd::binary_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
+    let binary = etcd::binary();
     let dir = tempfile::tempdir().expect("tempdir");
     let etcd = etcd::Etcd::start(&binary, &dir.path().join("etcd"));
     // Both start at once: each bootstraps what the other has not.
@@ -413,9 +407,7 @@ fn table(lines: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
 /// admin, edit and view has run.
 #[test]
 fn default_cluster_roles_grant_dra_resources_as_upstream() {
-    let Some(kubectl) = kubectl::find_or_skip() else {
-        return;
-    };
+    let kubectl = kubectl::find();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start(dir.path(), &dir.path().join("data"), None, &kubectl);
     let write = "create delete deletecollection patch update";

@@ -21,6 +21,7 @@ fn condition<'a>(pod: &'a Value, type_: &str) -> Option<&'a Value> {
 #[test]
 fn bundled_example_runs_without_files() {
     let run = allot(&["simulate"]);
+    // Exit 0 although ml/too-big stays pending on purpose: pending is part of the answer.
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.starts_with("POD "), "{}", run.stdout);
     // The pod that cannot fit is listed with the allocator's explanation.
@@ -126,7 +127,7 @@ fn output_is_byte_for_byte_deterministic() {
     for format in ["json", "yaml", "table"] {
         let a = allot(&["simulate", "-o", format, "--example"]);
         let b = allot(&["simulate", "-o", format, &repo("examples/simulate")]);
-        assert_eq!(a.code, 0);
+        assert_eq!(a.code, 0, "the simulation ran");
         assert_eq!(a.stdout, b.stdout, "{format}");
     }
 }
@@ -147,8 +148,8 @@ fn every_spec_example_simulates() {
         let path = file.display().to_string();
         let run = allot(&["simulate", "-o", "json", &path]);
         let violations = allot_sim::invariants::check_list(&run.stdout);
-        if run.code != 0 || !run.stderr.is_empty() || !matches!(&violations, Ok(v) if v.is_empty())
-        {
+        // Exit 1 is an answer (most snippets have pods and no node to run them on).
+        if run.code > 1 || !run.stderr.is_empty() || !matches!(&violations, Ok(v) if v.is_empty()) {
             failures.push(format!(
                 "{path}: exit {}: {} {violations:?}",
                 run.code, run.stderr
@@ -338,7 +339,9 @@ fn out_writes_the_metadata_files() {
         &out.path().display().to_string(),
         &scenario("timeline-delete"),
     ]);
+    // A pod of the scenario ends pending: exit 0, the table printed and the files written.
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\nNot running:\n"), "{}", run.stdout);
     let mut found = Vec::new();
     let mut stack = vec![out.path().to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -378,7 +381,7 @@ fn generated_clusters_simulate() {
         "2",
         "--pods",
         "10",
-        "-o",
+        "--output-dir",
         &path,
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -402,7 +405,15 @@ fn a_reader_that_stops_early_ends_the_streamed_output_quietly() {
     use std::io::Read;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().display().to_string();
-    let args = ["gen", "--nodes", "30", "--pods", "200", "-o", &path];
+    let args = [
+        "gen",
+        "--nodes",
+        "30",
+        "--pods",
+        "200",
+        "--output-dir",
+        &path,
+    ];
     assert_eq!(allot(&args).code, 0);
     for format in ["json", "yaml"] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))

@@ -159,7 +159,8 @@ fn the_extended_resource_claim_goes_with_its_pod() {
     assert_eq!(waiting["spec"]["nodeName"], "gpu-dra");
     let claim = extended_claim(&items, waiting);
     assert_eq!(devices(claim).len(), 2);
-    let table = allot(&["simulate", &folder]);
+    // The wide table names each pod claim with its ResourceClaim.
+    let table = allot(&["simulate", &folder, "-o", "wide"]);
     assert_eq!(table.code, 0, "{}", table.stderr);
     assert!(
         table

@@ -1,4 +1,4 @@
-//! The `allot validate` contract: exit 0 when everything is valid; otherwise exit 1 and one line
+//! The `allot validate` contract: exit 0 when everything is valid; otherwise exit 2 (bad input) and one line
 //! per error, `FILE:LINE: KIND NAMESPACE/NAME: FIELD.PATH: message`, or a JSON list of records.
 
 use std::path::Path;
@@ -67,7 +67,7 @@ fn errors_name_file_line_object_and_field() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write(dir.path(), "bad.yaml", INVALID);
     let (code, stdout) = allot(&["validate", "-f", &file]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines,
@@ -85,7 +85,7 @@ fn json_output_lists_records() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write(dir.path(), "bad.yaml", INVALID);
     let (code, stdout) = allot(&["validate", "-f", &file, "-o", "json"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     let records: serde_json::Value = serde_json::from_str(&stdout).expect("json");
     let first = &records[0];
     assert_eq!(first["file"], file.as_str());
@@ -118,7 +118,7 @@ fn syntax_errors_and_unknown_kinds_name_file_and_line() {
         "{\"apiVersion\": \"v1\",\n \"kind\": \"Gadget\"}",
     );
     let (code, stdout) = allot(&["validate", "-f", &broken, &unknown]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(lines[0].starts_with(&format!("{broken}:")), "{}", lines[0]);
@@ -153,7 +153,7 @@ spec:
 ";
     let file = write(dir.path(), "admin.yaml", claim);
     let (code, stdout) = allot(&["validate", "-f", &file]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(
         stdout.contains("ResourceClaim team/monitor: spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace"),
         "{stdout}"

@@ -9,6 +9,15 @@ use crate::Quantity;
 use crate::meta::v1::{LabelSelector, ObjectMeta, Time};
 use crate::strenum::string_enum;
 
+mod config;
+mod service;
+mod volume;
+mod workload;
+pub use config::*;
+pub use service::*;
+pub use volume::*;
+pub use workload::*;
+
 string_enum! {
     /// The operator of a [`NodeSelectorRequirement`].
     pub enum NodeSelectorOperator {
@@ -650,18 +659,6 @@ pub struct Container {
     pub tty: Option<Opaque>,
 }
 
-string_enum! {
-    /// The protocol of a [`ContainerPort`].
-    pub enum Protocol {
-        /// SCTP.
-        Sctp = "SCTP",
-        /// TCP (the default).
-        Tcp = "TCP",
-        /// UDP.
-        Udp = "UDP",
-    }
-}
-
 /// A network port of a container.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -690,16 +687,6 @@ pub struct PodSchedulingGate {
     /// The gate's name (a qualified name).
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
     pub name: String,
-}
-
-string_enum! {
-    /// Whether a pod may preempt others.
-    pub enum PreemptionPolicy {
-        /// Never preempt.
-        Never = "Never",
-        /// Preempt pods of lower priority (the default).
-        PreemptLowerPriority = "PreemptLowerPriority",
-    }
 }
 
 string_enum! {

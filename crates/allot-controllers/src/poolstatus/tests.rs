@@ -170,10 +170,7 @@ fn limit_and_pool_name_filter() {
     let status = answer(&rt, "limited");
     assert_eq!(status.pool_count, Some(2));
     assert_eq!(status.pools.len(), 1);
-    assert_eq!(
-        status.conditions[0].message,
-        "Calculated status for 1 pools"
-    );
+    assert_eq!(status.conditions[0].message, "Calculated status for 1 pool");
     let status = answer(&rt, "one");
     assert_eq!(status.pool_count, Some(1));
     assert_eq!(status.pools[0].pool_name, "node-b");
@@ -244,7 +241,7 @@ fn an_incomplete_pool_is_retried_then_reported() {
     assert_eq!(pool.total_devices, None);
     assert_eq!(
         status.conditions[0].message,
-        "Calculated status for 1 pools (1 incomplete)"
+        "Calculated status for 1 pool (1 incomplete)"
     );
 
     // The second slice arriving during the retries completes the pool.

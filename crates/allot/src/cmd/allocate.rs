@@ -6,8 +6,6 @@
 use std::path::PathBuf;
 
 use allot_dra::{AllocationInput, Explanation, Outcome, Scenario};
-use anyhow::Context;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 /// Output formats.
@@ -32,9 +30,18 @@ pub enum Format {
 /// Exit code 0: allocated; 1: unschedulable; 2: error.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The scenario file (multi-document YAML).
-    #[arg(short = 'f', long = "filename")]
-    pub file: PathBuf,
+    /// The scenario: a multi-document YAML file, a directory of them (their objects together),
+    /// or `-` for standard input; repeat -f for more files.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        required = true,
+        value_name = "FILE|DIR|-"
+    )]
+    pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Format,
@@ -56,12 +63,42 @@ enum Answer {
     Error(String),
 }
 
+/// The objects of every file together; a file's error names it. At most one file may hold an
+/// AllocationOptions document.
+fn scenario(texts: &[(String, String)]) -> Result<Scenario, String> {
+    let mut merged = Scenario::default();
+    let mut options_from: Option<&str> = None;
+    for (name, text) in texts {
+        let one = Scenario::parse(text).map_err(|err| format!("{name}: {err}"))?;
+        if one.options != Default::default() {
+            if let Some(first) = options_from {
+                return Err(format!(
+                    "{name}: a second AllocationOptions document (the first is in {first})"
+                ));
+            }
+            options_from = Some(name);
+            merged.options = one.options;
+        }
+        merged.nodes.extend(one.nodes);
+        merged.namespaces.extend(one.namespaces);
+        merged.classes.extend(one.classes);
+        merged.slices.extend(one.slices);
+        merged.claims.extend(one.claims);
+        merged.taint_rules.extend(one.taint_rules);
+        merged.expected = merged.expected.or(one.expected);
+    }
+    Ok(merged)
+}
+
 fn decide(args: &Args) -> anyhow::Result<Answer> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
-    let scenario = match Scenario::parse(&text) {
+    let files = crate::files::Files::new(args.files.clone(), args.recursive);
+    let texts = files.texts()?;
+    if texts.is_empty() {
+        anyhow::bail!("no scenario found: the directories hold no .yaml, .yml or .json file");
+    }
+    let scenario = match scenario(&texts) {
         Ok(scenario) => scenario,
-        Err(err) => return Ok(Answer::Error(format!("{}: {err}", args.file.display()))),
+        Err(message) => return Ok(Answer::Error(message)),
     };
     let prepared = (|| -> Result<_, allot_dra::Error> {
         let mut features = scenario.features()?;
@@ -161,13 +198,6 @@ fn table(answer: &Answer) -> String {
     }
 }
 
-fn render<T: Serialize>(value: &T, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => format!("{}\n", serde_json::to_string_pretty(value)?),
-        _ => serde_saphyr::to_string(value).context("rendering YAML")?,
-    })
-}
-
 /// Runs the command and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let answer = decide(&args)?;
@@ -180,12 +210,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Format::Table => {
             let text = table(&answer);
             if code == 2 {
-                eprint!("{text}")
+                elog!("{}", text.trim_end())
             } else {
-                print!("{text}")
+                crate::out::print(&text)?
             }
         }
-        format => print!("{}", render(&document(&answer)?, format)?),
+        Format::Json => crate::out::print_json(&document(&answer)?)?,
+        Format::Yaml => crate::out::print_yaml(&document(&answer)?)?,
     }
     Ok(code)
 }

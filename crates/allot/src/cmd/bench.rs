@@ -99,77 +99,159 @@ pub struct ServeArgs {
 // ---------------------------------------------------------------------------------------------
 // Children and temporary directories, cleaned up on drop and on SIGINT/SIGTERM.
 
-/// Children and directories to clean up if the process is interrupted.
+/// Children and temporary directories to clean up if the process is interrupted, and whether
+/// it was: once `interrupted` is set (under the lock), nothing new is registered, so the clean-up
+/// that follows leaves nothing behind.
 #[derive(Default)]
 struct Registry {
     children: BTreeMap<u64, Child>,
+    /// How the children the clean-up killed ended, for their guards.
+    reaped: BTreeMap<u64, ExitStatus>,
     dirs: BTreeMap<u64, PathBuf>,
+    interrupted: bool,
 }
 
-static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// The registry and the interrupt flag of one benchmark run. The process has one
+/// ([`CLEANUP`]); tests make their own to drive the signal path many times.
+#[derive(Default)]
+struct Cleanup {
+    registry: Mutex<Registry>,
+    /// Set (before any child is killed) when the run was interrupted; readable without the lock.
+    interrupted: AtomicBool,
+}
+
+static CLEANUP: Cleanup = Cleanup {
+    registry: Mutex::new(Registry {
+        children: BTreeMap::new(),
+        reaped: BTreeMap::new(),
+        dirs: BTreeMap::new(),
+        interrupted: false,
+    }),
+    interrupted: AtomicBool::new(false),
+};
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
-fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
-    let mut guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    f(guard.get_or_insert_with(Registry::default))
-}
+/// Refusal to start something after an interrupt.
+const INTERRUPTED: &str = "interrupted";
 
-/// Kills every registered child and removes every registered directory.
-fn clean_up_all() {
-    with_registry(|registry| {
-        for (_, mut child) in std::mem::take(&mut registry.children) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        for (_, dir) in std::mem::take(&mut registry.dirs) {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    });
-}
+impl Cleanup {
+    fn with<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        let mut guard = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut guard)
+    }
 
-/// On SIGINT or SIGTERM: clean up, then exit 130. A terminal's Ctrl-C reaches the children
-/// too (same process group); this also covers a signal sent to the benchmark alone.
-fn install_interrupt_handler() {
-    std::thread::spawn(|| {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        runtime.block_on(async {
-            let Ok(mut term) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            else {
-                return;
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+    /// Whether the run was interrupted.
+    fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// The signal path up to the exit: marks the run interrupted, then kills every registered
+    /// child and removes every registered directory. The flag is set before the first kill, so
+    /// whoever sees a child die of it can tell (see [`Cleanup::outcome`]).
+    fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+        self.with(|registry| registry.interrupted = true);
+        self.clean_up_all();
+    }
+
+    /// Kills every registered child and removes every registered directory. Taking the lock
+    /// also waits for a clean-up that another thread is doing.
+    fn clean_up_all(&self) {
+        self.with(|registry| {
+            for (token, mut child) in std::mem::take(&mut registry.children) {
+                let _ = child.kill();
+                if let Ok(status) = child.wait() {
+                    registry.reaped.insert(token, status);
+                }
             }
-            eprintln!("\nallot bench: interrupted, stopping the servers");
-            clean_up_all();
-            std::process::exit(130);
+            for (_, dir) in std::mem::take(&mut registry.dirs) {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         });
+    }
+
+    /// The exit code of a run that ended with `result`: 130 when it was interrupted, whatever
+    /// the main thread saw meanwhile (a server killed under it by the clean-up is a consequence
+    /// of the interrupt, not a failure). Waits until the clean-up is complete.
+    fn outcome(&self, result: anyhow::Result<u8>) -> anyhow::Result<u8> {
+        if self.interrupted() {
+            self.clean_up_all();
+            return Ok(130);
+        }
+        result
+    }
+}
+
+/// On SIGINT or SIGTERM: clean up, then exit 130. A terminal's Ctrl-C reaches only the
+/// benchmark: its children run in their own process group, so that they die only by this
+/// clean-up and the main thread can tell an interrupt from a crash. The handlers are in place
+/// when this returns.
+fn install_interrupt_handler() {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let signals = {
+        let _entered = runtime.enter();
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
+    };
+    let Ok((mut interrupt, mut terminate)) = signals else {
+        return;
+    };
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        eprintln!("\nallot bench: interrupted, stopping the servers");
+        CLEANUP.interrupt();
+        std::process::exit(130);
     });
 }
 
 /// A child process killed (and reaped) on drop.
 struct ChildGuard {
+    cleanup: &'static Cleanup,
     token: u64,
     pid: u32,
     what: String,
 }
 
 impl ChildGuard {
+    /// Starts the command in a process group of its own (see [`install_interrupt_handler`]),
+    /// unless the run was interrupted.
     fn spawn(command: &mut Command, what: &str) -> anyhow::Result<ChildGuard> {
-        let child = command
-            .spawn()
-            .with_context(|| format!("starting {what}"))?;
+        Self::spawn_in(&CLEANUP, command, what)
+    }
+
+    fn spawn_in(
+        cleanup: &'static Cleanup,
+        command: &mut Command,
+        what: &str,
+    ) -> anyhow::Result<ChildGuard> {
+        use std::os::unix::process::CommandExt;
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-        let pid = child.id();
-        with_registry(|r| r.children.insert(token, child));
+        // Spawned under the lock: an interrupt cleans up either before (and this refuses) or
+        // after (and kills it).
+        let pid = cleanup.with(|r| {
+            if r.interrupted {
+                bail!("{INTERRUPTED}");
+            }
+            let child = command
+                .process_group(0)
+                .spawn()
+                .with_context(|| format!("starting {what}"))?;
+            let pid = child.id();
+            r.children.insert(token, child);
+            Ok(pid)
+        })?;
         Ok(ChildGuard {
+            cleanup,
             token,
             pid,
             what: what.to_string(),
@@ -178,17 +260,21 @@ impl ChildGuard {
 
     /// The exit status if the child has ended.
     fn exited(&self) -> Option<ExitStatus> {
-        with_registry(|r| {
-            r.children
-                .get_mut(&self.token)
-                .and_then(|c| c.try_wait().ok().flatten())
-        })
+        self.cleanup
+            .with(|r| match r.children.get_mut(&self.token) {
+                Some(child) => child.try_wait().ok().flatten(),
+                None => r.reaped.get(&self.token).copied(),
+            })
     }
 }
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(mut child) = with_registry(|r| r.children.remove(&self.token)) {
+        let child = self.cleanup.with(|r| {
+            r.reaped.remove(&self.token);
+            r.children.remove(&self.token)
+        });
+        if let Some(mut child) = child {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -197,19 +283,35 @@ impl Drop for ChildGuard {
 
 /// A temporary directory removed on drop (and on interrupt).
 struct TempDir {
+    cleanup: &'static Cleanup,
     token: u64,
     dir: tempfile::TempDir,
 }
 
 impl TempDir {
     fn new() -> anyhow::Result<TempDir> {
-        let dir = tempfile::Builder::new()
-            .prefix("allot-bench-")
-            .tempdir()
-            .context("creating a temporary directory")?;
+        Self::new_in(&CLEANUP)
+    }
+
+    /// A directory registered with `cleanup`, unless the run was interrupted.
+    fn new_in(cleanup: &'static Cleanup) -> anyhow::Result<TempDir> {
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-        with_registry(|r| r.dirs.insert(token, dir.path().to_path_buf()));
-        Ok(TempDir { token, dir })
+        let dir = cleanup.with(|r| {
+            if r.interrupted {
+                bail!("{INTERRUPTED}");
+            }
+            let dir = tempfile::Builder::new()
+                .prefix("allot-bench-")
+                .tempdir()
+                .context("creating a temporary directory")?;
+            r.dirs.insert(token, dir.path().to_path_buf());
+            Ok(dir)
+        })?;
+        Ok(TempDir {
+            cleanup,
+            token,
+            dir,
+        })
     }
 
     fn path(&self) -> &Path {
@@ -219,7 +321,7 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        with_registry(|r| r.dirs.remove(&self.token));
+        self.cleanup.with(|r| r.dirs.remove(&self.token));
     }
 }
 
@@ -374,12 +476,14 @@ fn start_serve(data_dir: &Path, etcd: Option<(&str, &str)>) -> anyhow::Result<Se
         command.args(["--etcd-servers", servers, "--etcd-prefix", prefix]);
     }
     let child = ChildGuard::spawn(&mut command, "allot serve")?;
-    let stdout = with_registry(|r| {
-        r.children
-            .get_mut(&child.token)
-            .and_then(|c| c.stdout.take())
-    })
-    .ok_or_else(|| anyhow!("allot serve has no stdout"))?;
+    let stdout = child
+        .cleanup
+        .with(|r| {
+            r.children
+                .get_mut(&child.token)
+                .and_then(|c| c.stdout.take())
+        })
+        .ok_or_else(|| anyhow!("allot serve has no stdout"))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
@@ -977,7 +1081,9 @@ fn run_store(
         Ok(None) => "ok".to_string(),
         Ok(Some(why)) => why,
         Err(err) => {
-            if let Some(status) = serve.child.exited() {
+            if CLEANUP.interrupted() {
+                // The clean-up killed the server: not a failure of its own.
+            } else if let Some(status) = serve.child.exited() {
                 eprintln!(
                     "allot bench: {} exited with {status}; its log ends with:\n{}",
                     serve.child.what,
@@ -1201,7 +1307,10 @@ fn unscheduled_reason(endpoint: &Endpoint) -> Option<String> {
 /// Runs `allot bench ...`.
 pub fn run(command: BenchCommand) -> anyhow::Result<u8> {
     match command {
-        BenchCommand::Serve(args) => serve(args),
+        BenchCommand::Serve(args) => {
+            let result = serve(args);
+            CLEANUP.outcome(result)
+        }
     }
 }
 
@@ -1246,6 +1355,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<u8> {
     };
     let mut reports = Vec::new();
     for &store in stores {
+        if CLEANUP.interrupted() {
+            break;
+        }
         let etcd = if store == "etcd" {
             match &args.etcd_servers {
                 Some(servers) => Some(EtcdSource::Servers(servers.clone())),
@@ -1279,6 +1391,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             },
         };
         reports.push(report);
+    }
+    if CLEANUP.interrupted() {
+        // No report: the signal thread says so and exits 130.
+        return Ok(130);
     }
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -1365,6 +1481,71 @@ fn table(reports: &[StoreReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A registry of its own for one round of a test (leaked: a few bytes per round).
+    fn fresh_cleanup() -> &'static Cleanup {
+        Box::leak(Box::new(Cleanup::default()))
+    }
+
+    fn sleeper(cleanup: &'static Cleanup) -> ChildGuard {
+        ChildGuard::spawn_in(
+            cleanup,
+            Command::new("sleep")
+                .arg("60")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null()),
+            "sleep",
+        )
+        .expect("sleep starts")
+    }
+
+    /// Issue 19: the signal thread killed the server, the main thread saw it dead and exited 1
+    /// before the signal thread's exit(130). The signal path, run many times against a main
+    /// thread that watches its child as `drive` does, at staggered moments: whatever the main
+    /// thread sees, the outcome is 130 and nothing is left.
+    #[test]
+    fn an_interrupt_ends_in_130_whatever_the_main_thread_saw() {
+        for round in 0..200u64 {
+            let cleanup = fresh_cleanup();
+            let child = sleeper(cleanup);
+            let dir = TempDir::new_in(cleanup).expect("temporary directory");
+            let path = dir.path().to_path_buf();
+            let signal = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_micros(round * 37 % 2000));
+                cleanup.interrupt();
+            });
+            // The main thread: watch the child as the load does, fail when it is gone.
+            let result: anyhow::Result<u8> = loop {
+                if let Some(status) = child.exited() {
+                    break Err(anyhow!("allot serve exited with {status} during the run"));
+                }
+                std::thread::yield_now();
+            };
+            assert_eq!(
+                cleanup.outcome(result).expect("an exit code"),
+                130,
+                "round {round}"
+            );
+            signal.join().expect("the signal thread");
+            assert!(cleanup.with(|r| r.children.is_empty() && r.dirs.is_empty()));
+            assert!(!path.exists(), "round {round}: {} is left", path.display());
+            // Nothing new starts once interrupted.
+            let refused = ChildGuard::spawn_in(cleanup, &mut Command::new("true"), "true");
+            assert!(refused.is_err(), "round {round}");
+            assert!(TempDir::new_in(cleanup).is_err(), "round {round}");
+        }
+    }
+
+    #[test]
+    fn without_an_interrupt_the_outcome_is_the_run_s() {
+        let cleanup = fresh_cleanup();
+        let child = sleeper(cleanup);
+        assert!(child.exited().is_none());
+        assert_eq!(cleanup.outcome(Ok(1)).expect("code"), 1);
+        assert!(cleanup.outcome(Err(anyhow!("failed"))).is_err());
+        drop(child);
+        assert!(cleanup.with(|r| r.children.is_empty()));
+    }
 
     fn event(json: &str) -> WatchEvent {
         serde_json::from_str(json).expect("parses")

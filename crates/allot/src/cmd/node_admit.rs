@@ -14,9 +14,19 @@ use anyhow::Context;
 /// Admit pods on a node as the kubelet's resource managers would.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The scenario: NodeTopology, KubeletConfiguration, optionally NodeState, then Pods.
-    #[arg(short = 'f', long = "file")]
-    pub file: PathBuf,
+    /// The scenario: NodeTopology, KubeletConfiguration, optionally NodeState, then Pods; a
+    /// file, a directory of files (their documents in file order), or `-` for standard input.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        visible_alias = "file",
+        required = true,
+        value_name = "FILE|DIR|-"
+    )]
+    pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Read the checkpoints (cpu_manager_state, memory_manager_state) from this directory
     /// instead of the scenario's NodeState, and write them back atomically afterwards.
     #[arg(long = "state-dir")]
@@ -46,13 +56,19 @@ pub enum Output {
 
 /// Reads and runs a scenario (shared with `node show`).
 pub fn admit(
-    file: &PathBuf,
+    files: &crate::files::Files,
     state_dir: Option<&PathBuf>,
     allow_zero: bool,
 ) -> anyhow::Result<(allot_kubelet::Node, Report)> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let scenario = Scenario::parse(&file.display().to_string(), &text)?;
+    let texts = files.texts()?;
+    if texts.is_empty() {
+        anyhow::bail!("no scenario found: the directories hold no .yaml, .yml or .json file");
+    }
+    let texts: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .collect();
+    let scenario = Scenario::parse_texts(&texts)?;
     let relax = ValidateOptions {
         allow_zero_cpu_reservation: allow_zero,
     };
@@ -65,8 +81,9 @@ pub fn admit(
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    let files = crate::files::Files::new(args.files.clone(), args.recursive);
     let (node, report) = admit(
-        &args.file,
+        &files,
         args.state_dir.as_ref(),
         args.allow_zero_cpu_reservation,
     )?;
@@ -75,12 +92,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .with_context(|| format!("writing metrics to {}", path.display()))?;
     }
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Output::Yaml => print!(
-            "{}",
-            serde_saphyr::to_string(&report).context("encoding YAML")?
-        ),
-        Output::Table => print!("{}", table(&report)),
+        Output::Json => crate::out::print_json(&report)?,
+        Output::Yaml => crate::out::print_yaml(&report)?,
+        Output::Table => crate::out::print(&table(&report))?,
     }
     Ok(if report.pods.iter().all(|p| p.admitted) {
         0

@@ -46,8 +46,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => String::new(),
     };
     match args.output {
-        Output::Yaml => print!("{}", topo.to_yaml_string()?),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&topo)?),
+        Output::Yaml => crate::out::print(&topo.to_yaml_string()?)?,
+        Output::Json => crate::out::print_json(&topo)?,
     }
     Ok(0)
 }

@@ -2,10 +2,15 @@
 //! over HTTPS (a CA and serving certificate under DATA_DIR/pki/) with bearer-token
 //! authentication and RBAC.
 
+mod kubeconfig;
+
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Parser;
+
+/// The address `allot serve` listens on unless `--listen` says otherwise.
+const DEFAULT_LISTEN: &str = "127.0.0.1:6443";
 
 /// Arguments of `allot serve`.
 #[derive(Debug, Parser)]
@@ -13,9 +18,10 @@ pub struct Args {
     /// Where objects, the kubeconfig and the tokens file are kept.
     #[arg(long)]
     pub data_dir: PathBuf,
-    /// The address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:6443")]
-    pub listen: String,
+    /// The address to listen on (port 0 picks a free port). Without it: 127.0.0.1:6443, or a
+    /// free port when 6443 is taken (the address is printed).
+    #[arg(long)]
+    pub listen: Option<String>,
     /// How many resourceVersions back a watch may start before it gets 410 Gone.
     #[arg(long, default_value_t = 10_000)]
     pub watch_window: u64,
@@ -49,6 +55,19 @@ pub struct Args {
     /// the kubelet's defaults without it.
     #[arg(long, value_name = "FILE")]
     pub kubelet_config: Option<PathBuf>,
+    /// Also merge a cluster, user and context named `allot-<data dir name>` into the user's
+    /// kubeconfig ($KUBECONFIG's first file, else ~/.kube/config) and make it the current
+    /// context, as kind does; other entries are kept.
+    #[arg(long)]
+    pub write_kubeconfig: bool,
+    /// Feature gates over allot's defaults, as kube-apiserver takes them:
+    /// `Name=true,Other=false` (`--help` lists them).
+    #[arg(long, value_name = "KEY=VALUE,...", long_help = allot_features::help())]
+    pub feature_gates: Option<String>,
+    /// Start even when the event log (DATA_DIR/events.log) is missing or empty although the
+    /// directory was used before (it holds pki/ or tokens.csv): begins an empty cluster.
+    #[arg(long)]
+    pub allow_empty_store: bool,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -78,12 +97,33 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// Serves until killed; prints the kubeconfig path once listening.
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    let write_kubeconfig = if args.write_kubeconfig {
+        match kubeconfig::default_path() {
+            Ok(path) => Some((path, kubeconfig::context_name(&args.data_dir))),
+            Err(err) => {
+                eprintln!("allot serve: --write-kubeconfig: {err}");
+                return Ok(2);
+            }
+        }
+    } else {
+        None
+    };
+    let mut gates = allot_features::FeatureGates::defaults();
+    if let Some(flag) = &args.feature_gates
+        && let Err(message) = gates.apply_flag(flag)
+    {
+        eprintln!("allot serve: --feature-gates: {message}");
+        return Ok(2);
+    }
     let mut options = allot_apiserver::ServeOptions::new(args.data_dir);
-    options.listen = args.listen;
+    options.feature_gates = gates.clone();
+    options.listen_fallback = args.listen.is_none();
+    options.listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());
     options.watch_window = args.watch_window;
     options.bookmark_interval =
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
     options.token_auth_file = args.token_auth_file;
+    options.allow_empty_store = args.allow_empty_store;
     if !args.etcd_servers.is_empty() {
         let mut etcd = allot_apiserver::etcd::EtcdOptions::new(args.etcd_servers);
         etcd.prefix = args.etcd_prefix;
@@ -108,15 +148,44 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
     }
-    allot_apiserver::serve_blocking(options, |server| {
+    let fallback = options.listen_fallback;
+    let served = allot_apiserver::serve_blocking(options, |server| {
         let address = server
             .local_addr()
             .map(|a| a.to_string())
             .unwrap_or_default();
+        if fallback && address != DEFAULT_LISTEN {
+            eprintln!("allot serve: port 6443 is in use; listening on {address} instead");
+        }
+        eprintln!("allot serve: feature gates: {}", gates.summary());
         let mut out = std::io::stdout();
         let _ = writeln!(out, "serving on https://{address}");
         let _ = writeln!(out, "kubeconfig: {}", server.kubeconfig().display());
+        if let Some((path, name)) = &write_kubeconfig {
+            match kubeconfig::merge_into(path, server.kubeconfig(), name) {
+                Ok(()) => {
+                    let _ = writeln!(
+                        out,
+                        "kubeconfig: context {name} merged into {} (now current)",
+                        path.display()
+                    );
+                }
+                Err(err) => {
+                    // The server would serve without the context the user asked for: stop.
+                    let _ = out.flush();
+                    eprintln!("allot serve: --write-kubeconfig: {err:#}");
+                    std::process::exit(2);
+                }
+            }
+        }
         let _ = out.flush();
-    })?;
-    Ok(0)
+    });
+    match served {
+        Ok(()) => Ok(0),
+        Err(err) => {
+            // One line: the error's own text already names its cause.
+            eprintln!("allot serve: {err}");
+            Ok(2)
+        }
+    }
 }

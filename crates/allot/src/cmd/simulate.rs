@@ -1,62 +1,148 @@
-//! `allot simulate FILES... [-o table|json|yaml] [--out DIR] [--what-if POD.yaml] [--example]`:
-//! the control plane in one process. Loads and validates the cluster, runs every controller on
-//! the simulated clock, prints the final state. Exit 0 when the run finished (pending pods
-//! included), 2 on bad input (nothing is run or written), 3 when an invariant is broken after the
-//! run (a bug in allot; the output is still printed).
+//! `allot simulate [FILES...] [-f FILE|DIR|-]... [-R] [-o table|wide|json|yaml|name]
+//! [-n NS | -A] [-l SELECTOR] [--out DIR] [--what-if POD.yaml] [--example]`: the control plane
+//! in one process. Loads and validates the cluster, runs every controller on the simulated
+//! clock, prints the final state.
+//!
+//! Exit codes: 0 when the simulation ran (pods left pending are part of the answer: the
+//! table's "Not running" part says why); with `--fail-on-pending`, 1 when a pod shown (all, or
+//! those `-n`/`-l` select) is left pending or failed, for a CI job that asks "does everything
+//! still fit?"; with `--what-if`, 1 when not one copy fits; 2 on bad input (nothing is run or
+//! written); 3 when an invariant is broken after the run (a bug in allot; the output is still
+//! printed).
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-use std::time::Instant;
 
 use allot_api::core::v1::Pod;
-use allot_api::load::{LoadOptions, Object};
-use allot_sim::progress::ProgressDisplay;
+use allot_api::load::Object;
+use allot_apiserver::selector::Selector;
+use allot_sim::progress::{Phase, ProgressDisplay};
+use allot_store::Stored;
 use anyhow::Context;
+use serde::Serialize;
+
+use crate::files::Files;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
-    /// Pods with their node, claims, devices, CPUs and NUMA nodes; then why the others wait.
+    /// Pods with their node, scheduling time, devices, CPUs and NUMA nodes (120 columns); then
+    /// why the others wait, and the pool status requests' answers.
     Table,
+    /// The table with the claims' names, devices with their drivers, creation and start times;
+    /// never wrapped.
+    Wide,
     /// One `v1 List` of every object's final state.
     Json,
     /// The same `v1 List` as YAML.
     Yaml,
+    /// `pod/NAME` for each pod, as kubectl's `-o name`.
+    Name,
 }
 
 /// Simulate a cluster: place its pods as Kubernetes would, and say why not.
+///
+/// Exit codes: 0 the simulation ran; 1 with --fail-on-pending a pod shown is left pending or
+/// failed (or, with --what-if, not one copy fits); 2 bad input; 3 an invariant broken (a bug in
+/// allot).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Files or directories of manifests (Nodes, NodeTopology, KubeletConfiguration,
     /// DeviceClasses, ResourceSlices, claims, templates, Pods, PodGroups, DeviceTaintRules,
     /// ResourcePoolStatusRequests, a Timeline, SimulationOptions). None: the bundled example.
+    #[arg(value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
+    /// More files or directories, as kubectl spells them; `-` reads standard input.
+    #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
+    pub filename: Vec<PathBuf>,
+    /// Read directories recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Output,
-    /// Write the device metadata files the node agents produced under this folder.
+    /// Show only this namespace's objects (and decide the exit code on its pods).
+    #[arg(short = 'n', long = "namespace", conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Show every namespace (the default; as kubectl spells it).
+    #[arg(short = 'A', long = "all-namespaces")]
+    pub all_namespaces: bool,
+    /// Show only objects whose labels match this selector (`app=web,tier!=db`,
+    /// `env in (a,b)`, `!canary`), and decide the exit code on those pods.
+    #[arg(short = 'l', long = "selector")]
+    pub selector: Option<String>,
+    /// Write the device metadata files the node agents produced under this folder (with
+    /// --what-if: after the copies).
     #[arg(long = "out")]
     pub out: Option<PathBuf>,
     /// Run the bundled example cluster (also what happens without files).
     #[arg(long)]
     pub example: bool,
     /// After the run, add copies of this pod one by one until one does not fit; report where
-    /// they went.
+    /// they went (`-` reads the pod from standard input).
     #[arg(long = "what-if", value_name = "POD.yaml")]
     pub what_if: Option<PathBuf>,
     /// At most this many copies for --what-if.
     #[arg(long = "what-if-limit", default_value_t = 1000)]
     pub what_if_limit: usize,
-    /// Report wall time, reconciles and pods per second on stderr.
+    /// Write each phase's time (load, validate, run, write) and the summary line on stderr
+    /// even when it is not a terminal (on a terminal they are always shown).
+    #[arg(long)]
+    pub summary: bool,
+    /// --summary, plus reconciles and pods per second of the run phase.
     #[arg(long)]
     pub bench: bool,
+    /// Exit 1 when a pod shown (all, or those -n/-l select) is left pending or failed: for a
+    /// CI job that asks "does everything still fit?".
+    #[arg(long)]
+    pub fail_on_pending: bool,
 }
 
-fn load(args: &Args) -> Result<allot_sim::Input, allot_sim::SimError> {
-    if args.files.is_empty() || args.example {
-        allot_sim::example::input()
-    } else {
-        allot_sim::load_paths(&args.files)
+/// Which objects the output shows.
+struct Filter {
+    namespace: Option<String>,
+    selector: Option<Selector>,
+}
+
+impl Filter {
+    fn new(args: &Args) -> anyhow::Result<Filter> {
+        let selector = match &args.selector {
+            Some(text) => Some(
+                Selector::parse_labels(text).map_err(|e| anyhow::anyhow!("-l {text:?}: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(Filter {
+            namespace: args.namespace.clone(),
+            selector,
+        })
+    }
+
+    fn is_all(&self) -> bool {
+        self.namespace.is_none() && self.selector.is_none()
+    }
+
+    fn pod(&self, pod: &Pod) -> bool {
+        self.namespace
+            .as_ref()
+            .is_none_or(|ns| &pod.metadata.namespace == ns)
+            && self
+                .selector
+                .as_ref()
+                .is_none_or(|s| s.matches_labels(&pod.metadata.labels))
+    }
+
+    /// Any object: cluster-scoped objects pass a namespace filter.
+    fn object(&self, object: &Stored) -> bool {
+        let meta = object.meta();
+        let namespaced = object.kind().namespaced();
+        self.namespace
+            .as_ref()
+            .is_none_or(|ns| !namespaced || &meta.namespace == ns)
+            && self
+                .selector
+                .as_ref()
+                .is_none_or(|s| s.matches_labels(&meta.labels))
     }
 }
 
@@ -64,70 +150,23 @@ fn print_input_errors(err: &allot_sim::SimError) {
     match err {
         allot_sim::SimError::Input(errors) => {
             for error in errors {
-                eprintln!("{error}");
+                elog!("{error}");
             }
-            eprintln!("{} errors; nothing was simulated", errors.len());
+            elog!(
+                "{}; nothing was simulated",
+                crate::out::count(errors.len(), "error", "errors")
+            );
         }
-        other => eprintln!("error: {other}"),
+        other => elog!("error: {other}"),
     }
 }
 
-/// Writes `text` to standard output; a reader that went away ends the output quietly.
-fn write_stdout(text: &str) -> anyhow::Result<()> {
-    write_streamed(|out| out.write_all(text.as_bytes()))
-}
-
-/// Writes to standard output through a buffer as `render` produces the text; a reader that
-/// went away (a closed pipe) ends the output quietly and stops the rendering
-/// (`allot simulate -o json | head` does not serialise the rest of the cluster).
-fn write_streamed(
-    render: impl FnOnce(&mut ClosablePipe) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    let mut out = ClosablePipe {
-        inner: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
-        closed: false,
-    };
-    match render(&mut out).and_then(|()| out.flush()) {
-        // The serializers wrap the writer's error in their own; the flag says what it was.
-        Err(_) if out.closed => Ok(()),
-        other => other.context("writing the output"),
-    }
-}
-
-/// Standard output that remembers its reader closed the pipe.
-struct ClosablePipe {
-    inner: std::io::BufWriter<std::io::StdoutLock<'static>>,
-    closed: bool,
-}
-
-impl ClosablePipe {
-    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
-        if let Err(err) = &result
-            && err.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            self.closed = true;
-        }
-        result
-    }
-}
-
-impl Write for ClosablePipe {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let result = self.inner.write(buf);
-        self.note(result)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let result = self.inner.flush();
-        self.note(result)
-    }
-}
-
-/// Reads the one Pod of a `--what-if` file.
-fn what_if_pod(path: &Path) -> Result<Pod, String> {
-    let loaded = allot_api::load::load(&[path], &LoadOptions::default());
+/// Reads the one Pod of a `--what-if` file (or standard input).
+fn what_if_pod(path: &Path) -> anyhow::Result<Result<Pod, String>> {
+    let loaded = Files::new(vec![path.to_path_buf()], false)
+        .load(&allot_api::load::LoadOptions::default())?;
     if let Some(err) = loaded.errors.first() {
-        return Err(err.to_string());
+        return Ok(Err(err.to_string()));
     }
     let pods: Vec<Pod> = loaded
         .documents
@@ -137,14 +176,14 @@ fn what_if_pod(path: &Path) -> Result<Pod, String> {
             _ => None,
         })
         .collect();
-    match <[Pod; 1]>::try_from(pods) {
+    Ok(match <[Pod; 1]>::try_from(pods) {
         Ok([pod]) => Ok(pod),
         Err(pods) => Err(format!(
             "{}: expected exactly one Pod, found {}",
             path.display(),
             pods.len()
         )),
-    }
+    })
 }
 
 /// A relative path without `..`, so metadata files stay inside the output folder.
@@ -168,126 +207,270 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temp, path)
 }
 
+/// Writes the metadata files under `dir` (refusing a path that leaves it).
+fn write_metadata(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()> {
+    for (path, bytes) in files {
+        if !safe_relative(path) {
+            anyhow::bail!(
+                "refusing to write {} outside {}",
+                path.display(),
+                dir.display()
+            );
+        }
+        let target = dir.join(path);
+        write_atomic(&target, bytes).with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
+}
+
+/// The input: the bundled example, or the files (loaded, then validated, as two phases).
+fn input(
+    args: &Args,
+    display: &mut ProgressDisplay,
+) -> anyhow::Result<Result<allot_sim::Input, allot_sim::SimError>> {
+    let mut paths = args.files.clone();
+    paths.extend(args.filename.iter().cloned());
+    if paths.is_empty() || args.example {
+        display.start(Phase::Load, "the bundled example");
+        return Ok(allot_sim::example::input());
+    }
+    let files = Files::new(paths, args.recursive);
+    display.start(Phase::Load, &describe_sources(&files));
+    let loaded = files.load(&allot_sim::input::load_options())?;
+    display.start(
+        Phase::Validate,
+        &crate::out::count(loaded.documents.len(), "document", "documents"),
+    );
+    Ok(allot_sim::input::from_loaded(loaded))
+}
+
+/// What is being loaded, for the spinner: how many paths and bytes.
+fn describe_sources(files: &Files) -> String {
+    let mut bytes = 0u64;
+    for path in &files.paths {
+        bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if let Ok(entries) = std::fs::read_dir(path) {
+            for entry in entries.filter_map(Result::ok) {
+                bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    format!(
+        "{} ({})",
+        crate::out::count(files.paths.len(), "path", "paths"),
+        allot_sim::progress::bytes(bytes)
+    )
+}
+
+/// The `--what-if` answer as `-o json|yaml` prints it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WhatIfDocument {
+    pod: String,
+    placed: usize,
+    per_node: std::collections::BTreeMap<String, usize>,
+    stopped_because: Option<String>,
+    limit: usize,
+}
+
+fn what_if(
+    args: &Args,
+    input: &allot_sim::Input,
+    pod: &Pod,
+    display: &mut ProgressDisplay,
+) -> anyhow::Result<u8> {
+    display.start(Phase::Run, "copies of the pod");
+    let answer = allot_sim::what_if(input, pod, args.what_if_limit, &mut |p| display.update(p))?;
+    display.start(Phase::Write, "");
+    if let Some(dir) = &args.out {
+        write_metadata(dir, &answer.metadata_files)?;
+    }
+    let name = if pod.metadata.name.is_empty() {
+        pod.metadata.generate_name.clone()
+    } else {
+        pod.metadata.name.clone()
+    };
+    let document = WhatIfDocument {
+        pod: name.clone(),
+        placed: answer.placed,
+        per_node: answer.per_node.iter().cloned().collect(),
+        stopped_because: answer.stopped_because.clone(),
+        limit: args.what_if_limit,
+    };
+    match args.output {
+        Output::Json => crate::out::print_json(&document)?,
+        Output::Yaml => crate::out::print_yaml(&document)?,
+        Output::Table | Output::Wide | Output::Name => {
+            let mut out = format!(
+                "{} more cop{} of {name} fit",
+                answer.placed,
+                if answer.placed == 1 { "y" } else { "ies" },
+            );
+            out.push_str(if answer.per_node.is_empty() {
+                "\n"
+            } else {
+                ":\n"
+            });
+            for (node, count) in &answer.per_node {
+                out.push_str(&format!("  {node}: {count}\n"));
+            }
+            match &answer.stopped_because {
+                Some(reason) => out.push_str(&format!("the next copy does not fit: {reason}\n")),
+                None => out.push_str(&format!(
+                    "stopped at the limit of {}\n",
+                    crate::out::count(args.what_if_limit, "copy", "copies")
+                )),
+            }
+            crate::out::print(&out)?;
+        }
+    }
+    display.finish(&format!(
+        "what-if: {} placed",
+        crate::out::count(answer.placed, "copy", "copies")
+    ));
+    Ok(if answer.placed == 0 { 1 } else { 0 })
+}
+
+/// The final state in the chosen format.
+fn write_output(
+    args: &Args,
+    filter: &Filter,
+    input: &allot_sim::Input,
+    store: &allot_store::Store,
+) -> anyhow::Result<()> {
+    let pods = |pod: &Pod| filter.pod(pod);
+    match args.output {
+        Output::Table | Output::Wide => {
+            let options = allot_sim::table::TableOptions {
+                wide: args.output == Output::Wide,
+                pods: &pods,
+            };
+            crate::out::print(&allot_sim::table::table(store, Some(input), &options))
+        }
+        Output::Name => {
+            let mut out = String::new();
+            for pod in store.list::<Pod>().filter(|p| filter.pod(p)) {
+                out.push_str(&format!("pod/{}\n", pod.metadata.name));
+            }
+            crate::out::print(&out)
+        }
+        // The list is written object by object as it is serialised (a large cluster's final
+        // state is hundreds of megabytes of text).
+        Output::Json | Output::Yaml if filter.is_all() => {
+            let list = allot_sim::output::List(store);
+            if args.output == Output::Json {
+                crate::out::print_json(&list)
+            } else {
+                crate::out::print_yaml(&list)
+            }
+        }
+        Output::Json | Output::Yaml => {
+            let items: Vec<serde_json::Value> = store
+                .iter()
+                .filter(|(_, o)| filter.object(o))
+                .map(|(_, o)| o.to_json())
+                .collect();
+            let list = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": items,
+                "metadata": {"resourceVersion": ""},
+            });
+            if args.output == Output::Json {
+                crate::out::print_json(&list)
+            } else {
+                crate::out::print_yaml(&list)
+            }
+        }
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let mut input = match load(&args) {
+    let filter = Filter::new(&args)?;
+    let mut display = ProgressDisplay::new(args.summary || args.bench);
+    let mut input = match input(&args, &mut display)? {
         Ok(input) => input,
         Err(err) => {
+            display.end();
             print_input_errors(&err);
             return Ok(2);
         }
     };
-    let pod = match &args.what_if {
-        Some(path) => match what_if_pod(path) {
-            Ok(pod) => Some(pod),
+    if let Some(path) = &args.what_if {
+        let pod = match what_if_pod(path)? {
+            Ok(pod) => pod,
             Err(message) => {
-                eprintln!("{message}");
+                display.end();
+                elog!("{message}");
                 return Ok(2);
             }
-        },
-        None => None,
-    };
-    let mut display = ProgressDisplay::new();
-    let started = Instant::now();
-    if let Some(pod) = pod {
-        let answer =
-            allot_sim::what_if(&input, &pod, args.what_if_limit, &mut |p| display.update(p));
-        display.finish();
-        let answer = answer?;
-        let mut out = format!(
-            "{} more cop{} of {} fit",
-            answer.placed,
-            if answer.placed == 1 { "y" } else { "ies" },
-            if pod.metadata.name.is_empty() {
-                pod.metadata.generate_name.clone()
-            } else {
-                pod.metadata.name.clone()
-            }
-        );
-        out.push_str(if answer.per_node.is_empty() {
-            "\n"
-        } else {
-            ":\n"
-        });
-        for (node, count) in &answer.per_node {
-            out.push_str(&format!("  {node}: {count}\n"));
-        }
-        match &answer.stopped_because {
-            Some(reason) => out.push_str(&format!("the next copy does not fit: {reason}\n")),
-            None => out.push_str(&format!(
-                "stopped at the limit of {} copies\n",
-                args.what_if_limit
-            )),
-        }
-        write_stdout(&out)?;
-        return Ok(0);
+        };
+        return what_if(&args, &input, &pod, &mut display);
     }
-    let outcome = allot_sim::run_moving(&mut input, &mut |p| display.update(p));
-    display.finish();
-    let outcome = outcome?;
-    let elapsed = started.elapsed();
-    let table = match args.output {
-        Output::Table => Some(allot_sim::output::table(&outcome.store, Some(&input))),
-        Output::Json | Output::Yaml => None,
-    };
+    display.start(Phase::Run, "");
+    let outcome = allot_sim::run_moving(&mut input, &mut |p| display.update(p))?;
+    display.start(Phase::Write, "");
     if let Some(dir) = &args.out {
-        for (path, bytes) in &outcome.metadata_files {
-            if !safe_relative(path) {
-                anyhow::bail!(
-                    "refusing to write {} outside {}",
-                    path.display(),
-                    dir.display()
-                );
-            }
-            let target = dir.join(path);
-            write_atomic(&target, bytes)
-                .with_context(|| format!("writing {}", target.display()))?;
-        }
+        write_metadata(dir, &outcome.metadata_files)?;
     }
-    // The list is written object by object as it is serialised (a large cluster's final
-    // state is hundreds of megabytes of text).
-    let list = allot_sim::output::List(&outcome.store);
-    match table {
-        Some(text) => write_stdout(&text)?,
-        None if args.output == Output::Json => write_streamed(|out| {
-            serde_json::to_writer_pretty(&mut *out, &list)?;
-            out.write_all(b"\n")
-        })?,
-        None => write_streamed(|out| {
-            serde_saphyr::to_io_writer(out, &list).map_err(std::io::Error::other)
-        })?,
-    }
+    write_output(&args, &filter, &input, &outcome.store)?;
+    display.end();
     for message in &outcome.event_errors {
-        eprintln!("timeline: {message}");
+        elog!("timeline: {message}");
     }
     for message in &outcome.reconcile_errors {
-        eprintln!("reconcile error at {message}");
+        elog!("reconcile error at {message}");
     }
+    let shown: Vec<&Pod> = outcome
+        .store
+        .list::<Pod>()
+        .filter(|p| filter.pod(p))
+        .collect();
+    let placed = shown.iter().filter(|p| allot_sim::table::placed(p)).count();
+    let failed = shown
+        .iter()
+        .filter(|p| p.status.phase.as_deref() == Some("Failed"))
+        .count();
+    let pending = shown.len() - placed - failed;
+    let mut what = format!(
+        "{}: {placed} placed, {pending} pending",
+        crate::out::count(shown.len(), "pod", "pods")
+    );
+    if failed > 0 {
+        what.push_str(&format!(", {failed} failed"));
+    }
+    what.push_str(&format!(
+        "; simulated {}",
+        allot_sim::table::duration(outcome.end.seconds())
+    ));
     if args.bench {
-        let pods = outcome.store.list::<Pod>().count();
-        let bound = outcome
-            .store
-            .list::<Pod>()
-            .filter(|p| p.spec.node_name.is_some())
-            .count();
-        let seconds = elapsed.as_secs_f64();
-        eprintln!(
-            "bench: {pods} pods ({bound} bound) in {seconds:.3}s wall, {} reconciles, {:.0} pods/s, simulated until {}",
+        let run = display
+            .phases()
+            .iter()
+            .find(|(phase, _)| *phase == Phase::Run)
+            .map_or(0.0, |(_, took)| took.as_secs_f64());
+        what.push_str(&format!(
+            "; {} reconciles, {:.0} pods/s in the run phase",
             outcome.reconciles,
-            if seconds > 0.0 {
-                pods as f64 / seconds
+            if run > 0.0 {
+                outcome.store.list::<Pod>().count() as f64 / run
             } else {
                 0.0
-            },
-            outcome.end,
-        );
+            }
+        ));
     }
+    display.finish(&what);
     let violations = allot_sim::check_invariants(&outcome.store);
     if !violations.is_empty() {
         for violation in &violations {
-            eprintln!("invariant broken: {violation}");
+            elog!("invariant broken: {violation}");
         }
         return Ok(3);
     }
-    Ok(0)
+    Ok(if args.fail_on_pending && placed < shown.len() {
+        1
+    } else {
+        0
+    })
 }

@@ -16,8 +16,14 @@ use serde::Serialize;
 /// Pick CPUs for one container as the static CPU policy would.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The NodeTopology file (YAML or JSON).
-    #[arg(long)]
+    /// The NodeTopology (YAML or JSON): a file, a directory holding it, or `-` for standard
+    /// input.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        visible_alias = "topology",
+        value_name = "FILE|DIR|-"
+    )]
     pub topology: PathBuf,
     /// The free CPUs to pick from, in Linux list format (default: every CPU of the topology).
     #[arg(long)]
@@ -72,6 +78,8 @@ pub enum Output {
     Table,
     /// `{"cpus": "<list>", "error": null | "<message>"}`.
     Json,
+    /// The same as YAML.
+    Yaml,
 }
 
 #[derive(Serialize)]
@@ -82,10 +90,9 @@ struct JsonOut {
 
 /// Runs the command and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(&args.topology)
-        .with_context(|| format!("reading {}", args.topology.display()))?;
-    let node = NodeTopology::from_yaml_str(&text)
-        .with_context(|| format!("in {}", args.topology.display()))?;
+    let files = crate::files::Files::new(vec![args.topology.clone()], false);
+    let (name, text) = files.text("NodeTopology")?;
+    let node = NodeTopology::from_yaml_str(&text).with_context(|| format!("in {name}"))?;
     let topo = CpuTopology::new(&node)?;
     let available = match &args.available {
         Some(list) => CpuSet::parse(list).context("--available")?,
@@ -109,38 +116,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         ),
     };
     let code = u8::from(result.is_err());
-    match args.output {
-        Output::Json => {
-            let out = match &result {
-                Ok(cpus) => JsonOut {
-                    cpus: cpus.to_string(),
-                    error: None,
-                },
-                Err(e) => JsonOut {
-                    cpus: String::new(),
-                    error: Some(e.to_string()),
-                },
-            };
-            println!("{}", serde_json::to_string(&out)?);
-        }
-        Output::Table => match &result {
-            Ok(cpus) => {
-                println!("picked {} CPUs: {cpus}", cpus.len());
-                println!(
-                    "{:>5} {:>5} {:>7} {:>5} {:>7}",
-                    "CPU", "CORE", "SOCKET", "NUMA", "UNCORE"
-                );
-                for cpu in cpus {
-                    if let Some(info) = topo.cpu_info(cpu) {
-                        println!(
-                            "{:>5} {:>5} {:>7} {:>5} {:>7}",
-                            cpu, info.core, info.socket, info.numa, info.uncore_cache
-                        );
-                    }
-                }
-            }
-            Err(e) => println!("no CPUs picked: {e}"),
+    let document = || match &result {
+        Ok(cpus) => JsonOut {
+            cpus: cpus.to_string(),
+            error: None,
         },
+        Err(e) => JsonOut {
+            cpus: String::new(),
+            error: Some(e.to_string()),
+        },
+    };
+    match args.output {
+        Output::Json => crate::out::print(&format!("{}\n", serde_json::to_string(&document())?))?,
+        Output::Yaml => crate::out::print_yaml(&document())?,
+        Output::Table => crate::out::print(&table(&topo, &result))?,
     }
     Ok(code)
+}
+
+fn table(topo: &CpuTopology, result: &Result<CpuSet, allot_cpumanager::TakeError>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    match result {
+        Ok(cpus) => {
+            let _ = writeln!(
+                out,
+                "picked {}: {cpus}",
+                crate::out::count(cpus.len(), "CPU", "CPUs")
+            );
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>7} {:>5} {:>7}",
+                "CPU", "CORE", "SOCKET", "NUMA", "UNCORE"
+            );
+            for cpu in cpus {
+                if let Some(info) = topo.cpu_info(cpu) {
+                    let _ = writeln!(
+                        out,
+                        "{:>5} {:>5} {:>7} {:>5} {:>7}",
+                        cpu, info.core, info.socket, info.numa, info.uncore_cache
+                    );
+                }
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "no CPUs picked: {e}");
+        }
+    }
+    out
 }

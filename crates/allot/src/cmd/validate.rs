@@ -1,14 +1,15 @@
-//! `allot validate -f FILE... [-o json]`: parse, default and validate manifests as the API server
-//! would; exit 0 when every document is valid, 1 otherwise, with one line per error:
-//! `FILE:LINE: KIND NAMESPACE/NAME: FIELD.PATH: message`.
+//! `allot validate -f FILE|DIR|-... [-R] [-o text|json|yaml]`: parse, default and validate
+//! manifests as the API server would; exit 0 when every document is valid, 2 otherwise (the
+//! input is at fault: a file that cannot be read or parsed, or an object the API server would
+//! reject), with one line per error: `FILE:LINE: KIND NAMESPACE/NAME: FIELD.PATH: message`.
+//! The same objects make `allot simulate` exit 2.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 
 use allot_api::core::v1::Namespace;
 use allot_api::defaults::default_object;
-use allot_api::load::{Document, LoadError, LoadOptions, Object, load};
+use allot_api::load::{Document, LoadError, LoadOptions, Loaded, Object};
 use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 use serde::Serialize;
 
@@ -19,14 +20,20 @@ pub enum Output {
     Text,
     /// A JSON list of error records.
     Json,
+    /// The same list as YAML.
+    Yaml,
 }
 
 /// Validate manifests (files or directories) as the Kubernetes API server would.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Files or directories (their .yaml, .yml and .json files) to validate.
-    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    /// Files or directories (their .yaml, .yml and .json files) to validate; `-` reads
+    /// standard input.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_name = "FILE|DIR|-")]
     pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Output,
@@ -149,9 +156,9 @@ fn field_error_record(document: &Document, error: &FieldError) -> Record {
     }
 }
 
-/// Loads, defaults and validates; returns the records of every problem, in input order.
-pub fn check(files: &[PathBuf]) -> (usize, Vec<Record>) {
-    let mut loaded = load(files, &LoadOptions::default());
+/// Defaults and validates what was loaded; returns the number of documents and the records
+/// of every problem, in input order.
+pub fn check(mut loaded: Loaded) -> (usize, Vec<Record>) {
     let mut records: Vec<Record> = loaded.errors.iter().map(load_error_record).collect();
     let namespaces: BTreeMap<String, Namespace> = loaded
         .documents
@@ -199,35 +206,28 @@ pub fn check(files: &[PathBuf]) -> (usize, Vec<Record>) {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (documents, records) = check(&args.files);
-    let mut out = String::new();
+    let files = crate::files::Files::new(args.files, args.recursive);
+    let (documents, records) = check(files.load(&LoadOptions::default())?);
     match args.output {
-        Output::Json => {
-            out.push_str(&serde_json::to_string_pretty(&records)?);
-            out.push('\n');
-        }
+        Output::Json => crate::out::print_json(&records)?,
+        Output::Yaml => crate::out::print_yaml(&records)?,
         Output::Text => {
+            let mut out = String::new();
             for record in &records {
                 out.push_str(&record.text());
                 out.push('\n');
             }
+            crate::out::print(&out)?;
         }
-    }
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        // A closed pipe (e.g. `| head`) is not an error of the validation.
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other?,
     }
     if args.output == Output::Text {
+        let documents = crate::out::count(documents, "document", "documents");
         if records.is_empty() {
-            eprintln!("{documents} documents valid");
+            elog!("{documents} valid");
         } else {
-            eprintln!("{} errors in {documents} documents", records.len());
+            let errors = crate::out::count(records.len(), "error", "errors");
+            elog!("{errors} in {documents}");
         }
     }
-    Ok(u8::from(!records.is_empty()))
+    Ok(if records.is_empty() { 0 } else { 2 })
 }

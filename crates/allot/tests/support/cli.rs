@@ -63,16 +63,30 @@ pub fn repo(path: &str) -> String {
     format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs `allot simulate -o json` on the paths, checks exit 0 and the invariants, and returns
+/// Runs `allot simulate -o json --fail-on-pending` on the paths, checks the exit code (1
+/// exactly when a pod is left pending or failed) and the invariants, and returns
 /// the List's items.
 pub fn simulate_json(paths: &[&str]) -> Vec<Value> {
-    let mut args = vec!["simulate", "-o", "json"];
+    let mut args = vec!["simulate", "-o", "json", "--fail-on-pending"];
     args.extend_from_slice(paths);
     let run = allot(&args);
-    assert_eq!(run.code, 0, "{paths:?}: {}", run.stderr);
+    assert!(run.code == 0 || run.code == 1, "{paths:?}: {}", run.stderr);
     let violations = allot_sim::invariants::check_list(&run.stdout).expect("the List loads");
     assert!(violations.is_empty(), "{paths:?}: {violations:?}");
     let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    // Exit 1 exactly when a pod is not running (or finished, or bound) at the end.
+    let waiting = list["items"].as_array().into_iter().flatten().any(|item| {
+        item["kind"] == "Pod"
+            && match item["status"]["phase"].as_str() {
+                Some(phase) => !matches!(phase, "Running" | "Succeeded"),
+                None => item["spec"]["nodeName"].as_str().is_none_or(str::is_empty),
+            }
+    });
+    assert_eq!(
+        run.code,
+        i32::from(waiting),
+        "{paths:?}: exit code and pending pods"
+    );
     assert_eq!(list["apiVersion"], "v1");
     assert_eq!(list["kind"], "List");
     list["items"].as_array().cloned().unwrap_or_default()

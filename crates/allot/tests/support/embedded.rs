@@ -1,6 +1,6 @@
 // The storage of a serve suite that runs on the embedded log (included with `include!` by
 // tests/serve.rs, serve_patch.rs and serve_misc.rs). tests/serve_etcd.rs includes those suites
-// as modules and defines its own `backend` and `backend_available` at its root, so the suites
+// as modules and defines its own `backend` at its root, so the suites
 // reach them as `crate::backend*` and run every test again on etcd.
 
 /// The storage this suite runs on: the embedded log. Returns extra `allot serve` arguments and
@@ -12,16 +12,7 @@ fn backend(
     (Vec::new(), None)
 }
 
-/// Whether the storage can run here (tests/serve_etcd.rs: an etcd binary exists).
-#[allow(dead_code)]
-fn backend_available() -> bool {
-    true
-}
-
-/// The kubectl to use, or `None` after a loud skip message (a failure under CI).
-fn kubectl_or_skip() -> Option<std::path::PathBuf> {
-    if !crate::backend_available() {
-        return None;
-    }
-    crate::kubectl::find_or_skip()
+/// The kubectl to use (a failure naming the README's test command when there is none).
+fn find_kubectl() -> std::path::PathBuf {
+    crate::kubectl::find()
 }

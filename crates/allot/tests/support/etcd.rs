@@ -9,30 +9,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether an `etcd` binary can be run (`ALLOT_ETCD` names one, else `etcd` on PATH).
-pub fn binary() -> Option<PathBuf> {
-    let path = std::env::var_os("ALLOT_ETCD").map_or_else(|| PathBuf::from("etcd"), PathBuf::from);
+/// The etcd binary (`ALLOT_ETCD` names one, else `etcd` on PATH); panics with the remedy when
+/// it cannot be run. The README's test command, `cargo xtask test`, provisions one and sets
+/// ALLOT_ETCD.
+pub fn binary() -> PathBuf {
+    let path = std::env::var_os("ALLOT_ETCD")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("etcd"), PathBuf::from);
     let works = Command::new(&path)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    works.then_some(path)
-}
-
-/// The etcd binary, or `None` after a loud skip notice. Under CI a missing etcd fails the test:
-/// .ci/run installs it.
-pub fn binary_or_skip() -> Option<PathBuf> {
-    let found = binary();
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "etcd not found: install the etcd-server package or set ALLOT_ETCD (CI must run these tests)"
-        );
-        eprintln!(
-            "\n########## SKIPPED: etcd not found (apt-get install etcd-server, or set ALLOT_ETCD) ##########\n"
-        );
-    }
-    found
+    assert!(
+        works,
+        "etcd not found ({} --version does not run): run the README's test command, `cargo xtask test`, which provisions kubectl 1.37 and etcd into target/tools/ (or `cargo xtask tools` for the variables to set by hand)",
+        path.display()
+    );
+    path
 }
 
 /// A port nobody listens on right now.

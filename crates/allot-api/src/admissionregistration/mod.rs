@@ -1,0 +1,3 @@
+//! The `admissionregistration.k8s.io` API group: ValidatingAdmissionPolicy and its binding.
+
+pub mod v1;

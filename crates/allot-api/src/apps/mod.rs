@@ -1,0 +1,3 @@
+//! The `apps` API group: Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision.
+
+pub mod v1;

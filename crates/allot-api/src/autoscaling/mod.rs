@@ -1,0 +1,3 @@
+//! The `autoscaling` API group: HorizontalPodAutoscaler (v2).
+
+pub mod v2;

@@ -1,0 +1,3 @@
+//! The `batch` API group: Job and CronJob.
+
+pub mod v1;

@@ -1,0 +1,3 @@
+//! The `networking.k8s.io` API group: ServiceCIDR and IPAddress.
+
+pub mod v1;

@@ -1,0 +1,3 @@
+//! The `policy` API group: PodDisruptionBudget.
+
+pub mod v1;
