@@ -5,8 +5,8 @@
 //! upstream's columns, `-o yaml` shows the defaults, `kubectl explain` reads their schemas,
 //! updates keep what upstream keeps, one PriorityClass is the default, and the bootstrap roles
 //! grant the scheduler and the controllers what upstream grants. tests/serve_etcd.rs runs the
-//! suite again on etcd. kubectl comes from `ALLOT_KUBECTL` or PATH; without it the tests fail
-//! under CI and print a loud skip message otherwise.
+//! suite again on etcd. kubectl comes from `ALLOT_KUBECTL` (set by `cargo xtask test`); without
+//! it the tests fail.
 
 // Unused where tests/serve_etcd.rs includes this file (it reaches its own copy).
 #[allow(dead_code)]
@@ -24,12 +24,12 @@ fn manifest() -> String {
     format!("{}/tests/kinds/all-kinds.yaml", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn start() -> Option<(tempfile::TempDir, Serve)> {
-    let kubectl = kubectl_or_skip()?;
+fn start() -> (tempfile::TempDir, Serve) {
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let (args, backend) = crate::backend(dir.path());
     let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
-    Some((dir, serve))
+    (dir, serve)
 }
 
 /// The lines of a table whose first cell (after the namespace with `-A`) is `name`.
@@ -46,9 +46,7 @@ fn cells(line: &str) -> Vec<&str> {
 
 #[test]
 fn kubectl_applies_lists_and_explains_every_kind() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let resources = serve.ok(&["api-resources", "--no-headers"]);
     let expected = [
         ("deployments", "deploy", "apps/v1", "Deployment"),
@@ -224,9 +222,7 @@ fn kubectl_applies_lists_and_explains_every_kind() {
 
 #[test]
 fn updates_keep_what_upstream_keeps_and_one_priority_class_is_the_default() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     serve.ok(&["apply", "-f", &manifest()]);
     // A Deployment may scale but not change its selector.
     serve.ok(&["scale", "deployment", "web", "--replicas=5"]);
@@ -320,9 +316,7 @@ fn updates_keep_what_upstream_keeps_and_one_priority_class_is_the_default() {
 
 #[test]
 fn bootstrap_roles_grant_the_scheduler_and_controllers_what_upstream_grants() {
-    let Some((_dir, serve)) = start() else {
-        return;
-    };
+    let (_dir, serve) = start();
     let can = |user: &str, verb: &str, resource: &str| {
         let out = serve.kubectl(&["auth", "can-i", verb, resource, "--as", user, "-A"]);
         String::from_utf8_lossy(&out.stdout).trim() == "yes"
@@ -381,9 +375,7 @@ fn bootstrap_roles_grant_the_scheduler_and_controllers_what_upstream_grants() {
 
 #[test]
 fn every_kind_survives_a_restart() {
-    let Some(kubectl) = kubectl_or_skip() else {
-        return;
-    };
+    let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let before = {
         let (args, backend) = crate::backend(dir.path());
