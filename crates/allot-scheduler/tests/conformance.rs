@@ -6,7 +6,8 @@
 //!
 //! A case's `want` gives the PreFilter status (`preFilter`) and node names
 //! (`preFilterNodes`, `PreFilterResult.NodeNames`), per node the Filter status
-//! (`filter`; nodes not listed must pass), or per node the normalized score (`scores`). A
+//! (`filter`; nodes not listed must pass), or per node the normalized score (`scores`, of the
+//! `candidates` when given: the nodes that passed Filter, the others failed it). A
 //! status is a code (`Skip`, `Unschedulable`, ...) or `[code, reason...]`; with `codeOnly` the
 //! reasons are not compared (the upstream table compares codes only). A case that allot answers
 //! differently on purpose carries `deviation:` with the upstream issue; the runner then expects
@@ -82,6 +83,10 @@ struct Want {
     filter: BTreeMap<String, WantStatus>,
     #[serde(default)]
     scores: Option<BTreeMap<String, i64>>,
+    /// The nodes that passed Filter and are scored (upstream's `nodes` beside `failedNodes`);
+    /// all nodes when absent.
+    #[serde(default)]
+    candidates: Option<Vec<String>>,
     /// Compare codes only.
     #[serde(default)]
     code_only: bool,
@@ -238,9 +243,18 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
         .map(|n| (n.name.clone(), n.slot))
         .collect();
     if let Some(scores) = &case.want.scores {
-        let slots: Vec<usize> = nodes.iter().map(|(_, s)| *s).collect();
+        let scored: Vec<&(String, usize)> = nodes
+            .iter()
+            .filter(|(name, _)| {
+                case.want
+                    .candidates
+                    .as_ref()
+                    .is_none_or(|c| c.contains(name))
+            })
+            .collect();
+        let slots: Vec<usize> = scored.iter().map(|(_, s)| *s).collect();
         let got = framework.run_score_plugins(&ctx, &mut cycle, &slots)?;
-        let got: BTreeMap<String, i64> = nodes
+        let got: BTreeMap<String, i64> = scored
             .iter()
             .zip(&got)
             .map(|((name, _), s)| (name.clone(), s.score))
@@ -304,8 +318,9 @@ fn upstream_plugin_tables() {
             }
         }
         summary.push(format!(
-            "{}: {} cases, {passed} as upstream, {deviations} documented deviations",
+            "{} ({}): {} cases, {passed} as upstream, {deviations} documented deviations",
             table.plugin,
+            file.file_name().unwrap_or_default().to_string_lossy(),
             table.cases.len()
         ));
     }
