@@ -22,6 +22,12 @@ fn device(i: i64) -> CelDevice {
 
 fn bench(c: &mut Criterion) {
     let devices: Vec<CelDevice> = (0..64).map(device).collect();
+    // A constant pattern of 500 alternatives: compiled once per expression, not per device.
+    let alternatives = (0..500)
+        .map(|i| format!("m{i}"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let regex = format!(r#"device.attributes["x"].model.matches("^({alternatives})$")"#);
     let cases = [
         (
             "driver_and_model",
@@ -37,6 +43,19 @@ fn bench(c: &mut Criterion) {
         ),
         ("constant_true", "true"),
         ("driver_only", r#"device.driver == "x""#),
+        ("regex_500_alternatives", regex.as_str()),
+        (
+            "string_functions",
+            r#"device.attributes["x"].model.startsWith("a") || device.attributes["x"].model.size() > 3"#,
+        ),
+        (
+            "exists_over_attributes",
+            r#"device.attributes["x"].exists(name, name.startsWith("attr") && device.attributes["x"][name] > 6)"#,
+        ),
+        (
+            "map_filter",
+            r#"[1, 2, 3, 4, 5, 6, 7, 8].map(i, i * device.attributes["x"].numa).filter(v, v > 8).size() > 2"#,
+        ),
     ];
     for (name, expr) in cases {
         let Ok(program) = compile(expr) else {

@@ -1,51 +1,37 @@
 //! Static checks and cost estimation over cel-rust's parsed (macro-expanded) AST.
 //!
-//! cel-rust has no type checker and no cost estimator, so this module does both in one pass,
-//! following cel-go's checker and `checker/cost.go` with Kubernetes' `library.CostEstimator` and
-//! the DRA size estimator (`dynamic-resource-allocation/cel/compile.go`) as closely as the DRA
-//! environment needs. The result matches the worst-case costs in upstream's `compile_test.go`
-//! table for the expressions found there. What it approximates:
+//! cel-rust has no type checker and no cost estimator, so this module does both in one pass. The
+//! estimate follows cel-go's `checker/cost.go` (the `coster`: per-node costs, size and entry-size
+//! propagation, field paths, comprehension and `cel.bind` costs), Kubernetes'
+//! `library.CostEstimator` (`apiserver/pkg/cel/library/cost.go`: the string, list, regex and
+//! quantity functions) and the DRA size estimator (`dynamic-resource-allocation/cel/compile.go`:
+//! the declared maximum sizes of everything reachable from `device`), with the Kubernetes base
+//! environment's option that presence tests (`has()`) cost nothing. The results match upstream's
+//! `compile_test.go` table. What it approximates:
 //!
-//! - Types are inferred only as far as cost and the checks below need: `device` and its fields,
+//! - Types are inferred only as far as the checks and the estimate need: `device` and its fields,
 //!   literals, operators, and the result types of the library functions. Attribute values are
-//!   `dyn` (as upstream, whose attribute type is "any"), so most type errors on them surface at
-//!   runtime, as upstream.
+//!   `dyn` (as upstream, whose attribute type is dynamic), so a call on them is costed as the
+//!   union of every overload it could resolve to, as cel-go does for a `dyn` argument.
 //! - Checks: undeclared identifiers and functions, unknown `device` fields, logical operators and
 //!   conditions on non-bool operands, library member functions on receivers of a known wrong
-//!   type, and a result type other than bool or dyn.
-//! - Sizes: driver names ≤ 63, domains ≤ 63, attribute/capacity names ≤ 32, ≤ 32 entries per map
-//!   (`ResourceSliceMaxAttributesAndCapacitiesPerDevice`), attribute values (strings or lists)
-//!   ≤ 64 elements, `includes` over ≤ 48 values (`ResourceSliceMaxAttributeValuesPerDevice`).
-//!   Literals have their own size; a size that cannot be bounded is unbounded, and any cost
-//!   multiplied by it saturates (so the expression exceeds the limit, as in cel-go).
-//! - Per-call costs: identifiers and field selections 1, literals 0, list literals 10 and map
-//!   literals 30 plus their elements, `&&`/`||` 0, conditionals the condition plus the dearer
-//!   branch, string comparisons `ceil(0.1 × shorter length)`, other comparisons and arithmetic 1,
-//!   `in` on a list its length, regular expressions `ceil(0.1 × string) × ceil(0.25 × pattern)`,
-//!   `split` `ceil(0.2 × length)`, other string functions `ceil(0.1 × length)`, list library
-//!   functions the list length, `includes` 48, other calls 1; comprehensions cost their range,
-//!   initializer and result plus the range size times (condition + step).
+//!   type, a result type other than bool or dyn, and cel-go's parser recursion limit (250).
+//! - Mixed-type list and map literals are accepted (upstream's homogeneous-literal validator
+//!   rejects them); their element type is `dyn`.
+
+mod calls;
+mod sizes;
+
+pub(crate) use calls::namespaced_function;
+pub(crate) use sizes::{Size, UNBOUNDED, scaled as scaled_cost};
 
 use crate::CelError;
-use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use sizes::{ATTRIBUTE_MAX, Entries, Seg, device_path_size};
 use std::collections::HashMap;
 
-/// An unbounded size.
-const UNBOUNDED: u64 = u64::MAX;
-
-/// Maximum length of a driver name (`DriverNameMaxLength`).
-const DRIVER_MAX: u64 = 63;
-/// Maximum length of an attribute domain (`DeviceMaxDomainLength`).
-const DOMAIN_MAX: u64 = 63;
-/// Maximum length of an attribute or capacity name (`DeviceMaxIDLength`).
-const ID_MAX: u64 = 32;
-/// Maximum entries per attribute/capacity map (`ResourceSliceMaxAttributesAndCapacitiesPerDevice`).
-const MAP_MAX: u64 = 32;
-/// Maximum size of an attribute value: string length or list length (the larger of
-/// `DeviceAttributeMaxValueLength` and `ResourceSliceMaxAttributeValuesPerDevice`).
-const ATTRIBUTE_MAX: u64 = 64;
-/// The cost of `includes` (`ResourceSliceMaxAttributeValuesPerDevice`).
-const INCLUDES_COST: u64 = 48;
+/// cel-go's default parser recursion limit (`parser.MaxRecursionDepth`).
+pub(crate) const MAX_DEPTH: usize = 250;
 
 /// The statically known type of an expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,54 +82,155 @@ impl Ty {
     fn is(&self, other: &Ty) -> bool {
         *self == Ty::Dyn || self == other
     }
+
+    /// Whether a value of this type may be a string (also for `dyn`).
+    fn may_be_string(&self) -> bool {
+        matches!(self, Ty::Dyn | Ty::String)
+    }
+
+    fn may_be_bytes(&self) -> bool {
+        matches!(self, Ty::Dyn | Ty::Bytes)
+    }
+
+    fn may_be_list(&self) -> bool {
+        matches!(self, Ty::Dyn | Ty::List(_))
+    }
+
+    fn is_map(&self) -> bool {
+        matches!(self, Ty::Map(..) | Ty::Domains(_) | Ty::Names(_))
+    }
+
+    fn may_be_map(&self) -> bool {
+        *self == Ty::Dyn || self.is_map()
+    }
+
+    /// Whether the type has a fixed size of 1 (cel-go's `isScalar`).
+    fn is_scalar(&self) -> bool {
+        matches!(self, Ty::Bool | Ty::Int | Ty::Uint | Ty::Double)
+    }
+
+    /// The first type parameter (a list's elements, a map's keys), as cel-go's
+    /// `Type().Parameters()[0]`.
+    fn first_parameter(&self) -> Option<Ty> {
+        match self {
+            Ty::List(e) => Some((**e).clone()),
+            Ty::Map(k, _) => Some((**k).clone()),
+            Ty::Domains(_) | Ty::Names(_) => Some(Ty::String),
+            _ => None,
+        }
+    }
 }
 
 /// What the analysis knows about an expression.
 #[derive(Debug, Clone)]
 pub(crate) struct Info {
     pub(crate) ty: Ty,
-    /// Maximum size: string length, list or map entries.
-    pub(crate) size: u64,
     /// Maximum cost of evaluating it.
     pub(crate) cost: u64,
+    /// The computed size (cel-go's `computeSize`), `None` when unknown.
+    pub(crate) size: Option<Size>,
+    /// The sizes of its entries, for containers whose entries are known.
+    entries: Option<Entries>,
+    /// Its field path from a variable, when it has one.
+    path: Option<Vec<Seg>>,
 }
 
 impl Info {
-    fn new(ty: Ty, size: u64, cost: u64) -> Self {
-        Info { ty, size, cost }
+    fn new(ty: Ty, cost: u64) -> Self {
+        Info {
+            ty,
+            cost,
+            size: None,
+            entries: None,
+            path: None,
+        }
+    }
+
+    /// The size, or unknown (cel-go's `sizeOrUnknown`).
+    pub(crate) fn size_or_unknown(&self) -> Size {
+        self.size.unwrap_or(Size::UNKNOWN)
+    }
+
+    /// Fills in a missing size the way cel-go's `computeSize` falls back: the declared size of
+    /// the field path, then 1 for scalars.
+    fn with_fallback_size(mut self) -> Self {
+        if self.size.is_none() {
+            self.size = self
+                .path
+                .as_deref()
+                .and_then(device_path_size)
+                .or_else(|| self.ty.is_scalar().then(|| Size::fixed(1)));
+        }
+        self
     }
 }
 
-/// `ceil(factor × size)`, saturating.
-fn scaled(size: u64, factor: f64) -> u64 {
-    if size == UNBOUNDED {
-        return UNBOUNDED;
-    }
-    let v = (size as f64 * factor).ceil();
-    if v >= u64::MAX as f64 {
-        UNBOUNDED
-    } else {
-        v as u64
-    }
+/// A local variable: a comprehension's iteration variable or accumulator, or a `cel.bind`.
+#[derive(Debug, Clone)]
+struct Local {
+    ty: Ty,
+    path: Option<Vec<Seg>>,
+    size: Option<Size>,
+    entries: Option<Entries>,
 }
 
-/// Element type and size of iterating over a value of this type.
-fn iteration(info: &Info) -> (Ty, u64) {
-    match &info.ty {
-        Ty::List(e) => ((**e).clone(), elem_size(e)),
-        Ty::Map(k, _) => ((**k).clone(), UNBOUNDED),
-        Ty::Domains(_) => (Ty::String, DOMAIN_MAX),
-        Ty::Names(_) => (Ty::String, ID_MAX),
-        _ => (Ty::Dyn, ATTRIBUTE_MAX),
-    }
+/// The analysis of an expression: its root, and the own cost of each node (what the node costs
+/// beyond its children), which the evaluator's meter charges for nodes it does not meter itself.
+pub(crate) struct Analysis {
+    pub(crate) root: Info,
+    pub(crate) own: HashMap<u64, u64>,
 }
 
-/// The maximum size of an element of this type, where known.
-fn elem_size(ty: &Ty) -> u64 {
-    match ty {
-        Ty::Dyn => ATTRIBUTE_MAX,
-        _ => UNBOUNDED,
+/// The depth of an expression's tree, computed without recursion.
+pub(crate) fn depth(root: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        for child in children(e) {
+            stack.push((child, d + 1));
+        }
     }
+    deepest
+}
+
+/// The direct children of an expression.
+pub(crate) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    let mut out = Vec::new();
+    match &e.expr {
+        Expr::Call(c) => {
+            out.extend(c.target.as_deref());
+            out.extend(c.args.iter());
+        }
+        Expr::Select(s) => out.push(&*s.operand),
+        Expr::List(l) => out.extend(l.elements.iter()),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(me) = &entry.expr {
+                    out.push(&me.key);
+                    out.push(&me.value);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    out.push(&f.value);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            out.extend([
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]);
+        }
+        Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) => {}
+    }
+    out
 }
 
 /// Function names the environment declares (besides operators), for undeclared-reference checks.
@@ -215,10 +302,14 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "findAll",
 ];
 
+/// The name cel-go gives the accumulator of the standard macros, which `cel.bind` never uses.
+const MACRO_ACCUMULATOR: &str = "__result__";
+
 /// The analysis of one expression.
 pub(crate) struct Analyzer<'a> {
     source: &'a cel::Program,
-    scopes: Vec<HashMap<String, Info>>,
+    scopes: Vec<(String, Local)>,
+    own: HashMap<u64, u64>,
 }
 
 impl<'a> Analyzer<'a> {
@@ -226,7 +317,17 @@ impl<'a> Analyzer<'a> {
         Analyzer {
             source,
             scopes: Vec::new(),
+            own: HashMap::new(),
         }
+    }
+
+    /// Analyzes the program's expression.
+    pub(crate) fn run(mut self) -> Result<Analysis, CelError> {
+        let root = self.analyze(self.source.expression())?;
+        Ok(Analysis {
+            root,
+            own: self.own,
+        })
     }
 
     fn position(&self, id: u64) -> (u32, u32) {
@@ -252,118 +353,6 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn lookup(&self, name: &str) -> Option<&Info> {
-        self.scopes.iter().rev().find_map(|s| s.get(name))
-    }
-
-    /// Analyzes an expression.
-    pub(crate) fn analyze(&mut self, e: &IdedExpr) -> Result<Info, CelError> {
-        match &e.expr {
-            Expr::Unspecified => Ok(Info::new(Ty::Dyn, UNBOUNDED, 0)),
-            Expr::Literal(l) => Ok(match l {
-                LiteralValue::Boolean(_) => Info::new(Ty::Bool, 0, 0),
-                LiteralValue::Int(_) => Info::new(Ty::Int, 0, 0),
-                LiteralValue::UInt(_) => Info::new(Ty::Uint, 0, 0),
-                LiteralValue::Double(_) => Info::new(Ty::Double, 0, 0),
-                LiteralValue::Null => Info::new(Ty::Null, 0, 0),
-                LiteralValue::String(s) => Info::new(Ty::String, s.chars().count() as u64, 0),
-                LiteralValue::Bytes(b) => Info::new(Ty::Bytes, b.len() as u64, 0),
-            }),
-            Expr::Ident(name) => {
-                if let Some(info) = self.lookup(name) {
-                    let mut info = info.clone();
-                    info.cost = 1;
-                    return Ok(info);
-                }
-                if name == "device" {
-                    return Ok(Info::new(Ty::Device, 4, 1));
-                }
-                Err(self.undeclared(e.id, name))
-            }
-            Expr::Select(select) => {
-                let operand = self.analyze(&select.operand)?;
-                let cost = operand.cost.saturating_add(1);
-                if select.test {
-                    if operand.ty == Ty::Device && !is_device_field(&select.field) {
-                        return Err(self.undefined_field(e.id, &select.field));
-                    }
-                    return Ok(Info::new(Ty::Bool, 0, cost));
-                }
-                let mut info = self.member(e.id, &operand, Some(&select.field))?;
-                info.cost = cost;
-                Ok(info)
-            }
-            Expr::List(list) => {
-                let mut cost: u64 = 10;
-                let mut elem: Option<Ty> = None;
-                for item in &list.elements {
-                    let info = self.analyze(item)?;
-                    cost = cost.saturating_add(info.cost);
-                    elem = Some(match elem {
-                        None => info.ty,
-                        Some(t) if t == info.ty => t,
-                        Some(_) => Ty::Dyn,
-                    });
-                }
-                Ok(Info::new(
-                    Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))),
-                    list.elements.len() as u64,
-                    cost,
-                ))
-            }
-            Expr::Map(map) => {
-                let mut cost: u64 = 30;
-                for entry in &map.entries {
-                    if let cel::common::ast::EntryExpr::MapEntry(m) = &entry.expr {
-                        cost = cost
-                            .saturating_add(self.analyze(&m.key)?.cost)
-                            .saturating_add(self.analyze(&m.value)?.cost);
-                    }
-                }
-                Ok(Info::new(
-                    Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
-                    map.entries.len() as u64,
-                    cost,
-                ))
-            }
-            Expr::Struct(s) => Err(self.undeclared(e.id, &s.type_name)),
-            Expr::Comprehension(c) => {
-                let range = self.analyze(&c.iter_range)?;
-                let init = self.analyze(&c.accu_init)?;
-                let (elem, elem_size) = iteration(&range);
-                let n = match &range.ty {
-                    Ty::List(_) | Ty::Map(..) | Ty::Domains(_) | Ty::Names(_) => range.size,
-                    _ => ATTRIBUTE_MAX,
-                };
-                let mut scope = HashMap::new();
-                scope.insert(c.iter_var.clone(), Info::new(elem, elem_size, 1));
-                if let Some(v2) = &c.iter_var2 {
-                    scope.insert(v2.clone(), Info::new(Ty::Dyn, ATTRIBUTE_MAX, 1));
-                }
-                // The accumulator: a growing list for map/filter, otherwise its initial value.
-                let accu = match &init.ty {
-                    Ty::List(_) => Info::new(Ty::List(Box::new(Ty::Dyn)), n, 1),
-                    _ => Info::new(init.ty.clone(), init.size, 1),
-                };
-                scope.insert(c.accu_var.clone(), accu);
-                self.scopes.push(scope);
-                let cond = self.analyze(&c.loop_cond);
-                let step = self.analyze(&c.loop_step);
-                let result = self.analyze(&c.result);
-                self.scopes.pop();
-                let (cond, step, result) = (cond?, step?, result?);
-                let per_iteration = cond.cost.saturating_add(step.cost);
-                let cost = range
-                    .cost
-                    .saturating_add(init.cost)
-                    .saturating_add(n.saturating_mul(per_iteration))
-                    .saturating_add(result.cost);
-                Ok(Info::new(result.ty, result.size, cost))
-            }
-            Expr::Call(call) => self.call(e.id, call),
-        }
-    }
-
     fn undefined_field(&self, id: u64, field: &str) -> CelError {
         let (line, column) = self.position(id);
         CelError::UndefinedField {
@@ -373,23 +362,272 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    fn lookup(&self, name: &str) -> Option<&Local> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|(n, l)| (n == name).then_some(l))
+    }
+
+    fn push(&mut self, name: &str, local: Local) {
+        self.scopes.push((name.to_string(), local));
+    }
+
+    fn pop(&mut self, n: usize) {
+        self.scopes.truncate(self.scopes.len().saturating_sub(n));
+    }
+
+    fn own(&mut self, id: u64, cost: u64) {
+        self.own.insert(id, cost);
+    }
+
+    /// Analyzes an expression.
+    pub(crate) fn analyze(&mut self, e: &IdedExpr) -> Result<Info, CelError> {
+        match &e.expr {
+            Expr::Unspecified => Ok(Info::new(Ty::Dyn, 0)),
+            Expr::Literal(l) => {
+                let (ty, size) = match l {
+                    LiteralValue::Boolean(_) => (Ty::Bool, 1),
+                    LiteralValue::Int(_) => (Ty::Int, 1),
+                    LiteralValue::UInt(_) => (Ty::Uint, 1),
+                    LiteralValue::Double(_) => (Ty::Double, 1),
+                    LiteralValue::Null => (Ty::Null, 1),
+                    LiteralValue::String(s) => (Ty::String, s.chars().count() as u64),
+                    LiteralValue::Bytes(b) => (Ty::Bytes, b.len() as u64),
+                };
+                self.own(e.id, 0);
+                let mut info = Info::new(ty, 0);
+                info.size = Some(Size::fixed(size));
+                Ok(info)
+            }
+            Expr::Ident(name) => self.ident(e.id, name),
+            Expr::Select(select) => {
+                let operand = self.analyze(&select.operand)?;
+                if select.test {
+                    if operand.ty == Ty::Device && !is_device_field(&select.field) {
+                        return Err(self.undefined_field(e.id, &select.field));
+                    }
+                    // Kubernetes sets `PresenceTestHasCost(false)`.
+                    self.own(e.id, 0);
+                    let mut info = Info::new(Ty::Bool, operand.cost);
+                    info.size = Some(Size::fixed(1));
+                    return Ok(info);
+                }
+                let own = u64::from(matches!(operand.ty, Ty::Device) || operand.ty.is_map());
+                self.own(e.id, own);
+                let ty = self.member(e.id, &operand.ty, Some(&select.field))?;
+                let mut path = operand.path.clone().unwrap_or_default();
+                path.push(Seg::Field(select.field.clone()));
+                let mut info = Info::new(ty, operand.cost.saturating_add(own));
+                info.path = Some(path);
+                Ok(info.with_fallback_size())
+            }
+            Expr::List(list) => {
+                let mut cost: u64 = 10;
+                let mut elem: Option<Ty> = None;
+                let mut item = Size {
+                    min: if list.elements.is_empty() {
+                        0
+                    } else {
+                        UNBOUNDED
+                    },
+                    max: 0,
+                };
+                for element in &list.elements {
+                    let info = self.analyze(element)?;
+                    cost = cost.saturating_add(info.cost);
+                    item = item.union(info.size_or_unknown());
+                    elem = Some(match elem {
+                        None => info.ty,
+                        Some(t) if t == info.ty => t,
+                        Some(_) => Ty::Dyn,
+                    });
+                }
+                self.own(e.id, 10);
+                let mut info = Info::new(Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))), cost);
+                info.size = Some(Size::fixed(list.elements.len() as u64));
+                info.entries = Some(Entries {
+                    list: true,
+                    key: Size::fixed(1),
+                    val: item,
+                });
+                Ok(info)
+            }
+            Expr::Map(map) => self.map_literal(e.id, map),
+            Expr::Struct(s) => Err(self.undeclared(e.id, &s.type_name)),
+            Expr::Comprehension(c) => self.comprehension(e.id, c),
+            Expr::Call(call) => self.call(e.id, call),
+        }
+    }
+
+    fn ident(&mut self, id: u64, name: &str) -> Result<Info, CelError> {
+        self.own(id, 1);
+        if let Some(local) = self.lookup(name) {
+            let mut info = Info::new(local.ty.clone(), 1);
+            info.path = local.path.clone();
+            info.entries = local.entries;
+            let fallback = local.size;
+            let mut info = info.with_fallback_size();
+            if info.size.is_none() {
+                info.size = fallback;
+            }
+            return Ok(info);
+        }
+        if name == "device" {
+            let mut info = Info::new(Ty::Device, 1);
+            info.path = Some(vec![Seg::Field("device".into())]);
+            return Ok(info.with_fallback_size());
+        }
+        Err(self.undeclared(id, name))
+    }
+
+    fn map_literal(&mut self, id: u64, map: &cel::common::ast::MapExpr) -> Result<Info, CelError> {
+        let mut cost: u64 = 30;
+        let empty = map.entries.is_empty();
+        let start = Size {
+            min: if empty { 0 } else { UNBOUNDED },
+            max: 0,
+        };
+        let (mut key, mut val) = (start, start);
+        for entry in &map.entries {
+            if let EntryExpr::MapEntry(m) = &entry.expr {
+                let k = self.analyze(&m.key)?;
+                let v = self.analyze(&m.value)?;
+                cost = cost.saturating_add(k.cost).saturating_add(v.cost);
+                key = key.union(k.size_or_unknown());
+                val = val.union(v.size_or_unknown());
+            }
+        }
+        self.own(id, 30);
+        let mut info = Info::new(Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)), cost);
+        info.size = Some(Size::fixed(map.entries.len() as u64));
+        info.entries = Some(Entries {
+            list: false,
+            key,
+            val,
+        });
+        Ok(info)
+    }
+
+    /// A comprehension: a macro's loop, or `cel.bind` (an empty range and a `false` condition).
+    fn comprehension(
+        &mut self,
+        id: u64,
+        c: &cel::common::ast::ComprehensionExpr,
+    ) -> Result<Info, CelError> {
+        self.own(id, 0);
+        if is_bind(c) {
+            let range = self.analyze(&c.iter_range)?;
+            let init = self.analyze(&c.accu_init)?;
+            self.push(&c.accu_var, local_of(&init));
+            let result = self.analyze(&c.result);
+            self.pop(1);
+            let result = result?;
+            let cost = range
+                .cost
+                .saturating_add(init.cost)
+                .saturating_add(result.cost);
+            let mut info = Info::new(result.ty.clone(), cost);
+            info.size = result.size;
+            info.entries = result.entries;
+            return Ok(info);
+        }
+        let range = self.analyze(&c.iter_range)?;
+        let init = self.analyze(&c.accu_init)?;
+        let range_count = range.size_or_unknown();
+        let mut pushed = 1;
+        self.push(&c.accu_var, local_of(&init));
+        let list = range
+            .entries
+            .map(|e| e.list)
+            .unwrap_or(matches!(range.ty, Ty::List(_)) || !range.ty.may_be_map());
+        let base = range.path.clone().unwrap_or_default();
+        let with = |seg: Seg| {
+            let mut p = base.clone();
+            p.push(seg);
+            Some(p)
+        };
+        let (elem, _) = iteration(&range.ty);
+        match &c.iter_var2 {
+            None => {
+                let (size, seg) = if list {
+                    (range.entries.map(|e| e.val), Seg::Items)
+                } else {
+                    (range.entries.map(|e| e.key), Seg::Keys)
+                };
+                let local = Local {
+                    ty: elem,
+                    path: with(seg),
+                    size,
+                    entries: None,
+                };
+                self.push(&c.iter_var, local);
+                pushed += 1;
+            }
+            Some(v2) => {
+                let (key_ty, key_seg, val_seg) = if list {
+                    (Ty::Int, Seg::Field("@indices".into()), Seg::Items)
+                } else {
+                    (elem, Seg::Keys, Seg::Values)
+                };
+                let key = Local {
+                    ty: key_ty,
+                    path: with(key_seg),
+                    size: range.entries.map(|e| e.key),
+                    entries: None,
+                };
+                let value = Local {
+                    ty: Ty::Dyn,
+                    path: with(val_seg),
+                    size: range.entries.map(|e| e.val),
+                    entries: None,
+                };
+                self.push(&c.iter_var, key);
+                self.push(v2, value);
+                pushed += 2;
+            }
+        }
+        let cond = self.analyze(&c.loop_cond);
+        let step = self.analyze(&c.loop_step);
+        self.pop(pushed - 1);
+        let result = self.analyze(&c.result);
+        self.pop(1);
+        let (cond, step, result) = (cond?, step?, result?);
+        let per_iteration = cond.cost.saturating_add(step.cost);
+        let cost = range
+            .cost
+            .saturating_add(init.cost)
+            .saturating_add(result.cost)
+            .saturating_add(range_count.max.saturating_mul(per_iteration));
+        let mut info = Info::new(result.ty.clone(), cost);
+        match &c.accu_init.expr {
+            Expr::Literal(_) => info.size = init.size,
+            Expr::List(_) | Expr::Map(_) => {
+                info.size = Some(range_count);
+                info.entries = step.entries;
+            }
+            _ => {}
+        }
+        Ok(info.with_fallback_size())
+    }
+
     /// The type of `operand.field` (a select) or `operand[index]` (`field` is `None`).
-    fn member(&self, id: u64, operand: &Info, field: Option<&str>) -> Result<Info, CelError> {
-        Ok(match &operand.ty {
+    fn member(&self, id: u64, operand: &Ty, field: Option<&str>) -> Result<Ty, CelError> {
+        Ok(match operand {
             Ty::Device => match field {
-                Some("driver") => Info::new(Ty::String, DRIVER_MAX, 0),
-                Some("attributes") => Info::new(Ty::Domains(false), MAP_MAX, 0),
-                Some("capacity") => Info::new(Ty::Domains(true), MAP_MAX, 0),
-                Some("allowMultipleAllocations") => Info::new(Ty::Bool, 0, 0),
+                Some("driver") => Ty::String,
+                Some("attributes") => Ty::Domains(false),
+                Some("capacity") => Ty::Domains(true),
+                Some("allowMultipleAllocations") => Ty::Bool,
                 Some(other) => return Err(self.undefined_field(id, other)),
-                None => Info::new(Ty::Dyn, UNBOUNDED, 0),
+                None => Ty::Dyn,
             },
-            Ty::Domains(cap) => Info::new(Ty::Names(*cap), MAP_MAX, 0),
-            Ty::Names(true) => Info::new(Ty::Quantity, 0, 0),
-            Ty::Names(false) => Info::new(Ty::Dyn, ATTRIBUTE_MAX, 0),
-            Ty::List(e) if field.is_none() => Info::new((**e).clone(), elem_size(e), 0),
-            Ty::Map(_, v) => Info::new((**v).clone(), elem_size(v), 0),
-            Ty::Dyn => Info::new(Ty::Dyn, ATTRIBUTE_MAX, 0),
+            Ty::Domains(cap) => Ty::Names(*cap),
+            Ty::Names(true) => Ty::Quantity,
+            Ty::Names(false) => Ty::Dyn,
+            Ty::List(e) if field.is_none() => (**e).clone(),
+            Ty::Map(_, v) => (**v).clone(),
+            Ty::Dyn => Ty::Dyn,
             other => {
                 let (line, column) = self.position(id);
                 return Err(match field {
@@ -408,202 +646,32 @@ impl<'a> Analyzer<'a> {
             }
         })
     }
+}
 
-    fn call(&mut self, id: u64, call: &cel::common::ast::CallExpr) -> Result<Info, CelError> {
-        let name = call.func_name.as_str();
-        let target = match &call.target {
-            Some(t) => Some(self.analyze(t)?),
-            None => None,
-        };
-        let mut args = Vec::with_capacity(call.args.len());
-        for a in &call.args {
-            args.push(self.analyze(a)?);
-        }
-        let base = target
-            .iter()
-            .chain(args.iter())
-            .fold(0u64, |acc, i| acc.saturating_add(i.cost));
-        let arg = |i: usize| {
-            args.get(i)
-                .cloned()
-                .unwrap_or(Info::new(Ty::Dyn, UNBOUNDED, 0))
-        };
-        let (ty, size, own) = match name {
-            "_&&_" | "_||_" => {
-                for a in &args {
-                    if !a.ty.is(&Ty::Bool) {
-                        let types: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
-                        return Err(self.no_overload(id, name, &types));
-                    }
-                }
-                (Ty::Bool, 0, 0)
-            }
-            "!_" => {
-                let a = arg(0);
-                if !a.ty.is(&Ty::Bool) {
-                    return Err(self.no_overload(id, name, &[&a.ty]));
-                }
-                (Ty::Bool, 0, 1)
-            }
-            "_?_:_" => {
-                let (c, t, f) = (arg(0), arg(1), arg(2));
-                if !c.ty.is(&Ty::Bool) {
-                    return Err(self.no_overload(id, name, &[&c.ty, &t.ty, &f.ty]));
-                }
-                let ty = if t.ty == f.ty { t.ty.clone() } else { Ty::Dyn };
-                let cost = c.cost.saturating_add(t.cost.max(f.cost));
-                return Ok(Info::new(ty, t.size.max(f.size), cost));
-            }
-            "-_" => (arg(0).ty, 0, 1),
-            "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
-                let (l, r) = (arg(0), arg(1));
-                let cost = if l.ty == Ty::String
-                    || r.ty == Ty::String
-                    || l.ty == Ty::Bytes
-                    || r.ty == Ty::Bytes
-                {
-                    scaled(l.size.min(r.size), 0.1)
-                } else {
-                    1
-                };
-                (Ty::Bool, 0, cost)
-            }
-            "_+_" => {
-                let (l, r) = (arg(0), arg(1));
-                match (&l.ty, &r.ty) {
-                    (Ty::String, _) | (_, Ty::String) => (
-                        Ty::String,
-                        l.size.saturating_add(r.size),
-                        scaled(l.size.saturating_add(r.size), 0.1),
-                    ),
-                    (Ty::List(_), _) | (_, Ty::List(_)) => {
-                        let ty = if l.ty == r.ty {
-                            l.ty.clone()
-                        } else {
-                            Ty::List(Box::new(Ty::Dyn))
-                        };
-                        (ty, l.size.saturating_add(r.size), 1)
-                    }
-                    _ => (if l.ty == r.ty { l.ty.clone() } else { Ty::Dyn }, 0, 1),
-                }
-            }
-            "_-_" | "_*_" | "_/_" | "_%_" => {
-                let (l, r) = (arg(0), arg(1));
-                (if l.ty == r.ty { l.ty.clone() } else { Ty::Dyn }, 0, 1)
-            }
-            "_[_]" | "_[?_]" => {
-                let info = self.member(id, &arg(0), None)?;
-                (info.ty, info.size, 1)
-            }
-            "@in" => {
-                let container = arg(1);
-                let cost = match container.ty {
-                    Ty::List(_) | Ty::Dyn => container.size,
-                    _ => 1,
-                };
-                (Ty::Bool, 0, cost)
-            }
-            "@not_strictly_false" => (Ty::Bool, 0, 1),
-            _ => return self.function(id, name, target, args, base),
-        };
-        Ok(Info::new(ty, size, base.saturating_add(own)))
+/// Whether a comprehension is `cel.bind` (cel-go's `isBind`).
+pub(crate) fn is_bind(c: &cel::common::ast::ComprehensionExpr) -> bool {
+    matches!(&c.iter_range.expr, Expr::List(l) if l.elements.is_empty())
+        && matches!(&c.loop_cond.expr, Expr::Literal(LiteralValue::Boolean(b)) if !**b)
+        && c.accu_var != MACRO_ACCUMULATOR
+}
+
+/// A variable bound to the value of `init` (cel-go's `pushLocalVar`).
+fn local_of(init: &Info) -> Local {
+    Local {
+        ty: init.ty.clone(),
+        path: init.path.clone(),
+        size: init.size,
+        entries: init.entries,
     }
+}
 
-    /// A named (non-operator) function: its result and cost.
-    fn function(
-        &mut self,
-        id: u64,
-        name: &str,
-        target: Option<Info>,
-        args: Vec<Info>,
-        base: u64,
-    ) -> Result<Info, CelError> {
-        if !KNOWN_FUNCTIONS.contains(&name) {
-            return Err(self.undeclared(id, name));
-        }
-        let arg_size = |i: usize| args.get(i).map_or(UNBOUNDED, |a| a.size);
-        let recv = target.as_ref().map(|t| t.ty.clone());
-        let recv_size = target.as_ref().map_or(UNBOUNDED, |t| t.size);
-        // Receivers of a known, wrong type have no overload.
-        let allowed: Option<&[Ty]> = match name {
-            "sign" | "add" | "sub" | "isInteger" | "asInteger" | "asApproximateFloat" => {
-                Some(&[Ty::Quantity])
-            }
-            "major" | "minor" | "patch" => Some(&[Ty::Semver]),
-            "isGreaterThan" | "isLessThan" | "compareTo" => Some(&[Ty::Quantity, Ty::Semver]),
-            "charAt" | "lowerAscii" | "upperAscii" | "replace" | "split" | "substring" | "trim"
-            | "find" | "findAll" | "startsWith" | "endsWith" | "matches" | "contains" => {
-                Some(&[Ty::String])
-            }
-            "isSorted" | "sum" | "join" => Some(&[]),
-            _ => None,
-        };
-        if let (Some(allowed), Some(r)) = (allowed, &recv) {
-            let list_ok = matches!(r, Ty::List(_)) && matches!(name, "isSorted" | "sum" | "join");
-            if *r != Ty::Dyn && !allowed.contains(r) && !list_ok {
-                let mut types = vec![r];
-                types.extend(args.iter().map(|a| &a.ty));
-                return Err(self.no_overload(id, name, &types));
-            }
-        }
-        let list_elem = |r: &Option<Ty>| match r {
-            Some(Ty::List(e)) => (**e).clone(),
-            _ => Ty::Dyn,
-        };
-        let (ty, size, own) = match name {
-            "size" => (Ty::Int, 0, 1),
-            "matches" | "find" | "findAll" => {
-                let (s, pattern) = if target.is_some() {
-                    (recv_size, arg_size(0))
-                } else {
-                    (arg_size(0), arg_size(1))
-                };
-                let cost = scaled(s, 0.1).saturating_mul(scaled(pattern, 0.25));
-                match name {
-                    "matches" => (Ty::Bool, 0, cost),
-                    "find" => (Ty::String, s, cost),
-                    _ => (Ty::List(Box::new(Ty::String)), s, cost),
-                }
-            }
-            "contains" | "startsWith" | "endsWith" => {
-                (Ty::Bool, 0, scaled(arg_size(0).min(recv_size), 0.1).max(1))
-            }
-            "quantity" => (Ty::Quantity, 0, scaled(arg_size(0), 0.1).max(1)),
-            "isQuantity" | "isSemver" => (Ty::Bool, 0, scaled(arg_size(0), 0.1).max(1)),
-            "semver" => (Ty::Semver, 0, scaled(arg_size(0), 0.1).max(1)),
-            "includes" => (Ty::Bool, 0, INCLUDES_COST),
-            "split" => (
-                Ty::List(Box::new(Ty::String)),
-                recv_size,
-                scaled(recv_size, 0.2),
-            ),
-            "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring" | "charAt" => {
-                (Ty::String, recv_size, scaled(recv_size, 0.1).max(1))
-            }
-            "indexOf" | "lastIndexOf" => match &recv {
-                Some(Ty::String) => (Ty::Int, 0, scaled(recv_size, 0.1).max(1)),
-                _ => (Ty::Int, 0, recv_size),
-            },
-            "join" => (Ty::String, UNBOUNDED, recv_size),
-            "isSorted" => (Ty::Bool, 0, recv_size),
-            "sum" | "min" | "max" if target.is_some() => (list_elem(&recv), 0, recv_size),
-            "sign" | "compareTo" | "major" | "minor" | "patch" | "asInteger" => (Ty::Int, 0, 1),
-            "isGreaterThan" | "isLessThan" | "isInteger" => (Ty::Bool, 0, 1),
-            "add" | "sub" => (Ty::Quantity, 0, 1),
-            "asApproximateFloat" | "double" => (Ty::Double, 0, 1),
-            "int" => (Ty::Int, 0, 1),
-            "uint" => (Ty::Uint, 0, 1),
-            "string" | "format" | "strings.quote" => (Ty::String, UNBOUNDED, 1),
-            "bool" => (Ty::Bool, 0, 1),
-            "bytes" => (Ty::Bytes, UNBOUNDED, 1),
-            "reverse" => (
-                recv.clone().unwrap_or(Ty::Dyn),
-                recv_size,
-                scaled(recv_size, 0.1).max(1),
-            ),
-            _ => (Ty::Dyn, UNBOUNDED, 1),
-        };
-        Ok(Info::new(ty, size, base.saturating_add(own)))
+/// Element type and size of iterating over a value of this type.
+fn iteration(ty: &Ty) -> (Ty, u64) {
+    match ty {
+        Ty::List(e) => ((**e).clone(), UNBOUNDED),
+        Ty::Map(k, _) => ((**k).clone(), UNBOUNDED),
+        Ty::Domains(_) | Ty::Names(_) => (Ty::String, UNBOUNDED),
+        _ => (Ty::Dyn, ATTRIBUTE_MAX),
     }
 }
 

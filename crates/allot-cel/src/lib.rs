@@ -6,8 +6,12 @@
 //! identifiers, unknown `device` fields, unknown functions, result type) and cost estimator,
 //! because cel-rust has neither a type checker nor a cost estimator; both follow cel-go's rules
 //! closely enough for the DRA environment (see the `cost` module for what is approximated).
-//! Runtime costs are not metered: an expression is only accepted when its worst-case estimate is
-//! within the limit. The common selector shapes (driver, attribute and capacity comparisons with
+//! Evaluation is metered as cel-go meters it: compilation also builds an instrumented copy of the
+//! expression whose data-dependent operations go through metering functions (the `instrument`,
+//! `metered` and `meter` modules), so a gap in the estimate ends in upstream's "actual cost limit
+//! exceeded" error before anything large is allocated; constant regex patterns are compiled once
+//! per expression. Compilation, and evaluation of deeply nested expressions, run on a stack
+//! segment of their own when the caller's stack is short. The common selector shapes (driver, attribute and capacity comparisons with
 //! literals under `&&`/`||`/`!`) also get a native fast path that answers only when the answer is
 //! unambiguous and otherwise defers to the interpreter, so results and errors stay the
 //! interpreter's (checked by differential tests).
@@ -17,7 +21,13 @@
 mod cost;
 mod device;
 mod fast;
+#[doc(hidden)]
+pub mod fuzzing;
+mod instrument;
 mod library;
+mod meter;
+mod metered;
+mod regexes;
 mod values;
 
 pub use device::{AttributeValue, CelDevice};
@@ -31,8 +41,12 @@ use values::SemverVal;
 
 /// Maximum length of a selector expression in bytes (`CELSelectorExpressionMaxLength`).
 pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
-/// Maximum estimated cost of a selector expression (`CELSelectorExpressionMaxCost`).
+/// Maximum estimated cost of a selector expression (`CELSelectorExpressionMaxCost`), also the
+/// runtime cost limit upstream evaluates DRA selectors with (`cel.CostLimit`).
 pub const CEL_SELECTOR_EXPRESSION_MAX_COST: u64 = 1_000_000;
+/// What an evaluation may do beyond cel-go's cost model: bytes allocated, copied or scanned,
+/// plus nodes evaluated (see the `meter` module).
+pub const EVALUATION_WORK_LIMIT: u64 = meter::WORK_LIMIT;
 
 /// Everything that can go wrong compiling or evaluating an expression. Compile-time variants
 /// print like upstream's `compilation failed: ERROR: <input>:LINE:COLUMN: ...` messages;
@@ -116,6 +130,23 @@ pub enum CelError {
         /// The limit.
         limit: u64,
     },
+    /// A constant regex pattern of `matches` that does not compile (cel-go's regex validator).
+    #[error("compilation failed: ERROR: <input>:{line}:{column}: invalid {function} argument")]
+    InvalidArgument {
+        /// The function.
+        function: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
+    /// The program could not be built: a constant regex pattern of `find`/`findAll` that does
+    /// not compile (upstream compiles them when it instantiates the program).
+    #[error("program instantiation failed: {message}")]
+    ProgramInstantiation {
+        /// What went wrong.
+        message: String,
+    },
     /// The CEL environment could not be built (an internal error).
     #[error("unexpected error loading CEL environment: {message}")]
     Environment {
@@ -148,6 +179,10 @@ pub enum CelError {
         /// The result's type.
         type_name: String,
     },
+    /// The evaluation exceeded the runtime cost limit, or allocated or scanned more than an
+    /// evaluation may ([`EVALUATION_WORK_LIMIT`]).
+    #[error("{}", meter::CANCELLED)]
+    RuntimeCostLimitExceeded,
     /// Any other runtime error.
     #[error("{message}")]
     Runtime {
@@ -163,6 +198,7 @@ impl CelError {
         !matches!(
             self,
             CelError::NoSuchKey { .. }
+                | CelError::RuntimeCostLimitExceeded
                 | CelError::InvalidAttribute { .. }
                 | CelError::NotBool { .. }
                 | CelError::NotAttributeValue { .. }
@@ -181,6 +217,9 @@ pub type EvalError = CelError;
 pub struct CompileOptions {
     /// The maximum estimated cost ([`CEL_SELECTOR_EXPRESSION_MAX_COST`] by default).
     pub cost_limit: u64,
+    /// The cost limit of each evaluation ([`CEL_SELECTOR_EXPRESSION_MAX_COST`] by default, as
+    /// upstream's `cel.CostLimit` for DRA expressions).
+    pub runtime_cost_limit: u64,
     /// Whether the result must be a bool (selectors) rather than any attribute value (derived
     /// attributes).
     pub require_bool: bool,
@@ -190,6 +229,7 @@ impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             cost_limit: CEL_SELECTOR_EXPRESSION_MAX_COST,
+            runtime_cost_limit: CEL_SELECTOR_EXPRESSION_MAX_COST,
             require_bool: true,
         }
     }
@@ -199,7 +239,18 @@ impl Default for CompileOptions {
 pub struct CompiledExpression {
     expression: String,
     program: cel::Program,
+    /// The instrumented copy the evaluator runs.
+    instrumented: cel::IdedExpr,
+    /// The static cost and node count charged when an evaluation starts.
+    start: (u64, u64),
+    /// The constant regex patterns, compiled.
+    regexes: Arc<[regex::Regex]>,
+    /// The depth of the expression's tree, which bounds the evaluator's recursion.
+    depth: usize,
+    /// Whether the expression is evaluated as it is, without a meter (see `instrument`).
+    plain: bool,
     max_cost: u64,
+    runtime_cost_limit: u64,
     env: Arc<cel::Env>,
     /// The fast path for common selector shapes, when the expression has one.
     fast: Option<fast::Fast>,
@@ -222,11 +273,40 @@ pub fn compile_with(
             limit: CEL_SELECTOR_EXPRESSION_MAX_LENGTH,
         });
     }
+    // The parser needs several MiB of stack for nesting it accepts (more in debug builds).
+    stacker::maybe_grow(COMPILE_RED_ZONE, COMPILE_STACK, || {
+        compile_on_stack(expr, options)
+    })
+}
+
+/// The stack compilation needs left, and the segment it gets otherwise: the parser needs about
+/// 1 MiB for the nesting it accepts in an optimized build, and ten times as much unoptimized.
+const COMPILE_RED_ZONE: usize = if cfg!(debug_assertions) {
+    32 << 20
+} else {
+    4 << 20
+};
+const COMPILE_STACK: usize = 4 * COMPILE_RED_ZONE;
+
+/// Evaluations of trees at most this deep run on the caller's stack as they are.
+const SHALLOW_DEPTH: usize = 24;
+
+fn compile_on_stack(
+    expr: &str,
+    options: CompileOptions,
+) -> Result<CompiledExpression, CompileError> {
     let env = environment()?;
     let program = env.compile(expr).map_err(|e| CelError::Syntax {
         message: e.to_string(),
     })?;
-    let info = cost::Analyzer::new(&program).analyze(program.expression())?;
+    let depth = cost::depth(program.expression());
+    if depth > cost::MAX_DEPTH {
+        return Err(CelError::Syntax {
+            message: "max recursion depth exceeded".to_string(),
+        });
+    }
+    let analysis = cost::Analyzer::new(&program).run()?;
+    let info = &analysis.root;
     if options.require_bool && !matches!(info.ty, cost::Ty::Bool | cost::Ty::Dyn) {
         return Err(CelError::WrongResultType {
             type_name: info.ty.name(),
@@ -238,6 +318,26 @@ pub fn compile_with(
             limit: options.cost_limit,
         });
     }
+    let instrumented = instrument::instrument(program.expression(), &analysis.own);
+    let mut regexes = Vec::with_capacity(instrumented.patterns.len());
+    for p in &instrumented.patterns {
+        match regexes::compile(&p.pattern) {
+            Ok(re) => regexes.push(re),
+            Err(_) if p.member_matches => {
+                let (line, column) = program.source_info().offset_for(p.id).unwrap_or((1, 1));
+                return Err(CelError::InvalidArgument {
+                    function: "matches".to_string(),
+                    line,
+                    column,
+                });
+            }
+            Err(e) => {
+                return Err(CelError::ProgramInstantiation {
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
     let fast = if options.require_bool {
         fast::build(program.expression())
     } else {
@@ -245,14 +345,20 @@ pub fn compile_with(
     };
     Ok(CompiledExpression {
         expression: expr.to_string(),
-        program,
+        instrumented: instrumented.expr,
+        start: instrumented.start,
+        regexes: regexes.into(),
+        depth,
+        plain: instrumented.plain && info.cost <= options.runtime_cost_limit,
         max_cost: info.cost,
+        runtime_cost_limit: options.runtime_cost_limit,
+        program,
         env,
         fast,
     })
 }
 
-fn environment() -> Result<Arc<cel::Env>, CelError> {
+pub(crate) fn environment() -> Result<Arc<cel::Env>, CelError> {
     match &*library::ENV {
         Ok(env) => Ok(Arc::clone(env)),
         Err(e) => Err(CelError::Environment {
@@ -301,12 +407,88 @@ impl CompiledExpression {
         self.max_cost
     }
 
+    /// Whether common selector shapes are answered natively (see the `fast` module).
+    #[doc(hidden)]
+    pub fn has_fast_path(&self) -> bool {
+        self.fast.is_some()
+    }
+
     /// Runs the expression on a device and hands its result to `f`.
     fn with_result<T>(
         &self,
         device: &CelDevice,
         f: impl FnOnce(&dyn Val) -> Result<T, CelError>,
     ) -> Result<T, CelError> {
+        self.run(device, None, f)
+    }
+
+    /// Runs the instrumented expression on a device under a meter and hands its result to `f`;
+    /// reports the meter's reading to `usage`.
+    fn run<T>(
+        &self,
+        device: &CelDevice,
+        usage: Option<&mut Usage>,
+        f: impl FnOnce(&dyn Val) -> Result<T, CelError>,
+    ) -> Result<T, CelError> {
+        if let Some((name, message)) = &device.invalid {
+            return Err(CelError::InvalidAttribute {
+                name: name.clone(),
+                message: message.clone(),
+            });
+        }
+        let plain = self.plain && usage.is_none();
+        let run = || {
+            let resolver = DeviceResolver(&device.val);
+            let mut ctx = Context::with_env(Arc::clone(&self.env));
+            ctx.set_variable_resolver(&resolver);
+            if plain {
+                let result = Value::resolve_val(self.program.expression(), &ctx)
+                    .map_err(runtime_error)
+                    .and_then(|value| f(value.as_ref()));
+                return (result, meter::Usage::default());
+            }
+            let (result, meter) =
+                meter::metered(self.runtime_cost_limit, self.start, &self.regexes, || {
+                    Value::resolve_val(&self.instrumented, &ctx)
+                        .map_err(runtime_error)
+                        .and_then(|value| f(value.as_ref()))
+                });
+            (result, meter)
+        };
+        let (result, meter) = if self.depth <= SHALLOW_DEPTH {
+            run()
+        } else {
+            // Each level of the tree is a few frames of the recursive evaluator.
+            let red_zone = self.depth * (96 << 10) + (512 << 10);
+            stacker::maybe_grow(red_zone, 2 * red_zone, run)
+        };
+        if let Some(usage) = usage {
+            *usage = Usage {
+                cost: meter.cost,
+                work: meter.work,
+                exceeded: meter.exceeded,
+            };
+        }
+        // cel-go abandons the evaluation when the limit is exceeded, whatever the expression
+        // made of the error.
+        if meter.exceeded {
+            return Err(CelError::RuntimeCostLimitExceeded);
+        }
+        result
+    }
+
+    /// Evaluates a selector like [`CompiledExpression::evaluate_interpreted`], and tells what the
+    /// evaluation cost: cel-go's cost units, allot's work units, and whether a limit ended it.
+    pub fn evaluate_with_usage(&self, device: &CelDevice) -> (Result<bool, EvalError>, Usage) {
+        let mut usage = Usage::default();
+        let result = self.run(device, Some(&mut usage), bool_result);
+        (result, usage)
+    }
+
+    /// Evaluates the expression with cel-rust alone, without metering: the reference metered
+    /// evaluation is tested against. Only for expressions known to be cheap.
+    #[doc(hidden)]
+    pub fn evaluate_uninstrumented(&self, device: &CelDevice) -> Result<bool, EvalError> {
         if let Some((name, message)) = &device.invalid {
             return Err(CelError::InvalidAttribute {
                 name: name.clone(),
@@ -316,8 +498,12 @@ impl CompiledExpression {
         let resolver = DeviceResolver(&device.val);
         let mut ctx = Context::with_env(Arc::clone(&self.env));
         ctx.set_variable_resolver(&resolver);
-        let value = Value::resolve_val(self.program.expression(), &ctx).map_err(runtime_error)?;
-        f(value.as_ref())
+        let run = || {
+            Value::resolve_val(self.program.expression(), &ctx)
+                .map_err(runtime_error)
+                .and_then(|v| bool_result(v.as_ref()))
+        };
+        stacker::maybe_grow(COMPILE_RED_ZONE, COMPILE_STACK, run)
     }
 
     /// Evaluates a selector on a device: `Ok(true)` when it matches. A result that is not a bool
@@ -334,13 +520,7 @@ impl CompiledExpression {
     /// Evaluates a selector with the cel-rust interpreter only, bypassing the fast path for
     /// common shapes; the reference the fast path is tested against.
     pub fn evaluate_interpreted(&self, device: &CelDevice) -> Result<bool, EvalError> {
-        self.with_result(device, |v| {
-            v.downcast_ref::<CelBool>()
-                .map(|b| *b.inner())
-                .ok_or_else(|| CelError::NotBool {
-                    type_name: v.get_type().name().to_owned(),
-                })
-        })
+        self.with_result(device, bool_result)
     }
 
     /// Evaluates an expression that yields an attribute value (derived attributes): int, bool,
@@ -348,6 +528,25 @@ impl CompiledExpression {
     pub fn evaluate_value(&self, device: &CelDevice) -> Result<AttributeValue, EvalError> {
         self.with_result(device, to_attribute_value)
     }
+}
+
+/// What one evaluation cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// cel-go's cost units.
+    pub cost: u64,
+    /// allot's work units (bytes allocated, copied or scanned, nodes evaluated).
+    pub work: u64,
+    /// Whether a limit ended the evaluation.
+    pub exceeded: bool,
+}
+
+fn bool_result(v: &dyn Val) -> Result<bool, CelError> {
+    v.downcast_ref::<CelBool>()
+        .map(|b| *b.inner())
+        .ok_or_else(|| CelError::NotBool {
+            type_name: v.get_type().name().to_owned(),
+        })
 }
 
 fn to_attribute_value(v: &dyn Val) -> Result<AttributeValue, CelError> {

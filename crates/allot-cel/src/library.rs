@@ -186,6 +186,7 @@ fn build_env() -> Result<Env, DeclarationError> {
         vec![STRING_TYPE, INT_TYPE],
         find_all,
     )?;
+    crate::metered::register(&mut env)?;
     Ok(env)
 }
 
@@ -307,8 +308,15 @@ fn ordering_int(o: Ordering) -> i64 {
     }
 }
 
+/// Kubernetes' runtime cost of parsing a string argument: a traversal of it.
+fn charge_parse(s: &str) -> Result<(), ExecutionError> {
+    let chars = s.chars().count() as u64;
+    crate::meter::charge(crate::cost::scaled_cost(chars, 0.1), s.len() as u64 + 1)
+}
+
 fn quantity<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "quantity")?;
+    charge_parse(s)?;
     let q: Quantity = s
         .parse()
         .map_err(|e| ExecutionError::function_error("quantity", e))?;
@@ -317,6 +325,7 @@ fn quantity<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 
 fn is_quantity<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "isQuantity")?;
+    charge_parse(s)?;
     ok_bool(s.parse::<Quantity>().is_ok())
 }
 
@@ -395,6 +404,7 @@ fn quantity_as_float<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 
 fn semver<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "semver")?;
+    crate::meter::charge(1, s.len() as u64 + 1)?;
     let normalize = args.len() > 1 && bool_arg(&args, 1, "semver")?;
     let v = parse_semver(s, normalize).map_err(|e| ExecutionError::function_error("semver", e))?;
     Ok(CowVal::owned(SemverVal(v)))
@@ -402,6 +412,7 @@ fn semver<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 
 fn is_semver<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "isSemver")?;
+    crate::meter::charge(1, s.len() as u64 + 1)?;
     let normalize = args.len() > 1 && bool_arg(&args, 1, "isSemver")?;
     ok_bool(parse_semver(s, normalize).is_ok())
 }
@@ -458,6 +469,8 @@ fn includes<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let needle = arg(&args, 1, "includes")?;
     if target.downcast_ref::<CelList>().is_some() {
         let items = elements(target, "includes")?;
+        let inspected = items.len().min(MAX_ATTRIBUTE_VALUES) as u64;
+        crate::meter::charge(inspected.max(1), crate::metered::deep_size(target))?;
         if items.len() > MAX_ATTRIBUTE_VALUES {
             return Err(ExecutionError::function_error(
                 "includes",
@@ -468,6 +481,7 @@ fn includes<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
         }
         return ok_bool(items.iter().any(|v| v.equals(needle)));
     }
+    crate::meter::charge(1, crate::metered::deep_size(target))?;
     ok_bool(target.equals(needle))
 }
 
@@ -477,7 +491,24 @@ fn compare(a: &dyn Val, b: &dyn Val, function: &str) -> Result<Ordering, Executi
         .compare(b)
 }
 
+/// Kubernetes' runtime cost of a list function: a traversal of its receiver (each element 1, a
+/// string element a tenth of its length); the work is the receiver's size.
+fn charge_traversal(list: &dyn Val) -> Result<(), ExecutionError> {
+    let mut cost: u64 = 0;
+    if let Some(iterable) = list.as_iterable() {
+        let mut it = iterable.iter();
+        while let Some(v) = it.next() {
+            cost = cost.saturating_add(match v.downcast_ref::<CelString>() {
+                Some(s) => (s.inner().len() as f64 * 0.1) as u64,
+                None => 1,
+            });
+        }
+    }
+    crate::meter::charge(cost, crate::metered::deep_size(list))
+}
+
 fn list_is_sorted<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    charge_traversal(arg(&args, 0, "isSorted")?)?;
     let items = elements(arg(&args, 0, "isSorted")?, "isSorted")?;
     for pair in items.windows(2) {
         if compare(pair[0], pair[1], "isSorted")? == Ordering::Greater {
@@ -488,6 +519,7 @@ fn list_is_sorted<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 }
 
 fn list_sum<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    charge_traversal(arg(&args, 0, "sum")?)?;
     let items = elements(arg(&args, 0, "sum")?, "sum")?;
     let overflow = || ExecutionError::function_error("sum", "integer overflow");
     match items.first() {
@@ -526,6 +558,7 @@ fn list_sum<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 }
 
 fn list_extreme<'b, 'v>(args: Args<'b, 'v>, function: &str, want: Ordering) -> Ret<'b, 'v> {
+    charge_traversal(arg(&args, 0, function)?)?;
     let items = elements(arg(&args, 0, function)?, function)?;
     let mut best = *items.first().ok_or_else(|| {
         ExecutionError::function_error(function, format!("{function} called on empty list"))
@@ -546,7 +579,8 @@ fn list_max<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     list_extreme(args, "max", Ordering::Greater)
 }
 
-fn list_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+pub(crate) fn list_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    charge_traversal(arg(&args, 0, "indexOf")?)?;
     let items = elements(arg(&args, 0, "indexOf")?, "indexOf")?;
     let needle = arg(&args, 1, "indexOf")?;
     ok_int(
@@ -557,7 +591,8 @@ fn list_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     )
 }
 
-fn list_last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+pub(crate) fn list_last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    charge_traversal(arg(&args, 0, "lastIndexOf")?)?;
     let items = elements(arg(&args, 0, "lastIndexOf")?, "lastIndexOf")?;
     let needle = arg(&args, 1, "lastIndexOf")?;
     ok_int(
@@ -568,39 +603,59 @@ fn list_last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     )
 }
 
-fn regex_arg(args: &[CowVal<'_, '_>], function: &str) -> Result<regex::Regex, ExecutionError> {
+/// Charges what cel-go charges for `find`/`findAll` (the string times the pattern).
+fn charge_regex(args: &[CowVal<'_, '_>], function: &str) -> Result<(), ExecutionError> {
+    let s = str_arg(args, 0, function)?;
     let pattern = str_arg(args, 1, function)?;
-    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error(function, e))
+    let chars = s.chars().count() as u64;
+    let cost = crate::cost::scaled_cost(chars.saturating_add(1), 0.1).saturating_mul(
+        crate::cost::scaled_cost(pattern.chars().count() as u64, 0.25),
+    );
+    crate::meter::charge(cost, cost.saturating_add(s.len() as u64))
 }
 
 fn find<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "find")?;
-    let re = regex_arg(&args, "find")?;
-    let found = re
-        .find(s)
-        .map(|m| m.as_str().to_string())
-        .unwrap_or_default();
+    let pattern = str_arg(&args, 1, "find")?;
+    charge_regex(&args, "find")?;
+    let found = crate::meter::with_dynamic_regex(pattern, |re| {
+        re.find(s)
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_default()
+    })
+    .map_err(|e| ExecutionError::function_error("find", e))?;
     Ok(CowVal::owned(CelString::from(found)))
 }
 
 fn find_all<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let s = str_arg(&args, 0, "findAll")?;
-    let re = regex_arg(&args, "findAll")?;
+    let pattern = str_arg(&args, 1, "findAll")?;
+    charge_regex(&args, "findAll")?;
     let limit = if args.len() > 2 {
         int_arg(&args, 2, "findAll")?
     } else {
         -1
     };
-    let matches = re.find_iter(s).map(|m| m.as_str().to_string());
-    let items: Vec<Box<dyn Val>> = if limit < 0 {
-        matches
-            .map(|m| Box::new(CelString::from(m)) as Box<dyn Val>)
-            .collect()
-    } else {
-        matches
-            .take(limit as usize)
-            .map(|m| Box::new(CelString::from(m)) as Box<dyn Val>)
-            .collect()
-    };
+    let ranges = crate::meter::with_dynamic_regex(pattern, |re| {
+        let mut ranges = Vec::new();
+        for m in re.find_iter(s) {
+            if limit >= 0 && ranges.len() as i64 >= limit {
+                break;
+            }
+            ranges.push(m.range());
+        }
+        ranges
+    })
+    .map_err(|e| ExecutionError::function_error("findAll", e))?;
+    strings_at(s, ranges)
+}
+
+/// The substrings of `s` at `ranges` as a list, each charged before it is added.
+pub(crate) fn strings_at<'b, 'v>(s: &str, ranges: Vec<std::ops::Range<usize>>) -> Ret<'b, 'v> {
+    let mut items: Vec<Box<dyn Val>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        crate::meter::charge(0, r.len() as u64 + 48)?;
+        items.push(Box::new(CelString::from(s[r].to_string())));
+    }
     Ok(CowVal::owned(CelList::from(items)))
 }

@@ -52,10 +52,14 @@ impl CelCompiler for DraCel {
         let options = allot_cel::CompileOptions {
             cost_limit: u64::MAX,
             require_bool: kind == ExpressionKind::Selector,
+            ..allot_cel::CompileOptions::default()
         };
         match allot_cel::compile_with(expression, options) {
             Ok(compiled) => Ok(compiled.max_cost()),
-            Err(err @ allot_cel::CelError::Environment { .. }) => Err(CelCompileError {
+            Err(
+                err @ (allot_cel::CelError::Environment { .. }
+                | allot_cel::CelError::ProgramInstantiation { .. }),
+            ) => Err(CelCompileError {
                 kind: CelErrorKind::Internal,
                 detail: err.to_string(),
             }),

@@ -45,3 +45,33 @@ fn dra_cel_accepts_selectors_and_reports_errors() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Issue 15: the estimate of the selector whose evaluation crash-looped the server is upstream's
+/// (far over `CELSelectorExpressionMaxCost`, so validation reports "too complex, exceeds cost
+/// limit"), and constant regex patterns that do not compile are rejected as upstream does.
+#[test]
+fn dra_cel_estimates_growing_strings_like_upstream() {
+    let a100 = "a".repeat(100);
+    let mut bomb = format!("'{a100}'");
+    for _ in 0..4 {
+        bomb.push_str(&format!(".replace('a', '{a100}')"));
+    }
+    bomb.push_str(".size() > 0");
+    assert_eq!(
+        DraCel.compile(&bomb, ExpressionKind::Selector),
+        Ok(20_202_022)
+    );
+    let invalid = DraCel
+        .compile("device.driver.matches('(')", ExpressionKind::Selector)
+        .expect_err("invalid pattern");
+    assert_eq!(invalid.kind, CelErrorKind::Invalid);
+    assert!(
+        invalid.detail.contains("invalid matches argument"),
+        "{}",
+        invalid.detail
+    );
+    let invalid = DraCel
+        .compile("device.driver.find('(') == ''", ExpressionKind::Selector)
+        .expect_err("invalid pattern");
+    assert_eq!(invalid.kind, CelErrorKind::Internal);
+}
