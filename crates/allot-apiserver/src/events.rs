@@ -197,12 +197,22 @@ pub struct EventRecorder {
     last: BTreeMap<String, Vec<PodEvent>>,
     /// Uids of pods created already bound to a node.
     prebound: RefCell<BTreeSet<String>>,
+    /// Components whose Events are not recorded here (the real component runs and records
+    /// its own: a real kube-scheduler with `--controllers=*,-scheduler`).
+    silent: BTreeSet<&'static str>,
 }
 
 impl EventRecorder {
     /// A recorder.
     pub fn new() -> Self {
         EventRecorder::default()
+    }
+
+    /// A recorder that leaves out the Events of `component` (one of [`SCHEDULER`],
+    /// [`KUBELET`], [`TAINT_EVICTION`]).
+    pub fn without(mut self, component: &'static str) -> Self {
+        self.silent.insert(component);
+        self
     }
 }
 
@@ -249,7 +259,8 @@ impl Controller for EventRecorder {
         for (pod, deleted) in &states {
             let uid = &pod.metadata.uid;
             let prebound = self.prebound.get_mut().contains(uid);
-            let events = pod_events(pod, prebound);
+            let mut events = pod_events(pod, prebound);
+            events.retain(|e| !self.silent.contains(e.component));
             let previous = self.last.get(uid);
             for event in &events {
                 let object = event_object(pod, event, &now);

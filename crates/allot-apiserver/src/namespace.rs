@@ -22,8 +22,33 @@ pub const FINALIZER: &str = "kubernetes";
 /// How often a terminating namespace with content left is looked at again (milliseconds).
 const RECHECK_MILLIS: u64 = 1000;
 
-/// Fills in what the namespace registry sets on create.
+/// The label upstream's Namespace defaulting and registry keep equal to the name, on create
+/// and on every update (so namespace selectors can name a namespace).
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Sets the [`NAME_LABEL`] to the namespace's name, as upstream's defaulting and the registry's
+/// `Canonicalize` do on every write.
+pub fn label_name(value: &mut Value) {
+    let Some(name) = value.pointer("/metadata/name").and_then(Value::as_str) else {
+        return;
+    };
+    let name = Value::String(name.to_string());
+    let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(NAME_LABEL.into(), name);
+    }
+}
+
+/// Fills in what the namespace registry sets on create: the `kubernetes` finalizer, phase
+/// `Active`, the name label.
 pub fn prepare_create(value: &mut Value) {
+    label_name(value);
     let Some(map) = value.as_object_mut() else {
         return;
     };
@@ -325,6 +350,22 @@ mod tests {
         store
             .create_stored(object, "2026-11-30T00:00:00Z")
             .expect("creates");
+    }
+
+    #[test]
+    fn created_namespaces_are_active_and_labelled_with_their_name() {
+        let mut ns =
+            json!({"metadata": {"name": "team", "labels": {NAME_LABEL: "other", "a": "b"}}});
+        prepare_create(&mut ns);
+        assert_eq!(ns["status"]["phase"], "Active");
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"a": "b", NAME_LABEL: "team"})
+        );
+        let mut bare = json!({"metadata": {"name": "x"}});
+        label_name(&mut bare);
+        assert_eq!(bare["metadata"]["labels"], json!({NAME_LABEL: "x"}));
     }
 
     #[test]

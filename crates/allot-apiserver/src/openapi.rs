@@ -393,6 +393,23 @@ fn type_schema(module: &str, ty: &str, dialect: Dialect, wanted: &mut BTreeSet<S
 
 /// The schema of one named declaration (`module.Name`).
 fn named_schema(full: &str, dialect: Dialect, wanted: &mut BTreeSet<String>) -> Option<Value> {
+    if full == EVENTS_V1 {
+        // The core/v1 Event's schema under events.k8s.io/v1's field names.
+        let mut schema = named_schema("io.k8s.api.core.v1.Event", dialect, wanted)?;
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            let core = std::mem::take(properties);
+            let renamed = crate::events_v1::from_core(&Value::Object(core));
+            if let Value::Object(map) = renamed {
+                *properties = map;
+            }
+            properties.remove("apiVersion");
+            properties.insert(
+                "apiVersion".into(),
+                json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}),
+            );
+        }
+        return Some(schema);
+    }
     let (module, name) = full.rsplit_once('.')?;
     match decls().get(&(module.to_string(), name.to_string()))? {
         Decl::Struct { doc, fields } => {
@@ -426,8 +443,14 @@ fn named_schema(full: &str, dialect: Dialect, wanted: &mut BTreeSet<String>) -> 
 }
 
 /// The definition name of a served kind's type.
+/// The definition of events.k8s.io/v1 Event (made from core/v1's, see `named_schema`).
+const EVENTS_V1: &str = "io.k8s.api.events.v1.Event";
+
 fn kind_definition(info: &ResourceInfo) -> Option<String> {
     let kind = info.kind.name();
+    if info.group == "events.k8s.io" {
+        return Some(EVENTS_V1.to_string());
+    }
     let module = match info.group {
         "" => "io.k8s.api.core.v1",
         "resource.k8s.io" if kind == "ResourcePoolStatusRequest" => "io.k8s.api.resource.v1alpha3",
@@ -613,14 +636,62 @@ pub fn v2() -> Value {
     })
 }
 
-/// Whether an `Accept` header for `/openapi/v2` takes only the protobuf form (which allot does
-/// not produce): the client is told 406 and falls back, as with an older server.
-pub fn v2_not_acceptable(accept: &str) -> bool {
-    !accept.is_empty()
-        && accept.contains("protobuf")
-        && !accept
-            .split(',')
-            .any(|m| m.trim().starts_with("application/json") || m.trim().starts_with("*/*"))
+/// `/openapi/v2` in the form the `Accept` header asks for: gnostic's protobuf Document (what
+/// kubectl asks for before it validates), or JSON (`application/json`, `*/*`, no header); 406
+/// naming both otherwise, as kube-apiserver's handler answers.
+pub fn v2_response(accept: &str) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let mut wants = None;
+    let mut clauses: Vec<(f32, &str)> = accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut parts = clause.split(';');
+            let media = parts.next()?.trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (!media.is_empty()).then_some((q, media))
+        })
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if clauses.is_empty() {
+        wants = Some(false);
+    }
+    for (_, media) in clauses {
+        match media {
+            crate::openapi_pb::MEDIA_TYPE | crate::openapi_pb::MEDIA_TYPE_ASKED => {
+                wants = Some(true)
+            }
+            "application/json" | "application/*" | "*/*" => wants = Some(false),
+            _ => continue,
+        }
+        break;
+    }
+    let document = v2();
+    match wants {
+        Some(true) => match crate::openapi_pb::encode(&document) {
+            Ok(bytes) => (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, crate::openapi_pb::MEDIA_TYPE)],
+                bytes,
+            )
+                .into_response(),
+            Err(message) => {
+                tracing::error!("{message}");
+                (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
+            }
+        },
+        Some(false) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_vec(&document).unwrap_or_default(),
+        )
+            .into_response(),
+        // As kube-openapi's handler: 406 without a body.
+        None => StatusCode::NOT_ACCEPTABLE.into_response(),
+    }
 }
 
 #[cfg(test)]
@@ -728,15 +799,53 @@ mod tests {
     }
 
     #[test]
-    fn v2_is_json_only() {
-        assert!(v2_not_acceptable(
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-        ));
-        assert!(!v2_not_acceptable("application/json"));
-        assert!(!v2_not_acceptable(
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json"
-        ));
-        assert!(!v2_not_acceptable(""));
+    fn v2_is_served_in_the_form_asked_for() {
+        let content_type = |accept: &str| {
+            let response = v2_response(accept);
+            (
+                response.status().as_u16(),
+                response
+                    .headers()
+                    .get(axum::http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        let protobuf = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+        let asked = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+        assert_eq!(content_type(asked), (200, protobuf.to_string()));
+        assert_eq!(content_type(protobuf), (200, protobuf.to_string()));
+        assert_eq!(
+            content_type("application/json"),
+            (200, "application/json".to_string())
+        );
+        assert_eq!(content_type(""), (200, "application/json".to_string()));
+        assert_eq!(
+            content_type(&format!("application/json;q=0.5, {asked}")),
+            (200, protobuf.to_string())
+        );
+        assert_eq!(content_type("text/html").0, 406);
+    }
+
+    /// Every group version in the OpenAPI v3 root is one discovery serves resources for.
+    #[test]
+    fn v3_lists_only_what_discovery_serves() {
+        let root = v3_root();
+        for path in root["paths"].as_object().expect("paths").keys() {
+            let parts: Vec<&str> = path.split('/').collect();
+            let (group, version) = match parts.as_slice() {
+                ["api", v] => ("", *v),
+                ["apis", g, v] => (*g, *v),
+                _ => panic!("{path}"),
+            };
+            let list = crate::resources::api_resource_list(group, version)
+                .unwrap_or_else(|| panic!("{path} is not in discovery"));
+            assert!(
+                list["resources"].as_array().is_some_and(|r| !r.is_empty()),
+                "{path}: discovery has no resources"
+            );
+        }
     }
 
     #[test]

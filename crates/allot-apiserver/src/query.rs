@@ -145,7 +145,9 @@ pub fn check(
     }
     let continue_token = param("continue");
     let rv_match = param("resourceVersionMatch");
-    validate_list_options(verb, &rv, &rv_match, &continue_token)?;
+    // Present (any value Go's ParseBool reads) counts as given, as a *bool parameter does.
+    let send_initial_events = get("sendInitialEvents").is_some();
+    validate_list_options(verb, &rv, &rv_match, &continue_token, send_initial_events)?;
     check_field_selector(kind, &param("fieldSelector"))?;
     // Storage: upstream answers from etcd (400s) or from its watch cache (422s).
     let delegated = verb == Verb::List
@@ -176,62 +178,88 @@ pub fn check(
     Ok(query)
 }
 
-/// `ValidateListOptions`: 422 on `ListOptions.meta.k8s.io ""` with every problem.
+/// `ValidateListOptions`: 422 on `ListOptions.meta.k8s.io ""` with every problem. A watch
+/// with `sendInitialEvents` (client-go's WatchList, on by default since 1.34) needs
+/// `resourceVersionMatch=NotOlderThan`; a list may not have `sendInitialEvents`.
 fn validate_list_options(
     verb: Verb,
     rv: &str,
     rv_match: &str,
     continue_token: &str,
+    send_initial_events: bool,
 ) -> Result<(), QueryError> {
-    let mut causes: Vec<(&str, String, String)> = Vec::new();
-    let forbidden = |detail: &str| {
-        (
-            "FieldValueForbidden",
-            format!("Forbidden: {detail}"),
-            detail.to_string(),
-        )
+    const MATCH: &str = "resourceVersionMatch";
+    let mut causes: Vec<(&str, &str, String)> = Vec::new();
+    let forbidden = |field: &'static str, detail: &str| {
+        (field, "FieldValueForbidden", format!("Forbidden: {detail}"))
     };
-    if !rv_match.is_empty() {
-        if verb == Verb::Watch {
+    if verb == Verb::Watch {
+        if send_initial_events && rv_match != "NotOlderThan" {
             causes.push(forbidden(
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                MATCH,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             ));
+        }
+        if !rv_match.is_empty() {
+            if !send_initial_events {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
             if rv_match != "NotOlderThan" {
                 causes.push((
+                    MATCH,
                     "FieldValueNotSupported",
                     format!(
                         "Unsupported value: {}: supported values: \"NotOlderThan\"",
                         go_quote(rv_match)
                     ),
-                    String::new(),
                 ));
             }
-        } else {
+            if !continue_token.is_empty() {
+                causes.push(forbidden(
+                    MATCH,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if !rv_match.is_empty() {
             if rv.is_empty() {
                 causes.push(forbidden(
+                    MATCH,
                     "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 ));
             }
             if !continue_token.is_empty() {
                 causes.push(forbidden(
+                    MATCH,
                     "resourceVersionMatch is forbidden when continue is provided",
                 ));
             }
             if rv_match != "Exact" && rv_match != "NotOlderThan" {
                 causes.push((
+                    MATCH,
                     "FieldValueNotSupported",
                     format!(
                         "Unsupported value: {}: supported values: \"Exact\", \"NotOlderThan\", \"\"",
                         go_quote(rv_match)
                     ),
-                    String::new(),
                 ));
             }
             if rv_match == "Exact" && rv == "0" {
                 causes.push(forbidden(
+                    MATCH,
                     "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
                 ));
             }
+        }
+        if send_initial_events {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
         }
     }
     if causes.is_empty() {
@@ -239,7 +267,7 @@ fn validate_list_options(
     }
     let texts: Vec<String> = causes
         .iter()
-        .map(|(_, text, _)| format!("resourceVersionMatch: {text}"))
+        .map(|(field, _, text)| format!("{field}: {text}"))
         .collect();
     let summary = if texts.len() == 1 {
         texts[0].clone()
@@ -248,9 +276,7 @@ fn validate_list_options(
     };
     let details_causes: Vec<Value> = causes
         .iter()
-        .map(|(reason, text, _)| {
-            json!({"reason": reason, "message": text, "field": "resourceVersionMatch"})
-        })
+        .map(|(field, reason, text)| json!({"reason": reason, "message": text, "field": field}))
         .collect();
     Err(QueryError {
         code: 422,
@@ -546,6 +572,39 @@ mod tests {
         );
         assert!(check_list(&[("resourceVersion", "0")]).is_ok());
         assert!(check_list(&[("resourceVersion", "17")]).is_ok());
+    }
+
+    /// client-go 1.36's WatchList request (kube-scheduler's informers send it) is served; the
+    /// combinations upstream refuses are refused with its messages.
+    #[test]
+    fn watch_list_requests_validate_as_upstream() {
+        let watch_list = [
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("sendInitialEvents", "true"),
+            ("timeoutSeconds", "302"),
+        ];
+        assert!(check_as(Verb::Watch, Kind::Pod, &watch_list).is_ok());
+        let err = check_as(Verb::Watch, Kind::Pod, &[("sendInitialEvents", "true")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+        );
+        let err = check_as(
+            Verb::Watch,
+            Kind::Pod,
+            &[("resourceVersionMatch", "NotOlderThan")],
+        )
+        .unwrap_err();
+        assert!(err.message.ends_with(
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+        ));
+        let err = check_list(&[("sendInitialEvents", "true")]).unwrap_err();
+        assert_eq!(
+            err.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
+        );
+        assert_eq!(err.details["causes"][0]["field"], "sendInitialEvents");
     }
 
     #[test]

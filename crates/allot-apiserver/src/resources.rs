@@ -72,6 +72,16 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["ev"],
         status: false,
     },
+    // The same stored Events, in their events.k8s.io/v1 form (see `events_v1`).
+    ResourceInfo {
+        kind: Kind::Event,
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        status: false,
+    },
     ResourceInfo {
         kind: Kind::DeviceClass,
         group: "resource.k8s.io",

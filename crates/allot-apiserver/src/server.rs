@@ -49,6 +49,10 @@ pub struct ServeOptions {
     /// Start even when the event log is missing or empty in a data directory an earlier
     /// server used (`--allow-empty-store`).
     pub allow_empty_store: bool,
+    /// The control-plane loops that run (`--controllers`).
+    pub controllers: crate::controllers::Enabled,
+    /// Where to log every request (`--request-log`).
+    pub request_log: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -65,6 +69,8 @@ impl ServeOptions {
             kubelet_config: None,
             feature_gates: allot_features::FeatureGates::defaults(),
             allow_empty_store: false,
+            controllers: crate::controllers::Enabled::default(),
+            request_log: None,
         }
     }
 }
@@ -78,12 +84,14 @@ struct Inner {
     _lock: storage::DirLock,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     inner: Mutex<Inner>,
     changed: tokio::sync::watch::Sender<u64>,
     /// Authentication (tokens) and authorization (RBAC).
     security: Arc<crate::auth::Security>,
     options: ServeOptions,
+    /// `--request-log`.
+    request_log: Option<crate::request_log::RequestLog>,
 }
 
 impl Shared {
@@ -131,10 +139,13 @@ impl Server {
                 .get::<allot_api::core::v1::Namespace>("", name)
                 .is_none()
             {
-                let object = storage::stored_from_json(
-                    &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
-                )
-                .map_err(|message| Error::Replay { rv: 0, message })?;
+                // As kube-apiserver's system namespaces controller creates them: through
+                // the registry's create (phase Active, finalizer, name label).
+                let mut namespace =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                crate::namespace::prepare_create(&mut namespace);
+                let object = storage::stored_from_json(&namespace)
+                    .map_err(|message| Error::Replay { rv: 0, message })?;
                 let _ = inner.store.create_stored(object, &now);
                 // Another server sharing the storage may have created it first.
                 if let Err(err) = persist(&mut inner, true)
@@ -192,11 +203,16 @@ impl Server {
             &crate::tls::kubeconfig_text(address, security.admin_token.as_deref(), &pki.ca_pem),
         )?;
         let (changed, _) = tokio::sync::watch::channel(inner.persisted);
+        let request_log = match &options.request_log {
+            Some(path) => Some(crate::request_log::RequestLog::open(path)?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             changed,
             security: Arc::new(security),
             options,
+            request_log,
         });
         Ok(Server {
             shared,
@@ -237,7 +253,7 @@ impl Server {
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
 /// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
 /// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
-/// leader's Lease object.
+/// leader's Lease object; those `--controllers` disables are left out.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     // Their writes record managedFields as the upstream component that makes them.
     let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
@@ -248,16 +264,20 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
     // The gates as `allot simulate` passes them on (allot-sim's run.rs).
     let gates = &options.feature_gates;
     let features = gates.dra();
-    vec![
-        as_(
+    let enabled = &options.controllers;
+    let mut loops: Vec<Box<dyn allot_runtime::Controller>> = Vec::new();
+    if enabled.runs("resourceclaim-controller") {
+        loops.push(as_(
             KCM,
             Box::new(allot_controllers::ResourceClaimController::new(
                 allot_controllers::ResourceClaimControllerConfig {
                     workload_resource_claims: gates.enabled("DRAWorkloadResourceClaims"),
                 },
             )),
-        ),
-        as_(
+        ));
+    }
+    if enabled.runs("scheduler") {
+        loops.push(as_(
             "kube-scheduler",
             Box::new(allot_scheduler::Scheduler::new(
                 allot_scheduler::SchedulerConfig {
@@ -267,8 +287,10 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
                     ..allot_scheduler::SchedulerConfig::default()
                 },
             )),
-        ),
-        as_(
+        ));
+    }
+    if enabled.runs("kubelet") {
+        loops.push(as_(
             "kubelet",
             Box::new(
                 crate::nodes::NodeFleet::new(options.kubelet_config.clone().unwrap_or_default())
@@ -280,42 +302,68 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
                         optional_node_operations: features.optional_node_operations,
                     }),
             ),
-        ),
-        as_(
+        ));
+    }
+    if enabled.runs("device-taint-eviction-controller") {
+        loops.push(as_(
             KCM,
             Box::new(allot_controllers::DeviceTaintEvictionController::new(
                 allot_controllers::EvictionMode::Delete,
             )),
-        ),
-        as_(
+        ));
+    }
+    if enabled.runs("resourcepoolstatusrequest-controller") {
+        loops.push(as_(
             KCM,
             Box::new(allot_controllers::PoolStatusController::new(
                 allot_controllers::PoolStatusControllerConfig::default(),
             )),
+        ));
+    }
+    // The Events of the loops that run (a real component records its own).
+    let mut recorder = crate::events::EventRecorder::new();
+    for (name, component) in [
+        ("scheduler", crate::events::SCHEDULER),
+        ("kubelet", crate::events::KUBELET),
+        (
+            "device-taint-eviction-controller",
+            crate::events::TAINT_EVICTION,
         ),
-        Box::new(crate::events::EventRecorder::new()),
-        as_(KCM, Box::new(crate::namespace::NamespaceController::new())),
-        as_(
+    ] {
+        if !enabled.runs(name) {
+            recorder = recorder.without(component);
+        }
+    }
+    loops.push(Box::new(recorder));
+    if enabled.runs("namespace-controller") {
+        loops.push(as_(
+            KCM,
+            Box::new(crate::namespace::NamespaceController::new()),
+        ));
+    }
+    if enabled.runs("clusterrole-aggregation-controller") {
+        loops.push(as_(
             KCM,
             Box::new(crate::aggregation::AggregationController::new()),
+        ));
+    }
+    loops.push(Box::new(match &options.etcd {
+        Some(etcd) => {
+            crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
+        }
+        // One server always leads: the Lease is renewed once a minute (every renewal is
+        // a record of the log, which is replayed at start).
+        None => crate::lease::LeaseMirror::new(
+            crate::lease::process_identity(),
+            &crate::lease::ElectionOptions {
+                lease_duration: Duration::from_secs(120),
+                renew_deadline: Duration::from_secs(90),
+                retry_period: Duration::from_secs(60),
+                ..crate::lease::ElectionOptions::default()
+            },
         ),
-        Box::new(match &options.etcd {
-            Some(etcd) => {
-                crate::lease::LeaseMirror::new(etcd.election.identity.clone(), &etcd.election)
-            }
-            // One server always leads: the Lease is renewed once a minute (every renewal is
-            // a record of the log, which is replayed at start).
-            None => crate::lease::LeaseMirror::new(
-                crate::lease::process_identity(),
-                &crate::lease::ElectionOptions {
-                    lease_duration: Duration::from_secs(120),
-                    renew_deadline: Duration::from_secs(90),
-                    retry_period: Duration::from_secs(60),
-                    ..crate::lease::ElectionOptions::default()
-                },
-            ),
-        }),
-    ]
+    }));
+    loops
 }
 
 /// The real clock as the runtime's time (milliseconds since 2026-01-01T00:00:00Z).
@@ -393,7 +441,7 @@ fn run_controllers(shared: Arc<Shared>) {
     }
 }
 
-fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -438,7 +486,7 @@ fn storage_error(err: Error) -> ApiError {
 
 /// An API error rendered as a `Status`.
 #[derive(Debug)]
-struct ApiError {
+pub(crate) struct ApiError {
     code: StatusCode,
     reason: &'static str,
     message: String,
@@ -446,7 +494,7 @@ struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             code,
             reason,
@@ -454,8 +502,15 @@ impl ApiError {
             details: Value::Null,
         }
     }
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+    fn not_found_named(resource: &str, name: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{resource} \"{name}\" not found"),
+        )
     }
     fn not_found(info: &ResourceInfo, name: &str) -> Self {
         let mut e = Self::new(
@@ -466,9 +521,15 @@ impl ApiError {
         e.details = json!({"name": name, "group": info.group, "kind": info.plural});
         e
     }
-    fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
     }
+    /// The same error with `details`.
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
     fn status(&self) -> Value {
         let mut status = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -575,9 +636,20 @@ fn store_error(info: &ResourceInfo, err: StoreError) -> ApiError {
     }
 }
 
+/// A store error of a pod write (a subresource's).
+pub(crate) fn pod_store_error(name: &str, err: StoreError) -> ApiError {
+    match resources::info_of(Kind::Pod) {
+        Some(info) => store_error(info, err),
+        None => ApiError::not_found_named("pods", name),
+    }
+}
+
 /// An object as served at the requested version (one kind may be served at several).
 fn render(info: &ResourceInfo, object: &Stored) -> Value {
     let mut json = object.to_json();
+    if info.group == "events.k8s.io" {
+        return crate::events_v1::from_core(&json);
+    }
     json["apiVersion"] = Value::String(info.group_version());
     json
 }
@@ -588,13 +660,15 @@ fn json_response(code: StatusCode, value: &Value) -> Response {
 }
 
 /// What a URL addresses.
-struct Target {
-    info: &'static ResourceInfo,
+pub(crate) struct Target {
+    pub(crate) info: &'static ResourceInfo,
     /// `?dryRun=All`: run the write on a copy of the store and persist nothing.
-    dry_run: bool,
-    namespace: String,
-    name: Option<String>,
+    pub(crate) dry_run: bool,
+    pub(crate) namespace: String,
+    pub(crate) name: Option<String>,
     status: bool,
+    /// `binding` or `eviction` (of a pod): served by [`crate::subresources`].
+    pub(crate) subresource: Option<&'static str>,
     /// The `scale` subresource (see `crate::scale`).
     scale: bool,
     /// Who asks (for admission checks that authorize parts of an object).
@@ -633,8 +707,58 @@ async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, ()> {
     }
 }
 
-/// The single entry point: routing by hand keeps every error a `Status`.
+/// Serves a request, logging it first when `--request-log` is on.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    if shared.request_log.is_none() {
+        return serve(shared, request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = read_body(body).await else {
+        return serve(shared, Request::from_parts(parts, Body::empty())).await;
+    };
+    let header = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (method, path) = (parts.method.to_string(), parts.uri.path().to_string());
+    let query = parts.uri.query().unwrap_or_default().to_string();
+    let (content_type, accept, user_agent) = (
+        header(header::CONTENT_TYPE),
+        header(header::ACCEPT),
+        header(header::USER_AGENT),
+    );
+    let response = serve(
+        shared.clone(),
+        Request::from_parts(parts, Body::from(bytes.clone())),
+    )
+    .await;
+    if let Some(log) = &shared.request_log {
+        let response_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        log.write(&crate::request_log::Entry {
+            method: &method,
+            path: &path,
+            query: &query,
+            content_type: &content_type,
+            accept: &accept,
+            user_agent: &user_agent,
+            body: &bytes,
+            status: response.status().as_u16(),
+            response_type,
+        });
+    }
+    response
+}
+
+/// The single entry point: routing by hand keeps every error a `Status`.
+async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_string();
     let query = parse_query(parts.uri.query().unwrap_or_default());
@@ -683,13 +807,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
             return response;
         }
-        if path == "/openapi/v2" && crate::openapi::v2_not_acceptable(accept) {
-            return ApiError::new(
-                StatusCode::NOT_ACCEPTABLE,
-                "NotAcceptable",
-                "only application/json is served at /openapi/v2",
-            )
-            .into_response();
+        if path == "/openapi/v2" {
+            return crate::openapi::v2_response(accept);
         }
         if let Some(response) = discovery(&path) {
             return response;
@@ -711,18 +830,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let protobuf = body_type.starts_with("application/vnd.kubernetes.protobuf");
+    let protobuf = body_type.starts_with(allot_protobuf::MEDIA_TYPE);
     let bytes = if protobuf && !bytes.is_empty() {
-        match crate::protobuf::decode(&bytes) {
-            Ok(value) => axum::body::Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
-            Err(message) => {
-                return ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "UnsupportedMediaType",
-                    message,
-                )
-                .into_response();
-            }
+        match decode_protobuf(&bytes) {
+            Ok(bytes) => bytes,
+            Err(err) => return err.into_response(),
         }
     } else {
         bytes
@@ -787,15 +899,51 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let watching =
+        parts.method == Method::GET && target.name.is_none() && is_true(query_get(&query, "watch"));
+    let media = match crate::media::negotiate(
+        &accept,
+        allot_protobuf::supports(&target.info.group_version(), target.info.kind.name()),
+        watching,
+    ) {
+        Ok(media) => media,
+        Err(response) => return *response,
+    };
+    // A watch cannot change its format midway: when objects of the kind hold fields the
+    // protobuf schema lacks, it is JSON (if the client takes JSON).
+    let media = if watching
+        && media.format == crate::media::Format::Protobuf
+        && matches!(
+            target.info.kind,
+            Kind::ResourceClaim
+                | Kind::ResourceClaimTemplate
+                | Kind::ResourceSlice
+                | Kind::DeviceTaintRule
+        )
+        && shared
+            .lock()
+            .store
+            .list_kind(target.info.kind)
+            .any(crate::media::wire_lacks_fields)
+    {
+        crate::media::negotiate(&accept, false, true).unwrap_or(media)
+    } else {
+        media
+    };
+    if let Some(subresource) = target.subresource {
+        let result =
+            crate::subresources::create(&shared, &target, subresource, &parts.method, &bytes);
+        return respond(media, result, &target);
+    }
     let result = match (&parts.method, &target.name) {
-        (&Method::GET, None) if is_true(query_get(&query, "watch")) => {
-            return watch(shared, target, &query, &accept);
+        (&Method::GET, None) if watching => {
+            return watch(shared, target, &query, media);
         }
-        (&Method::GET, None) => list(&shared, &target, &query, &accept),
+        (&Method::GET, None) => list(&shared, &target, &query, media),
         (method, Some(name)) if target.scale => {
             scale(&shared, &target, method, name, &bytes, &content_type)
         }
-        (&Method::GET, Some(name)) => get(&shared, &target, name, &query, &accept),
+        (&Method::GET, Some(name)) => get(&shared, &target, name, &query, media),
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
@@ -806,8 +954,26 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             format!("{} is not supported on this resource", parts.method),
         )),
     };
+    respond(media, result, &target)
+}
+
+/// The response to a request: the object in the negotiated form (errors as JSON `Status`),
+/// with the request's warnings.
+fn respond(
+    media: crate::media::Media,
+    result: Result<(StatusCode, Value), ApiError>,
+    target: &Target,
+) -> Response {
     let mut response = match result {
-        Ok((code, value)) => json_response(code, &value),
+        Ok((code, value)) => {
+            let value = if media.shape == crate::media::Shape::Metadata {
+                crate::media::metadata_only(&value)
+            } else {
+                value
+            };
+            let (content_type, body) = crate::media::body(media, &value);
+            (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
         Err(err) => err.into_response(),
     };
     for warning in target.options.warning_headers() {
@@ -816,6 +982,35 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
     }
     response
+}
+
+/// A protobuf request body as the JSON the rest of the server reads. A kind without a
+/// protobuf form is 415 as upstream answers for custom resources; a body that does not decode
+/// is 400, naming the field.
+fn decode_protobuf(bytes: &[u8]) -> Result<axum::body::Bytes, ApiError> {
+    let envelope = allot_protobuf::envelope(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the protobuf body does not decode: {e}")))?;
+    if !allot_protobuf::supports(envelope.api_version, envelope.kind) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {} for {} {})",
+                allot_protobuf::MEDIA_TYPE,
+                envelope.api_version,
+                envelope.kind
+            ),
+        ));
+    }
+    let value: Value = allot_protobuf::decode(bytes).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            envelope.kind, envelope.api_version, envelope.kind
+        ))
+    })?;
+    Ok(axum::body::Bytes::from(
+        serde_json::to_vec(&value).unwrap_or_default(),
+    ))
 }
 
 /// How long the storage check of `/readyz` waits for etcd (kube-apiserver's
@@ -1080,11 +1275,19 @@ fn route(path: &str) -> Option<Target> {
         },
     };
     let info = resources::lookup(group, version, plural)?;
-    let (name, status) = match tail {
-        [] => (None, false),
-        [name] => (Some(name.to_string()), false),
-        [name, "status"] if info.status => (Some(name.to_string()), true),
-        [name, "scale"] if crate::scale::has_scale(info.kind) => (Some(name.to_string()), false),
+    let (name, status, subresource) = match tail {
+        [] => (None, false, None),
+        [name] => (Some(name.to_string()), false, None),
+        [name, "status"] if info.status => (Some(name.to_string()), true, None),
+        [name, "scale"] if crate::scale::has_scale(info.kind) => {
+            (Some(name.to_string()), false, None)
+        }
+        [name, "binding"] if info.kind == Kind::Pod => {
+            (Some(name.to_string()), false, Some("binding"))
+        }
+        [name, "eviction"] if info.kind == Kind::Pod => {
+            (Some(name.to_string()), false, Some("eviction"))
+        }
         _ => return None,
     };
     Some(Target {
@@ -1094,6 +1297,7 @@ fn route(path: &str) -> Option<Target> {
         namespace,
         name,
         status,
+        subresource,
         scale: matches!(tail, [_, "scale"]),
         requester: None,
     })
@@ -1148,13 +1352,6 @@ fn is_true(value: &str) -> bool {
     matches!(value, "true" | "1")
 }
 
-fn wants_table(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
-}
-
 struct Filter {
     namespace: String,
     labels: Selector,
@@ -1185,7 +1382,7 @@ fn list(
     shared: &Shared,
     target: &Target,
     query: &[(String, String)],
-    accept: &str,
+    media: crate::media::Media,
 ) -> Result<(StatusCode, Value), ApiError> {
     let read = read_query(crate::query::Verb::List, target, query)?;
     let filter = Filter::new(target, query)?;
@@ -1210,7 +1407,7 @@ fn list(
         })
         .collect();
     drop(inner);
-    if wants_table(accept) {
+    if media.shape == crate::media::Shape::Table {
         return Ok((
             StatusCode::OK,
             resources::table(
@@ -1316,7 +1513,7 @@ fn get(
     target: &Target,
     name: &str,
     query: &[(String, String)],
-    accept: &str,
+    media: crate::media::Media,
 ) -> Result<(StatusCode, Value), ApiError> {
     read_query(crate::query::Verb::Get, target, query)?;
     consistent_read(shared, query)?;
@@ -1328,7 +1525,7 @@ fn get(
         .ok_or_else(|| ApiError::not_found(target.info, name))?;
     let rv = inner.store.resource_version().to_string();
     drop(inner);
-    if wants_table(accept) {
+    if media.shape == crate::media::Shape::Table {
         return Ok((
             StatusCode::OK,
             resources::table(
@@ -1344,7 +1541,7 @@ fn get(
 }
 
 /// Parses a request body (JSON or YAML) into one JSON object.
-fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
     if let Ok(value) = serde_json::from_str::<Value>(text) {
@@ -1424,10 +1621,17 @@ fn admit(target: &Target, mut value: Value, old: Option<&Stored>) -> Result<Stor
     // Server-managed fields that clients may echo back but never set.
     metadata.remove("managedFields");
     metadata.remove("selfLink");
+    // events.k8s.io/v1 Events are stored as the core/v1 Events they convert to.
+    let events_v1 = info.group == "events.k8s.io";
+    let (value, api_version) = if events_v1 {
+        (crate::events_v1::to_core(&value), "v1".to_string())
+    } else {
+        (value, info.group_version())
+    };
     let mut raw = RawDocument {
         file: "request".into(),
         line: 1,
-        api_version: info.group_version(),
+        api_version,
         kind: info.kind.name().into(),
         value,
         source_map: SourceMap::default(),
@@ -1475,6 +1679,9 @@ fn admit(target: &Target, mut value: Value, old: Option<&Stored>) -> Result<Stor
         crate::apply::FieldValidation::Ignore => {}
     }
     allot_api::defaults::default_object(&mut object);
+    if let allot_api::load::Object::Pod(pod) = &mut object {
+        crate::pods::default(pod);
+    }
     let mut errors = allot_validation::validate_object(&object, &allot_validation::DraCel);
     if let Some(old) = old {
         let subresource = if target.status {
@@ -1487,6 +1694,13 @@ fn admit(target: &Target, mut value: Value, old: Option<&Stored>) -> Result<Stor
             &old.to_object(),
             subresource,
         ));
+    }
+    if events_v1 && let allot_api::load::Object::Event(event) = &object {
+        let old = match old {
+            Some(Stored::Event(old)) => Some(&**old),
+            _ => None,
+        };
+        errors.extend(crate::events_v1::validate(event, old));
     }
     if !errors.is_empty() {
         let name = raw.name().to_string();
@@ -1587,7 +1801,7 @@ fn invalid(info: &ResourceInfo, name: &str, errors: &[allot_validation::FieldErr
 
 /// Runs a write under the lock and persists it before answering.
 /// A dry run changes a copy of the store instead.
-fn write<T: Renumber>(
+pub(crate) fn write<T: Renumber>(
     shared: &Shared,
     dry_run: bool,
     change: impl FnOnce(&mut Store) -> Result<T, ApiError>,
@@ -1729,6 +1943,16 @@ fn create_value(
         }
     }
     let created = write(shared, target.dry_run, |store| {
+        let mut object = object;
+        if let Stored::Pod(pod) = &mut object {
+            crate::pods::prepare_create(Arc::make_mut(pod), store).map_err(|reason| {
+                ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "Forbidden",
+                    format!("pods \"{}\" is forbidden: {reason}", pod.metadata.name),
+                )
+            })?;
+        }
         let errors = crate::auth::admit_admin_access(store, &object);
         if !errors.is_empty() {
             return Err(invalid(target.info, &object.meta().name, &errors));
@@ -1835,8 +2059,11 @@ fn replace_with(
                 }
             }
         }
-        if info.kind == Kind::Namespace && !target.status {
-            crate::namespace::keep_spec_finalizers(&current, &mut merged);
+        if info.kind == Kind::Namespace {
+            if !target.status {
+                crate::namespace::keep_spec_finalizers(&current, &mut merged);
+            }
+            crate::namespace::label_name(&mut merged);
         }
         let mut object = admit(target, merged, store.get_stored(&key))?;
         // metadata.generation counts changes of everything but metadata and status, made
@@ -2240,23 +2467,70 @@ fn delete(
         {
             return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
         }
-        if !current.meta().finalizers.is_empty() {
-            let mut marked = current.clone();
-            if marked.meta().deletion_timestamp.is_none() {
-                marked.meta_mut().deletion_timestamp = Some(now_rfc3339());
-            }
-            return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
-        }
-        store.delete(&key).map_err(|e| store_error(info, e))
+        delete_stored(store, current, &now_rfc3339()).map_err(|e| store_error(info, e))
     })?;
     Ok((StatusCode::OK, render(target.info, &deleted)))
+}
+
+/// One watch event in the negotiated stream format: a JSON line, or a length-prefixed
+/// protobuf frame. An object the wire format cannot carry (an alpha field upstream's protobuf
+/// lacks) ends a protobuf watch with an ERROR event that says so, rather than losing the field.
+fn watch_event(media: crate::media::Media, event_type: &str, object: &Value) -> Vec<u8> {
+    if media.format == crate::media::Format::Protobuf {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut frame = Vec::new();
+        match allot_protobuf::encode(api_version, kind, object) {
+            Ok(bytes) => allot_protobuf::watch_frame(&mut frame, event_type, &bytes),
+            Err(err) => {
+                let status = ApiError::internal(format!(
+                    "{api_version} {kind} cannot be sent as protobuf ({err}); watch with application/json"
+                ))
+                .status();
+                let bytes = allot_protobuf::encode("v1", "Status", &status).unwrap_or_default();
+                allot_protobuf::watch_frame(&mut frame, "ERROR", &bytes);
+            }
+        }
+        return frame;
+    }
+    let mut line =
+        serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Deletes an object, or marks it deleted (deletionTimestamp) while it has finalizers.
+pub(crate) fn delete_stored(
+    store: &mut Store,
+    current: Stored,
+    now: &str,
+) -> Result<Stored, StoreError> {
+    if !current.meta().finalizers.is_empty() {
+        let mut marked = current;
+        if marked.meta().deletion_timestamp.is_none() {
+            marked.meta_mut().deletion_timestamp = Some(now.to_string());
+        }
+        return storage::update_stored(store, marked);
+    }
+    let key = ObjectKey::new(
+        current.kind(),
+        current.meta().namespace.as_str(),
+        current.meta().name.as_str(),
+    );
+    store.delete(&key)
 }
 
 fn watch(
     shared: Arc<Shared>,
     target: Target,
     query: &[(String, String)],
-    accept: &str,
+    media: crate::media::Media,
 ) -> Response {
     if let Err(err) = read_query(crate::query::Verb::Watch, &target, query) {
         return err.into_response();
@@ -2265,7 +2539,7 @@ fn watch(
         Ok(filter) => filter,
         Err(err) => return err.into_response(),
     };
-    let table = wants_table(accept);
+    let table = media.shape == crate::media::Shape::Table;
     let bookmarks = is_true(query_get(query, "allowWatchBookmarks"));
     let initial = is_true(query_get(query, "sendInitialEvents"));
     let timeout = query_get(query, "timeoutSeconds")
@@ -2273,11 +2547,11 @@ fn watch(
         .ok()
         .map(Duration::from_secs);
     let requested = query_get(query, "resourceVersion").to_string();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(64);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(64);
     let kind = target.info.kind;
     let info = target.info;
     let mut changed = shared.changed.subscribe();
-    let encode = move |event_type: &str, object: Value, first: &mut bool| -> String {
+    let encode = move |event_type: &str, object: Value, first: &mut bool| -> Vec<u8> {
         let object = if table && event_type != "BOOKMARK" && event_type != "ERROR" {
             let rv = object
                 .pointer("/metadata/resourceVersion")
@@ -2287,13 +2561,12 @@ fn watch(
             let t = resources::table(kind, &[object], &rv, false, *first);
             *first = false;
             t
+        } else if media.shape == crate::media::Shape::Metadata && event_type != "ERROR" {
+            crate::media::metadata_only(&object)
         } else {
             object
         };
-        let mut line = serde_json::to_string(&json!({"type": event_type, "object": object}))
-            .unwrap_or_default();
-        line.push('\n');
-        line
+        watch_event(media, event_type, &object)
     };
     tokio::spawn(async move {
         let mut first = true;
@@ -2380,7 +2653,7 @@ fn watch(
         // must not postpone bookmarks forever.
         let mut next_bookmark = tokio::time::Instant::now() + interval;
         loop {
-            let lines: Vec<String> = {
+            let lines: Vec<Vec<u8>> = {
                 let inner = shared.lock();
                 if inner.backend.epoch() != epoch {
                     // The store was rebuilt from a new list: the client watches again from
@@ -2440,7 +2713,10 @@ fn watch(
     });
     Response::builder()
         .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            header::CONTENT_TYPE,
+            crate::media::content_type(media.format, true),
+        )
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| ApiError::internal("cannot build the watch response").into_response())
 }

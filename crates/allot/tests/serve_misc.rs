@@ -106,7 +106,10 @@ fn repeated_keys_follow_field_validation_on_create_and_update() {
         err.contains("Warning: line 7: key \"a\" already set in map\nWarning: unknown field \"metadata.bogus\""),
         "{err}"
     );
-    assert_eq!(serve.labels("yaml"), serde_json::json!({"a": "2"}));
+    assert_eq!(
+        serve.labels("yaml"),
+        serde_json::json!({"a": "2", "kubernetes.io/metadata.name": "yaml"})
+    );
 
     // JSON: the repeat by its path, in document order among the unknown fields.
     let json = serve.file("dup.json", &JSON.replace("NAME", "json"));
@@ -133,7 +136,10 @@ fn repeated_keys_follow_field_validation_on_create_and_update() {
     ]);
     assert!(ok, "{err}");
     assert!(!err.contains("Warning"), "{err}");
-    assert_eq!(serve.labels("json"), serde_json::json!({"a": "2"}));
+    assert_eq!(
+        serve.labels("json"),
+        serde_json::json!({"a": "2", "kubernetes.io/metadata.name": "json"})
+    );
 
     // Update (PUT) of the whole object.
     let put = serve.file(
@@ -153,7 +159,10 @@ fn repeated_keys_follow_field_validation_on_create_and_update() {
         err.contains("strict decoding error: duplicate field \"metadata.labels.b\""),
         "{err}"
     );
-    assert_eq!(serve.labels("json"), serde_json::json!({"a": "2"}));
+    assert_eq!(
+        serve.labels("json"),
+        serde_json::json!({"a": "2", "kubernetes.io/metadata.name": "json"})
+    );
     let (ok, _, err) = serve.run(&[
         "replace",
         "--raw",
@@ -166,7 +175,10 @@ fn repeated_keys_follow_field_validation_on_create_and_update() {
         err.contains("Warning: duplicate field \"metadata.labels.b\""),
         "{err}"
     );
-    assert_eq!(serve.labels("json"), serde_json::json!({"b": "3"}));
+    assert_eq!(
+        serve.labels("json"),
+        serde_json::json!({"b": "3", "kubernetes.io/metadata.name": "json"})
+    );
 }
 
 #[test]

@@ -68,6 +68,20 @@ pub struct Args {
     /// directory was used before (it holds pki/ or tokens.csv): begins an empty cluster.
     #[arg(long)]
     pub allow_empty_store: bool,
+    /// The control-plane loops to run, as kube-controller-manager's flag: `*` runs every loop,
+    /// `NAME` runs one, `-NAME` leaves one out (e.g. `*,-scheduler` when a real kube-scheduler
+    /// runs, `*,-resourceclaim,-scheduler` when kube-controller-manager's claim controller
+    /// runs too).
+    /// Names: resourceclaim-controller (also resource-claim-controller, resourceclaim),
+    /// scheduler, kubelet (the simulated nodes' agents), device-taint-eviction-controller,
+    /// resourcepoolstatusrequest-controller, namespace-controller,
+    /// clusterrole-aggregation-controller.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+    /// Append one JSON line per request to FILE: verb, path, query, content types, user
+    /// agent, status and the body as JSON (protobuf decoded), to see what a client does.
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<PathBuf>,
 }
 
 /// A duration as kube's flags write them: `15s`, `500ms`, `1m`, or plain seconds.
@@ -124,6 +138,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         std::time::Duration::from_secs(args.bookmark_interval_seconds.max(1));
     options.token_auth_file = args.token_auth_file;
     options.allow_empty_store = args.allow_empty_store;
+    options.request_log = args.request_log;
+    match allot_apiserver::controllers::Enabled::parse(&args.controllers) {
+        Ok(enabled) => options.controllers = enabled,
+        Err(message) => {
+            eprintln!("allot serve: --controllers: {message}");
+            return Ok(2);
+        }
+    }
     if !args.etcd_servers.is_empty() {
         let mut etcd = allot_apiserver::etcd::EtcdOptions::new(args.etcd_servers);
         etcd.prefix = args.etcd_prefix;
