@@ -44,6 +44,7 @@ pub mod server;
 pub mod storage;
 mod subresources;
 pub mod tls;
+pub mod ui;
 
 use std::path::PathBuf;
 

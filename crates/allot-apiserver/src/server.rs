@@ -798,6 +798,15 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     if let Some(denied) = shared.security.check(&attributes) {
         return json_response(StatusCode::FORBIDDEN, &denied);
     }
+    if parts.method == Method::GET && crate::ui::is_ui(&path) {
+        let page = crate::ui::page(&shared.lock().store);
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            page,
+        )
+            .into_response();
+    }
     if parts.method == Method::GET {
         let accept = parts
             .headers

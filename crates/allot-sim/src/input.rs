@@ -351,7 +351,7 @@ pub fn default_topology(node: &Node) -> NodeTopology {
     topology
 }
 
-fn load_error(err: &LoadError) -> InputError {
+pub(crate) fn load_error(err: &LoadError) -> InputError {
     let mut out = InputError {
         file: err.file().to_string(),
         line: err.line(),
@@ -398,7 +398,7 @@ fn load_error(err: &LoadError) -> InputError {
     out
 }
 
-fn raw_error(raw: &RawDocument, field: &str, message: impl Into<String>) -> InputError {
+pub(crate) fn raw_error(raw: &RawDocument, field: &str, message: impl Into<String>) -> InputError {
     InputError {
         file: raw.file.clone(),
         line: raw.line_of(field),

@@ -11,17 +11,23 @@
 
 #![deny(missing_docs)]
 
+pub mod answers;
+pub mod capacity;
 pub mod example;
+pub mod fragmentation;
 pub mod generate;
 pub mod input;
 pub mod invariants;
 pub mod memory;
 pub mod output;
 pub mod progress;
+pub mod report;
 pub mod run;
 pub mod scheduler_perf;
+pub mod shape;
 pub mod table;
 pub mod timeline;
+pub mod usage;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};

@@ -62,6 +62,17 @@ struct Controllers {
 /// The controllers in their fixed order: ResourceClaimController, Scheduler, one NodeAgent per
 /// node (in node name order), DeviceTaintEvictionController, PoolStatusController.
 fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
+    controllers_for(input, store, &[], &[])
+}
+
+/// [`controllers`], with node agents also for `later` nodes (created after the start, with
+/// their slices `later_slices`), in node name order among the others.
+fn controllers_for(
+    input: &Input,
+    store: &Store,
+    later: &[allot_api::core::v1::Node],
+    later_slices: &[ResourceSlice],
+) -> Result<Controllers, SimError> {
     let mut list: Vec<Box<dyn Controller>> = Vec::new();
     list.push(Box::new(allot_controllers::ResourceClaimController::new(
         allot_controllers::ResourceClaimControllerConfig {
@@ -79,11 +90,17 @@ fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
     )));
     let drivers: std::collections::BTreeSet<String> = store
         .list::<ResourceSlice>()
+        .chain(later_slices)
         .map(|s| s.spec.driver.clone())
         .collect();
     let timeout_seconds = input.driver_health_timeout_millis.div_ceil(1000);
     let mut metadata = Vec::new();
-    for node in store.list::<allot_api::core::v1::Node>() {
+    let mut nodes: Vec<&allot_api::core::v1::Node> = store
+        .list::<allot_api::core::v1::Node>()
+        .chain(later)
+        .collect();
+    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for node in nodes {
         let (topology, kubelet_config) = input.node_setup(node);
         let mut config = allot_nodesim::NodeAgentConfig::new(
             node.metadata.name.clone(),
@@ -577,6 +594,8 @@ pub fn what_if(
         metadata_files,
     })
 }
+
+pub mod session;
 
 #[cfg(test)]
 mod tests;

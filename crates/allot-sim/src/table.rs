@@ -460,7 +460,7 @@ fn split_cell(cell: &str, width: usize) -> Vec<String> {
 
 /// One line of text, word-wrapped to `width` (continuation lines indented two more), with a
 /// final newline.
-fn wrap(text: &str, indent: &str, width: usize) -> String {
+pub(crate) fn wrap(text: &str, indent: &str, width: usize) -> String {
     let available = width.saturating_sub(indent.len() + 2).max(20);
     let first = width.saturating_sub(indent.len()).max(20);
     let mut out = String::new();

@@ -480,3 +480,27 @@ fn generated_cluster_short_of_cpu() {
         "300",
     );
 }
+
+#[test]
+fn capacity_examples() {
+    // Each fleet of examples/capacity: the table with the scale-up, consolidation and
+    // fragmentation answers after it.
+    let mut failures = Vec::new();
+    for fleet in ["mig-fleet", "nic-fleet", "cpu-pinned-fleet"] {
+        let cluster = format!("examples/capacity/{fleet}/cluster.yaml");
+        let shape = format!("examples/capacity/{fleet}/shape.yaml");
+        failures.push(case(
+            &format!("capacity-{fleet}"),
+            &format!("capacity-{fleet}.table.txt"),
+            &[
+                "simulate",
+                &cluster,
+                "--add-nodes",
+                &shape,
+                "--remove-nodes",
+                "--fragmentation",
+            ],
+        ));
+    }
+    report(failures);
+}

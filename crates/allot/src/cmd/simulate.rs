@@ -14,7 +14,6 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use allot_api::core::v1::Pod;
-use allot_api::load::Object;
 use allot_apiserver::selector::Selector;
 use allot_sim::progress::{Phase, ProgressDisplay};
 use allot_store::Stored;
@@ -22,6 +21,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::files::Files;
+
+mod capacity;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -79,9 +80,41 @@ pub struct Args {
     #[arg(long)]
     pub example: bool,
     /// After the run, add copies of this pod one by one until one does not fit; report where
-    /// they went (`-` reads the pod from standard input).
+    /// they went (`-` reads the pod from standard input). A file with anything else than one
+    /// Pod (several pods, their claims and templates) is a workload: created at once, it fits
+    /// entirely, partly or not, with each pod's node and the reasons grouped.
     #[arg(long = "what-if", value_name = "POD.yaml")]
     pub what_if: Option<PathBuf>,
+    /// Fragmentation per device class and node: free devices, counters and capacity, copies of
+    /// the common request shapes that still fit, stranded capacity and a score; NUMA
+    /// fragmentation of exclusive CPUs. After the table; with -o json|yaml, in the capacity
+    /// document instead of the object list.
+    #[arg(long)]
+    pub fragmentation: bool,
+    /// A ResourceClaim or ResourceClaimTemplate whose spec --fragmentation measures besides the
+    /// common shapes (repeatable).
+    #[arg(long = "shape", value_name = "CLAIM.yaml")]
+    pub shapes: Vec<PathBuf>,
+    /// An exclusive CPU count --fragmentation measures besides the common ones (repeatable).
+    #[arg(long = "cpu-size", value_name = "CPUS")]
+    pub cpu_sizes: Vec<usize>,
+    /// A NodeShape file (allot.dev/v1alpha1): find the smallest number of such nodes that makes
+    /// every pod (and the --what-if workload) fit; repeat for several shapes: the cheapest mix
+    /// by their cost.
+    #[arg(long = "add-nodes", value_name = "SHAPE.yaml")]
+    pub add_nodes: Vec<PathBuf>,
+    /// Find the largest set of nodes (greedily: fewest pods first) that can be drained with
+    /// every pod placed elsewhere (PodDisruptionBudgets, affinity, DRA and NUMA by
+    /// re-simulating).
+    #[arg(long = "remove-nodes")]
+    pub remove_nodes: bool,
+    /// Try at most this many nodes for --remove-nodes.
+    #[arg(long = "remove-nodes-limit", value_name = "N")]
+    pub remove_nodes_limit: Option<usize>,
+    /// Write one self-contained HTML page (no network) with the cluster summary, utilisation
+    /// over time, pending pods by reason, the answers, fragmentation and every node.
+    #[arg(long = "report", value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// At most this many copies for --what-if.
     #[arg(long = "what-if-limit", default_value_t = 1000)]
     pub what_if_limit: usize,
@@ -159,31 +192,6 @@ fn print_input_errors(err: &allot_sim::SimError) {
         }
         other => elog!("error: {other}"),
     }
-}
-
-/// Reads the one Pod of a `--what-if` file (or standard input).
-fn what_if_pod(path: &Path) -> anyhow::Result<Result<Pod, String>> {
-    let loaded = Files::new(vec![path.to_path_buf()], false)
-        .load(&allot_api::load::LoadOptions::default())?;
-    if let Some(err) = loaded.errors.first() {
-        return Ok(Err(err.to_string()));
-    }
-    let pods: Vec<Pod> = loaded
-        .documents
-        .into_iter()
-        .filter_map(|d| match d.object {
-            Object::Pod(pod) => Some(pod),
-            _ => None,
-        })
-        .collect();
-    Ok(match <[Pod; 1]>::try_from(pods) {
-        Ok([pod]) => Ok(pod),
-        Err(pods) => Err(format!(
-            "{}: expected exactly one Pod, found {}",
-            path.display(),
-            pods.len()
-        )),
-    })
 }
 
 /// A relative path without `..`, so metadata files stay inside the output folder.
@@ -397,16 +405,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(2);
         }
     };
+    let mut workload = None;
     if let Some(path) = &args.what_if {
-        let pod = match what_if_pod(path)? {
-            Ok(pod) => pod,
+        match capacity::what_if_file(path)? {
+            Ok(capacity::WhatIfFile::Copies(pod)) if args.add_nodes.is_empty() => {
+                return what_if(&args, &input, &pod, &mut display);
+            }
+            Ok(capacity::WhatIfFile::Copies(pod)) => {
+                workload = Some(allot_sim::capacity::workload_objects(vec![Stored::Pod(
+                    std::sync::Arc::new(*pod),
+                )]));
+            }
+            Ok(capacity::WhatIfFile::Workload(objects)) => workload = Some(objects),
             Err(message) => {
                 display.end();
                 elog!("{message}");
                 return Ok(2);
             }
-        };
-        return what_if(&args, &input, &pod, &mut display);
+        }
+    }
+    if capacity::wanted(&args) || workload.is_some() {
+        return capacity::run(&args, &filter, &input, workload, &mut display);
     }
     display.start(Phase::Run, "");
     let outcome = allot_sim::run_moving(&mut input, &mut |p| display.update(p))?;
@@ -416,6 +435,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     write_output(&args, &filter, &input, &outcome.store)?;
     display.end();
+    finish(&args, &filter, &mut display, &outcome, 0)
+}
+
+/// After the output: timeline and reconcile errors, the summary line, the invariants and the
+/// exit code (`code` when nothing else decides it).
+fn finish(
+    args: &Args,
+    filter: &Filter,
+    display: &mut ProgressDisplay,
+    outcome: &allot_sim::Outcome,
+    code: u8,
+) -> anyhow::Result<u8> {
     for message in &outcome.event_errors {
         elog!("timeline: {message}");
     }
@@ -471,6 +502,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(if args.fail_on_pending && placed < shown.len() {
         1
     } else {
-        0
+        code
     })
 }
