@@ -34,5 +34,6 @@ pub mod rbac;
 pub mod resource;
 pub mod scheduling;
 pub mod storage;
+pub mod versions;
 
 pub use allot_quantity::Quantity;

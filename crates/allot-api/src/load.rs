@@ -8,9 +8,15 @@
 //! their own kinds (NodeTopology, KubeletConfiguration, ...) with [`decode`], after registering
 //! them in [`LoadOptions::extra_kinds`] so that loading does not reject them as unknown.
 
+mod aliases;
+mod files;
+mod stream;
+mod suggest;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -35,26 +41,32 @@ use crate::scheduling::v1::PriorityClass;
 use crate::scheduling::v1beta1::PodGroup;
 use crate::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
+pub use files::{
+    DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_ENV, STDIN_NAME, human_bytes, parse_byte_count,
+};
+pub use stream::LoadEvent;
+
 /// An error while reading, parsing or decoding manifests. Every variant names the file and,
 /// where known, the line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    /// A file or directory could not be read.
+    /// A file or directory could not be read (or is too large, or a symbolic link leads
+    /// nowhere).
     #[error("{file}: {message}")]
     Io {
         /// The path.
         file: String,
-        /// The operating system's message.
+        /// What is wrong, for people.
         message: String,
     },
-    /// The text is not valid YAML or JSON.
+    /// The text is not valid YAML or JSON (or not UTF-8, or an alias bomb).
     #[error("{file}:{line}: {message}")]
     Syntax {
         /// The file.
         file: String,
-        /// The line (1-based; 0 when unknown).
+        /// The line (1-based).
         line: u32,
-        /// The parser's message.
+        /// What is wrong, for people.
         message: String,
     },
     /// A document is not a mapping, or lacks `apiVersion` or `kind`.
@@ -68,7 +80,9 @@ pub enum LoadError {
         message: String,
     },
     /// The `apiVersion` and `kind` are not known.
-    #[error("{file}:{line}: no kind \"{kind}\" is registered for version \"{api_version}\"")]
+    #[error(
+        "{file}:{line}: no kind \"{kind}\" is registered for version \"{api_version}\"; {supported}"
+    )]
     UnknownKind {
         /// The file.
         file: String,
@@ -78,21 +92,34 @@ pub enum LoadError {
         api_version: String,
         /// The document's `kind`.
         kind: String,
+        /// The kinds that are, for people: `supported kinds: v1: Namespace, Node; ...`.
+        supported: String,
     },
     /// A mapping has the same key twice.
-    #[error("{file}:{line}: {kind}: duplicate field \"{path}\"")]
+    #[error(
+        "{file}:{line}: {}: duplicate field \"{path}\": already set at line {first_line}",
+        subject(kind, object)
+    )]
     DuplicateField {
         /// The file.
         file: String,
         /// The line of the second occurrence.
         line: u32,
+        /// The line of the first.
+        first_line: u32,
         /// The document's kind.
         kind: String,
+        /// The object, `namespace/name` or `name`.
+        object: String,
         /// The field path.
         path: String,
     },
     /// A field is not part of the schema (kubectl's strict validation).
-    #[error("{file}:{line}: {kind} {object}: unknown field \"{path}\"")]
+    #[error(
+        "{file}:{line}: {}: unknown field \"{path}\"{}",
+        subject(kind, object),
+        hint_suffix(hint)
+    )]
     UnknownField {
         /// The file.
         file: String,
@@ -104,9 +131,12 @@ pub enum LoadError {
         object: String,
         /// The full field path, e.g. `spec.devices[0].colour`.
         path: String,
+        /// What was probably meant: a close field name, or where a field moved between
+        /// releases.
+        hint: Option<String>,
     },
     /// A field has the wrong type or an invalid value (e.g. a malformed quantity).
-    #[error("{file}:{line}: {kind} {object}: {path}: {message}")]
+    #[error("{file}:{line}: {}: {path}: {message}", subject(kind, object))]
     InvalidField {
         /// The file.
         file: String,
@@ -123,6 +153,19 @@ pub enum LoadError {
     },
 }
 
+/// `Kind namespace/name`, or `Kind` for an object without a name.
+fn subject(kind: &str, object: &str) -> String {
+    if object.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind} {object}")
+    }
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    hint.as_ref().map(|h| format!("; {h}")).unwrap_or_default()
+}
+
 impl LoadError {
     /// The file the error is about.
     pub fn file(&self) -> &str {
@@ -137,7 +180,7 @@ impl LoadError {
         }
     }
 
-    /// The line the error is about (0 when unknown).
+    /// The line the error is about (0 for errors about a whole file: it cannot be read).
     pub fn line(&self) -> u32 {
         match self {
             LoadError::Io { .. } => 0,
@@ -149,16 +192,76 @@ impl LoadError {
             | LoadError::InvalidField { line, .. } => *line,
         }
     }
+
+    /// The kind of the document the error is about (empty when it is not about a document).
+    pub fn kind(&self) -> &str {
+        match self {
+            LoadError::DuplicateField { kind, .. }
+            | LoadError::UnknownField { kind, .. }
+            | LoadError::InvalidField { kind, .. } => kind,
+            _ => "",
+        }
+    }
+
+    /// The object the error is about, `namespace/name` or `name` (or empty).
+    pub fn object(&self) -> &str {
+        match self {
+            LoadError::DuplicateField { object, .. }
+            | LoadError::UnknownField { object, .. }
+            | LoadError::InvalidField { object, .. } => object,
+            _ => "",
+        }
+    }
+
+    /// The field path the error is about (or empty).
+    pub fn field(&self) -> &str {
+        match self {
+            LoadError::DuplicateField { path, .. }
+            | LoadError::UnknownField { path, .. }
+            | LoadError::InvalidField { path, .. } => path,
+            _ => "",
+        }
+    }
+
+    /// What is wrong, without the file, line, object and field: `unknown field; did you mean
+    /// "name"?`, `invalid type: ...`.
+    pub fn detail(&self) -> String {
+        match self {
+            LoadError::Io { message, .. }
+            | LoadError::Syntax { message, .. }
+            | LoadError::NotAnObject { message, .. }
+            | LoadError::InvalidField { message, .. } => message.clone(),
+            LoadError::UnknownKind {
+                api_version,
+                kind,
+                supported,
+                ..
+            } => format!(
+                "no kind \"{kind}\" is registered for version \"{api_version}\"; {supported}"
+            ),
+            LoadError::DuplicateField { first_line, .. } => {
+                format!("duplicate field: already set at line {first_line}")
+            }
+            LoadError::UnknownField { hint, .. } => format!("unknown field{}", hint_suffix(hint)),
+        }
+    }
 }
 
 /// Field path to source line, for one document.
 ///
 /// Paths are written like upstream's field paths: `spec.devices[0].name`; map keys are written
-/// as `.key` here and looked up either way (`attributes[dra.example.com/model]` finds
+/// as `.key` or `[key]` and looked up either way (`attributes[dra.example.com/model]` finds
 /// `attributes.dra.example.com/model`).
+///
+/// Loading records the line of every node of the document's value as one number per node, in
+/// depth-first order (the root first; a map entry has its key's line), not as a map from path
+/// strings: a path is found by walking the value along it ([`RawDocument::line_of`]), which
+/// costs a walk of the document for each error, and keeps the map at four bytes per node.
+/// Lines recorded with [`SourceMap::insert`] take precedence.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceMap {
     lines: BTreeMap<String, u32>,
+    nodes: Vec<u32>,
 }
 
 impl SourceMap {
@@ -167,8 +270,9 @@ impl SourceMap {
         self.lines.entry(path).or_insert(line);
     }
 
-    /// The line of `path`, or of its nearest ancestor that has one (e.g. the parent of a
-    /// missing required field).
+    /// The line of `path`, or of its nearest ancestor that has one, among the lines recorded
+    /// with [`SourceMap::insert`] (the lines of a loaded document's nodes need the document:
+    /// see [`RawDocument::line_of`]).
     pub fn line_of(&self, path: &str) -> Option<u32> {
         let mut segments = split_path(path);
         loop {
@@ -179,14 +283,97 @@ impl SourceMap {
         }
     }
 
-    /// The number of recorded paths.
+    /// The line of `path` in `value`, the document this map belongs to: a line recorded with
+    /// [`SourceMap::insert`], else the line of the deepest node of `value` along `path`.
+    fn line_in(&self, value: &serde_json::Value, path: &str) -> Option<u32> {
+        if let Some(line) = self.line_of(path) {
+            return Some(line);
+        }
+        node_line(value, &self.nodes, &split_path(path))
+    }
+
+    /// The number of recorded lines.
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.lines.len() + self.nodes.len()
     }
 
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.lines.is_empty() && self.nodes.is_empty()
+    }
+}
+
+/// The number of nodes of `value` (itself included), as [`SourceMap`] counts them.
+fn node_count(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(node_count).sum::<usize>(),
+        serde_json::Value::Object(map) => 1 + map.values().map(node_count).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// The line of the deepest node of `value` along `segments`, from `lines` (one per node, in
+/// depth-first order).
+fn node_line(value: &serde_json::Value, lines: &[u32], segments: &[Segment]) -> Option<u32> {
+    let (mut node, mut at, mut rest) = (value, 0usize, segments);
+    let mut best = *lines.first()?;
+    loop {
+        let (skip, next, used) = match (node, rest.first()) {
+            (_, None) => return Some(best),
+            (serde_json::Value::Array(items), Some(Segment::Index(i))) if *i < items.len() => (
+                items[..*i].iter().map(node_count).sum::<usize>(),
+                &items[*i],
+                1,
+            ),
+            (serde_json::Value::Object(map), Some(_)) => {
+                let Some((position, used)) = key_at(map, rest) else {
+                    return Some(best);
+                };
+                let before = map.values().take(position).map(node_count).sum::<usize>();
+                let Some((_, next)) = map.iter().nth(position) else {
+                    return Some(best);
+                };
+                (before, next, used)
+            }
+            _ => return Some(best),
+        };
+        at += 1 + skip;
+        node = next;
+        rest = &rest[used..];
+        match lines.get(at) {
+            Some(line) => best = *line,
+            None => return Some(best),
+        }
+    }
+}
+
+/// The entry of `map` that the first segments of `rest` name, and how many segments that
+/// takes: a key may hold dots (`dra.example.com/model`), so the longest run of key segments
+/// that joins into a key wins; an index names a key of its digits.
+fn key_at(
+    map: &serde_json::Map<String, serde_json::Value>,
+    rest: &[Segment],
+) -> Option<(usize, usize)> {
+    let keys = rest
+        .iter()
+        .take_while(|s| matches!(s, Segment::Key(_)))
+        .count();
+    let position = |key: &str| map.keys().position(|k| k == key);
+    for used in (1..=keys).rev() {
+        let joined: Vec<&str> = rest[..used]
+            .iter()
+            .map(|s| match s {
+                Segment::Key(k) => k.as_str(),
+                Segment::Index(_) => "",
+            })
+            .collect();
+        if let Some(found) = position(&joined.join(".")) {
+            return Some((found, used));
+        }
+    }
+    match rest.first() {
+        Some(Segment::Index(i)) if keys == 0 => position(&i.to_string()).map(|p| (p, 1)),
+        _ => None,
     }
 }
 
@@ -299,7 +486,9 @@ impl RawDocument {
 
     /// The line of a field path, falling back to the nearest ancestor and then the document.
     pub fn line_of(&self, path: &str) -> u32 {
-        self.source_map.line_of(path).unwrap_or(self.line)
+        self.source_map
+            .line_in(&self.value, path)
+            .unwrap_or(self.line)
     }
 }
 
@@ -384,6 +573,70 @@ impl<'de> Visitor<'de> for YNodeVisitor {
     }
 }
 
+/// A YAML node read and dropped, with every check [`YNode`] makes (string keys, integers in
+/// range), so that a text fails here exactly where it fails to become a tree.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
+        Skip::deserialize(d)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i128<E: serde::de::Error>(self, v: i128) -> Result<Skip, E> {
+        YNodeVisitor.visit_i128(v).map(|_| Skip)
+    }
+    fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<Skip, E> {
+        YNodeVisitor.visit_u128(v).map(|_| Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_string<E>(self, _: String) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Spanned<Skip>>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_key::<Spanned<String>>()?.is_some() {
+            map.next_value::<Spanned<Skip>>()?;
+        }
+        Ok(Skip)
+    }
+}
+
 fn line_of_location(location: &serde_saphyr::Location) -> u32 {
     u32::try_from(location.line()).unwrap_or(u32::MAX)
 }
@@ -399,15 +652,24 @@ impl LineOffset {
     }
 }
 
-/// Converts a YAML tree to JSON, recording each path's line; reports the first duplicate key.
-/// `path` is the canonical path of `node` (see [`join_path`]), extended and truncated in place.
+/// A key met twice in one mapping: its path and the lines of both.
+struct Duplicate {
+    path: String,
+    first_line: u32,
+    line: u32,
+}
+
+/// Converts a YAML tree to JSON, recording the line of each node below the root in depth-first
+/// order (see [`SourceMap`]); reports the first duplicate key. `path` is the canonical path of
+/// `node` (see [`join_path`]), extended and truncated in place, for that report.
 fn to_json(
     node: YNode,
     offset: LineOffset,
     path: &mut String,
-    map: &mut SourceMap,
-    duplicate: &mut Option<(String, u32)>,
+    lines: &mut Vec<u32>,
+    duplicate: &mut Option<Duplicate>,
 ) -> serde_json::Value {
+    use std::fmt::Write as _;
     match node {
         YNode::Null => serde_json::Value::Null,
         YNode::Bool(v) => serde_json::Value::Bool(v),
@@ -421,17 +683,17 @@ fn to_json(
             let mut out = Vec::with_capacity(items.len());
             let base = path.len();
             for (index, item) in items.into_iter().enumerate() {
-                path.push('[');
-                path.push_str(&index.to_string());
-                path.push(']');
-                map.insert(path.clone(), offset.of(&item.referenced));
-                out.push(to_json(item.value, offset, path, map, duplicate));
+                let _ = write!(path, "[{index}]");
+                lines.push(offset.of(&item.referenced));
+                out.push(to_json(item.value, offset, path, lines, duplicate));
                 path.truncate(base);
             }
             serde_json::Value::Array(out)
         }
         YNode::Map(entries) => {
             let mut out = serde_json::Map::with_capacity(entries.len());
+            // The line of each distinct key, in the map's order, for a repeat's report.
+            let mut key_lines: Vec<u32> = Vec::new();
             let base = path.len();
             for (key, value) in entries {
                 if base > 0 {
@@ -439,14 +701,25 @@ fn to_json(
                 }
                 path.push_str(&key.value);
                 let line = offset.of(&key.referenced);
-                if out.contains_key(&key.value) {
-                    if duplicate.is_none() {
-                        *duplicate = Some((path.clone(), line));
-                    }
+                // Only a repeat needs the search for its first place; repeats are rare.
+                let repeated = if out.contains_key(&key.value) {
+                    out.keys().position(|k| *k == key.value)
                 } else {
-                    map.insert(path.clone(), line);
+                    None
+                };
+                match repeated {
+                    Some(first) if duplicate.is_none() => {
+                        *duplicate = Some(Duplicate {
+                            path: path.clone(),
+                            first_line: key_lines.get(first).copied().unwrap_or(line),
+                            line,
+                        });
+                    }
+                    Some(_) => {}
+                    None => key_lines.push(line),
                 }
-                let converted = to_json(value.value, offset, path, map, duplicate);
+                lines.push(line);
+                let converted = to_json(value.value, offset, path, lines, duplicate);
                 path.truncate(base);
                 out.insert(key.value, converted);
             }
@@ -462,6 +735,40 @@ pub fn parse_str(file: &str, text: &str) -> Result<Vec<RawDocument>, LoadError> 
     convert(file, nodes, LineOffset::default())
 }
 
+/// The YAML reader's options for a text of `size` bytes.
+///
+/// The parser's default budget stops a stream at 1,024 documents and 250,000 nodes, which a
+/// cluster's worth of Pods in one file passes. Those counts are bounded by the text's size anyway
+/// (every document and node takes at least a byte), so they grow with it. Aliases are limited as
+/// Kubernetes' YAML decoder limits them, by [`aliases::check`] before the parse, so the parser's
+/// own alias heuristics (a fixed ratio of aliases to anchors, a fixed number of replayed events)
+/// are off; the limits that guard against deep nesting stay as they are.
+fn yaml_options(size: usize) -> serde_saphyr::Options {
+    let budget = serde_saphyr::budget! {
+        max_documents: size.max(1_024),
+        max_nodes: size.saturating_mul(2).max(250_000),
+        max_events: size.saturating_mul(8).max(1_000_000),
+        max_total_scalar_bytes: size.max(64 * 1024 * 1024),
+        max_aliases: size.max(50_000),
+        max_anchors: size.max(50_000),
+        max_recorded_anchor_events: size.saturating_mul(8).max(1_000_000),
+        max_recorded_anchor_bytes: size.max(64 * 1024 * 1024),
+        enforce_alias_anchor_ratio: false,
+    };
+    let alias_limits = serde_saphyr::alias_limits! {
+        max_total_replayed_events: usize::MAX,
+    };
+    // YAML 1.2 booleans (only true/false), as Kubernetes' YAML reader treats `y`/`on` as text
+    // in the places this domain uses them. Repeated keys reach the converter, which names the
+    // field and both lines.
+    serde_saphyr::options! {
+        strict_booleans: true,
+        budget: budget,
+        alias_limits: alias_limits,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
+    }
+}
+
 /// The YAML parser's step: the documents of `text` as trees with positions, or the first
 /// syntax error.
 fn parse_yaml(
@@ -469,29 +776,119 @@ fn parse_yaml(
     text: &str,
     offset: LineOffset,
 ) -> Result<Vec<Spanned<YNode>>, LoadError> {
-    // The parser's default budget stops a stream at 1,024 documents and 250,000 nodes, which
-    // a cluster's worth of Pods in one file passes. Those counts are bounded by the text's
-    // size anyway (every document and node takes at least a byte), so they grow with it;
-    // the limits that guard against amplification (aliases, anchors, depth) stay as they are.
-    let size = text.len();
-    let budget = serde_saphyr::budget! {
-        max_documents: size.max(1_024),
-        max_nodes: size.saturating_mul(2).max(250_000),
-        max_events: size.saturating_mul(8).max(1_000_000),
-        max_total_scalar_bytes: size.max(64 * 1024 * 1024),
-    };
-    // YAML 1.2 booleans (only true/false), as Kubernetes' YAML reader treats `y`/`on` as text
-    // in the places this domain uses them.
-    let options = serde_saphyr::options! { strict_booleans: true, budget: budget };
-    serde_saphyr::from_multiple_with_options(text, options).map_err(|err| LoadError::Syntax {
+    check_aliases(file, text, offset)?;
+    serde_saphyr::from_multiple_with_options(text, yaml_options(text.len()))
+        .map_err(|err| syntax_error(file, text, offset, &err))
+}
+
+/// Whether `text` parses, without keeping anything of it: the first syntax error, as
+/// [`parse_yaml`] reports it.
+fn check_syntax(file: &str, text: &str, offset: LineOffset) -> Result<(), LoadError> {
+    check_aliases(file, text, offset)?;
+    serde_saphyr::from_multiple_with_options::<Spanned<Skip>>(text, yaml_options(text.len()))
+        .map(drop)
+        .map_err(|err| syntax_error(file, text, offset, &err))
+}
+
+/// Refuses a YAML text that Kubernetes' YAML decoder refuses for its aliases (an alias bomb:
+/// a document whose aliases make up more than 99% of what it decodes to, less for large
+/// documents), in one pass over its events and before anything is expanded. `Err` holds the
+/// 1-based line and the message. Texts without both `&` and `*` are not even parsed.
+pub fn check_yaml_aliases(text: &str) -> Result<(), (u32, String)> {
+    aliases::check(text).map_err(|refusal| (refusal.line, refusal.message()))
+}
+
+/// The options this crate reads YAML with, for a text of `size` bytes: YAML 1.2 booleans,
+/// repeated keys handed to the visitor, budgets that grow with the text, and no alias limits
+/// of the parser's own (call [`check_yaml_aliases`] first, as [`parse_str`] does).
+pub fn yaml_reader_options(size: usize) -> serde_saphyr::Options {
+    yaml_options(size)
+}
+
+/// Refuses a document that Kubernetes' YAML decoder refuses for its aliases, before anything
+/// is expanded.
+fn check_aliases(file: &str, text: &str, offset: LineOffset) -> Result<(), LoadError> {
+    aliases::check(text).map_err(|refusal| LoadError::Syntax {
         file: file.to_string(),
-        line: err.location().map(|l| offset.of(&l)).unwrap_or_default(),
-        message: strip_position(
-            &err.without_snippet()
-                .to_string()
-                .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
-        ),
+        line: refusal.line.saturating_add(offset.0),
+        message: refusal.message(),
     })
+}
+
+/// A parser error for people: the line (the last line of the text when the parser does not
+/// say), and the message without the parser's position or internal names.
+fn syntax_error(
+    file: &str,
+    text: &str,
+    offset: LineOffset,
+    err: &serde_saphyr::Error,
+) -> LoadError {
+    let line = match err.location().map(|l| line_of_location(&l)) {
+        Some(line) if line > 0 => line,
+        _ => stream::count_lines(text.as_bytes()).max(1),
+    };
+    LoadError::Syntax {
+        file: file.to_string(),
+        line: line.saturating_add(offset.0),
+        message: syntax_message(err),
+    }
+}
+
+/// A YAML parser's error for people: without the parser's position (report the line apart) or
+/// its internal names ("set DuplicateKeyPolicy", "use from_str_multiple", Rust debug output
+/// of budgets).
+pub fn yaml_error_message(err: &serde_saphyr::Error) -> String {
+    syntax_message(err)
+}
+
+fn syntax_message(err: &serde_saphyr::Error) -> String {
+    use serde_saphyr::budget::BudgetBreach;
+    if let serde_saphyr::Error::Budget { breach, .. } = err.without_snippet() {
+        return match breach {
+            BudgetBreach::Depth { depth } => format!(
+                "the document nests {depth} levels deep; at most 64 levels of lists and maps are read"
+            ),
+            other => format!(
+                "the document is too large or too complex to read ({})",
+                budget_words(other)
+            ),
+        };
+    }
+    let message = err.without_snippet().to_string();
+    let message =
+        strip_position(&message).replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+    let message = match message.find("; use from_") {
+        Some(at) => message[..at].to_string(),
+        None => message,
+    };
+    match message.strip_prefix("multiple YAML documents detected") {
+        Some(_) => "more than one YAML document where one is expected (documents are separated \
+                    by a line of ---)"
+            .to_string(),
+        None => message,
+    }
+}
+
+/// A budget breach in words: what was counted and how much.
+fn budget_words(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Events { events } => format!("{events} parser events"),
+        B::Aliases { aliases } => format!("{aliases} aliases"),
+        B::Anchors { anchors } => format!("{anchors} anchors"),
+        B::Documents { documents } => format!("{documents} documents"),
+        B::Nodes { nodes } => format!("{nodes} values"),
+        B::ScalarBytes { total_scalar_bytes } => format!("{total_scalar_bytes} bytes of text"),
+        B::MergeKeys { merge_keys } => format!("{merge_keys} merge keys"),
+        B::RecordedAnchorEvents {
+            recorded_anchor_events,
+        } => format!("{recorded_anchor_events} values kept for anchors"),
+        B::RecordedAnchorBytes {
+            recorded_anchor_bytes,
+        } => format!("{recorded_anchor_bytes} bytes kept for anchors"),
+        B::InputBytes { input_bytes } => format!("{input_bytes} bytes"),
+        _ => "a parser limit".to_string(),
+    }
 }
 
 /// The second step: parsed trees into raw documents (JSON values with source maps), stopping
@@ -503,35 +900,56 @@ fn convert(
 ) -> Result<Vec<RawDocument>, LoadError> {
     let mut documents = Vec::new();
     for node in nodes {
-        let line = offset.of(&node.referenced);
-        if matches!(node.value, YNode::Null) {
-            continue;
-        }
-        let mut source_map = SourceMap::default();
-        let mut duplicate = None;
-        let value = to_json(
-            node.value,
-            offset,
-            &mut String::new(),
-            &mut source_map,
-            &mut duplicate,
-        );
-        let document = new_document(file, line, value, source_map)?;
-        if let Some((path, line)) = duplicate {
-            return Err(LoadError::DuplicateField {
-                file: file.to_string(),
-                line,
-                kind: document.kind.clone(),
-                path,
-            });
-        }
-        if document.kind.ends_with("List") && document.value.get("items").is_some() {
-            documents.extend(expand_list(document)?);
-        } else {
-            documents.push(document);
-        }
+        documents.extend(convert_one(file, node, offset)?);
     }
     Ok(documents)
+}
+
+/// One parsed tree as raw documents: none for an empty document, the items of a `List`, or
+/// the document itself.
+fn convert_one(
+    file: &str,
+    node: Spanned<YNode>,
+    offset: LineOffset,
+) -> Result<Vec<RawDocument>, LoadError> {
+    let line = offset.of(&node.referenced);
+    if matches!(node.value, YNode::Null) {
+        return Ok(Vec::new());
+    }
+    let mut lines = vec![line];
+    let mut duplicate = None;
+    let value = to_json(
+        node.value,
+        offset,
+        &mut String::new(),
+        &mut lines,
+        &mut duplicate,
+    );
+    let source_map = SourceMap {
+        lines: BTreeMap::new(),
+        nodes: lines,
+    };
+    let document = new_document(file, line, value, source_map)?;
+    if let Some(Duplicate {
+        path,
+        first_line,
+        line,
+    }) = duplicate
+    {
+        return Err(LoadError::DuplicateField {
+            file: file.to_string(),
+            line,
+            first_line,
+            kind: document.kind.clone(),
+            object: document.object_name(),
+            path,
+        });
+    }
+    if document.kind.ends_with("List") && document.value.get("items").is_some() {
+        expand_list(document)
+    } else {
+        Ok(vec![document])
+    }
 }
 
 fn new_document(
@@ -567,59 +985,39 @@ fn new_document(
     })
 }
 
-/// Splits a `List` document into its items, each with its own source map.
-fn expand_list(list: RawDocument) -> Result<Vec<RawDocument>, LoadError> {
-    let items = match list.value.get("items") {
-        Some(serde_json::Value::Array(items)) => items.clone(),
+/// Splits a `List` document into its items, each with its own source map (its slice of the
+/// list's node lines). The items are moved out of the list, not copied.
+fn expand_list(mut list: RawDocument) -> Result<Vec<RawDocument>, LoadError> {
+    let nodes = std::mem::take(&mut list.source_map.nodes);
+    let Some(root) = list.value.as_object_mut() else {
+        return Ok(Vec::new());
+    };
+    let Some(position) = root.keys().position(|k| k == "items") else {
+        return Ok(Vec::new());
+    };
+    // The node of `items`: after the root and the entries before it.
+    let mut at = 1 + root.values().take(position).map(node_count).sum::<usize>();
+    let items = match root.get_mut("items").map(serde_json::Value::take) {
+        Some(serde_json::Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    let mut out = Vec::new();
-    for (index, item) in items.into_iter().enumerate() {
-        let prefix = format!("items[{index}]");
-        let mut source_map = SourceMap::default();
-        for (path, line) in &list.source_map.lines {
-            if let Some(rest) = path.strip_prefix(&prefix) {
-                let rest = rest.strip_prefix('.').unwrap_or(rest);
-                source_map.insert(rest.to_string(), *line);
-            }
-        }
-        let line = list.source_map.line_of(&prefix).unwrap_or(list.line);
+    at += 1;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let size = node_count(&item);
+        let item_nodes = nodes
+            .get(at..at + size)
+            .map(<[u32]>::to_vec)
+            .unwrap_or_default();
+        at += size;
+        let line = item_nodes.first().copied().unwrap_or(list.line);
+        let source_map = SourceMap {
+            lines: BTreeMap::new(),
+            nodes: item_nodes,
+        };
         out.push(new_document(&list.file, line, item, source_map)?);
     }
     Ok(out)
-}
-
-fn expand_paths<P: AsRef<Path>>(paths: &[P], errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for path in paths {
-        let path = path.as_ref();
-        if path.is_dir() {
-            match std::fs::read_dir(path) {
-                Ok(entries) => {
-                    let mut found: Vec<PathBuf> = entries
-                        .filter_map(Result::ok)
-                        .map(|entry| entry.path())
-                        .filter(|p| {
-                            p.is_file()
-                                && matches!(
-                                    p.extension().and_then(|e| e.to_str()),
-                                    Some("yaml" | "yml" | "json")
-                                )
-                        })
-                        .collect();
-                    found.sort();
-                    files.extend(found);
-                }
-                Err(err) => errors.push(LoadError::Io {
-                    file: path.display().to_string(),
-                    message: err.to_string(),
-                }),
-            }
-        } else {
-            files.push(path.to_path_buf());
-        }
-    }
-    files
 }
 
 /// Decodes a raw document into `T`, strictly: unknown fields and type mismatches are errors
@@ -645,11 +1043,13 @@ fn decode_error(
         } else {
             format!("{path}.{field}")
         };
+        let expected = suggest::expected_fields(&message);
         return LoadError::UnknownField {
             file: raw.file.clone(),
             line: raw.line_of(&full),
             kind: raw.kind.clone(),
             object: raw.object_name(),
+            hint: suggest::unknown_field_hint(&raw.kind, &full, &expected),
             path: full,
         };
     }
@@ -921,11 +1321,35 @@ pub const KNOWN_KINDS: &[(&str, &str)] = &[
 ];
 
 /// Options for [`load`] and [`decode_object`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// `(apiVersion, kind)` pairs other crates decode themselves; they load as
     /// [`Object::Extension`] instead of being rejected.
     pub extra_kinds: Vec<(String, String)>,
+    /// The largest file (or standard input) that is read, in bytes; a larger one is an error
+    /// naming it and the limit. Loading holds one file's text at a time, plus a bounded working
+    /// set, so this bounds its memory. The default is [`DEFAULT_MAX_FILE_BYTES`], or
+    /// [`MAX_FILE_BYTES_ENV`] when set.
+    pub max_file_bytes: u64,
+    /// Whether directories are read with their subdirectories (kubectl's `-R`).
+    pub recursive: bool,
+    /// Why [`MAX_FILE_BYTES_ENV`] could not be used, reported by [`load`] as an input error.
+    pub settings_error: Option<String>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        let (max_file_bytes, settings_error) = match files::max_file_bytes_from_env() {
+            Ok(limit) => (limit, None),
+            Err(message) => (DEFAULT_MAX_FILE_BYTES, Some(message)),
+        };
+        LoadOptions {
+            extra_kinds: Vec::new(),
+            max_file_bytes,
+            recursive: false,
+            settings_error,
+        }
+    }
 }
 
 impl LoadOptions {
@@ -934,6 +1358,70 @@ impl LoadOptions {
         self.extra_kinds
             .push((api_version.to_string(), kind.to_string()));
         self
+    }
+
+    /// The kinds that load, for people: grouped by API version, e.g.
+    /// `supported kinds: v1: Event, Namespace, Node, Pod; resource.k8s.io/v1: DeviceClass, ...`.
+    pub fn supported_kinds(&self) -> String {
+        let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let extra = self
+            .extra_kinds
+            .iter()
+            .map(|(v, k)| (v.as_str(), k.as_str()));
+        for (version, kind) in KNOWN_KINDS.iter().copied().chain(extra) {
+            let kinds = groups.entry(version).or_default();
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        // Core first, as kubectl lists it, then the groups by name.
+        let mut versions: Vec<&str> = groups.keys().copied().collect();
+        versions.sort_by_key(|v| (v.contains('/'), *v));
+        let parts: Vec<String> = versions
+            .into_iter()
+            .map(|version| {
+                let mut kinds = groups[version].clone();
+                kinds.sort_unstable();
+                format!("{version}: {}", kinds.join(", "))
+            })
+            .collect();
+        format!("supported kinds: {}", parts.join("; "))
+    }
+
+    /// The unknown-kind error for `raw`, naming the kinds that are supported (first the API
+    /// versions that serve the same kind, when there are some).
+    fn unknown_kind(&self, raw: &RawDocument) -> LoadError {
+        let other_versions: Vec<&str> = KNOWN_KINDS
+            .iter()
+            .copied()
+            .chain(
+                self.extra_kinds
+                    .iter()
+                    .map(|(v, k)| (v.as_str(), k.as_str())),
+            )
+            .filter(|(_, kind)| *kind == raw.kind)
+            .map(|(version, _)| version)
+            .collect();
+        let supported = if other_versions.is_empty() {
+            self.supported_kinds()
+        } else {
+            format!(
+                "{} is supported as {}",
+                raw.kind,
+                other_versions
+                    .iter()
+                    .map(|v| format!("apiVersion {v}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        };
+        LoadError::UnknownKind {
+            file: raw.file.clone(),
+            line: raw.line,
+            api_version: raw.api_version.clone(),
+            kind: raw.kind.clone(),
+            supported,
+        }
     }
 }
 
@@ -952,10 +1440,7 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             Object::ResourceClaimTemplate(decode(raw)?)
         }
         ("resource.k8s.io/v1", "ResourceSlice") => Object::ResourceSlice(decode(raw)?),
-        (
-            "resource.k8s.io/v1" | "resource.k8s.io/v1beta2" | "resource.k8s.io/v1alpha3",
-            "DeviceTaintRule",
-        ) => Object::DeviceTaintRule(decode(raw)?),
+        ("resource.k8s.io/v1", "DeviceTaintRule") => Object::DeviceTaintRule(decode(raw)?),
         ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest") => {
             Object::ResourcePoolStatusRequest(decode(raw)?)
         }
@@ -1021,14 +1506,11 @@ pub fn decode_object(raw: &RawDocument, options: &LoadOptions) -> Result<Object,
             decode_dynamic_resources_args(raw, &config)?;
             Object::KubeSchedulerConfiguration(config)
         }
-        (api_version, kind) => {
-            return Err(LoadError::UnknownKind {
-                file: raw.file.clone(),
-                line: raw.line,
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-            });
-        }
+        // An older version of a stored kind converts to the storage version (`versions`).
+        _ => match crate::versions::decode_older(raw) {
+            Some(converted) => converted?,
+            None => return Err(options.unknown_kind(raw)),
+        },
     };
     Ok(object)
 }
@@ -1052,7 +1534,7 @@ fn decode_dynamic_resources_args(
                 nested.value = args.clone();
                 let error = decode_error(&nested, &err);
                 return Err(match error {
-                    LoadError::UnknownField { path, .. } => {
+                    LoadError::UnknownField { path, hint, .. } => {
                         let full = format!("{prefix}.{path}");
                         LoadError::UnknownField {
                             file: raw.file.clone(),
@@ -1060,6 +1542,7 @@ fn decode_dynamic_resources_args(
                             kind: raw.kind.clone(),
                             object: raw.object_name(),
                             path: full,
+                            hint,
                         }
                     }
                     other => other,
@@ -1088,56 +1571,14 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
 }
 
-/// Reads, parses and decodes files and directories (their `.yaml`, `.yml` and `.json` files,
-/// sorted by name, not recursing); collects all errors, so one bad file does not hide the
-/// others: unreadable paths and files, then each file's syntax error, in file order, then the
-/// documents' decode errors in document order.
+/// Reads, parses and decodes files and directories (see [`load_stream`]); collects all errors,
+/// so one bad file does not hide the others: unreadable paths and files, then each file's
+/// syntax error, in file order, then the documents' decode errors in document order. A file
+/// with a syntax error gives no documents.
 pub fn load<P: AsRef<Path>>(paths: &[P], options: &LoadOptions) -> Loaded {
-    let mut errors = Vec::new();
-    let mut texts = Vec::new();
-    // Per file, in order: its text's index, or the error reading it.
-    let mut files = Vec::new();
-    for file in expand_paths(paths, &mut errors) {
-        let name = file.display().to_string();
-        match std::fs::read_to_string(&file) {
-            Ok(text) => {
-                files.push(Ok(texts.len()));
-                texts.push((name, text));
-            }
-            Err(err) => files.push(Err(LoadError::Io {
-                file: name,
-                message: err.to_string(),
-            })),
-        }
-    }
-    let borrowed: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(f, t)| (f.as_str(), t.as_str()))
-        .collect();
-    let mut results: Vec<Option<TextLoaded>> =
-        load_each(&borrowed, options, threads_for(&borrowed))
-            .into_iter()
-            .map(Some)
-            .collect();
-    let mut documents = Vec::new();
-    let mut decode_errors = Vec::new();
-    for file in files {
-        match file.map(|index| results[index].take()) {
-            Err(err) => errors.push(err),
-            Ok(None) => {}
-            Ok(Some(TextLoaded::Unparsable(err))) => errors.push(err),
-            Ok(Some(TextLoaded::Parsed(entries))) => {
-                for entry in entries {
-                    match entry {
-                        Ok(document) => documents.push(document),
-                        Err(err) => decode_errors.push(err),
-                    }
-                }
-            }
-        }
-    }
-    errors.extend(decode_errors);
-    Loaded { documents, errors }
+    let mut collector = Collector::default();
+    load_stream(paths, options, |event| collector.push(event));
+    collector.finish()
 }
 
 /// Parses and decodes one text; collects all decode errors.
@@ -1150,206 +1591,152 @@ pub fn load_str(file: &str, text: &str, options: &LoadOptions) -> Loaded {
 /// every core: a text is cut at document markers into pieces parsed side by side, with the
 /// same documents, lines and errors as one pass over it.
 pub fn load_texts(texts: &[(&str, &str)], options: &LoadOptions) -> Loaded {
-    load_texts_on(texts, options, threads_for(texts))
+    let total: u64 = texts.iter().map(|(_, text)| text.len() as u64).sum();
+    load_texts_on(texts, options, stream::threads_for(total))
 }
 
 fn load_texts_on(texts: &[(&str, &str)], options: &LoadOptions, threads: usize) -> Loaded {
-    let mut loaded = Loaded::default();
-    for result in load_each(texts, options, threads) {
-        match result {
-            TextLoaded::Unparsable(err) => loaded.errors.push(err),
-            TextLoaded::Parsed(entries) => {
-                for entry in entries {
-                    match entry {
-                        Ok(document) => loaded.documents.push(document),
-                        Err(err) => loaded.errors.push(err),
-                    }
-                }
-            }
-        }
-    }
-    loaded
+    let mut collector = Collector::default();
+    load_texts_stream_on(texts, options, threads, |event| collector.push(event));
+    collector.finish()
 }
 
-/// What one text gave.
-enum TextLoaded {
-    /// A syntax error, or a document that is not an object or repeats a key: nothing of the
-    /// text is used.
-    Unparsable(LoadError),
-    /// Each document, decoded or the reason it could not be.
-    Parsed(Vec<Result<Document, LoadError>>),
-}
-
-/// A document-aligned piece of one text.
-struct Piece<'a> {
-    text: usize,
-    body: &'a str,
-    offset: LineOffset,
-}
-
-/// What one piece gave.
-enum PieceLoaded {
-    Syntax,
-    Invalid(LoadError),
-    Parsed(Vec<Result<Document, LoadError>>),
-}
-
-/// Below this many bytes in all, texts are loaded on the calling thread.
-const PARALLEL_BYTES: usize = 256 * 1024;
-
-/// How many threads loading `texts` is worth: every core for large inputs.
-fn threads_for(texts: &[(&str, &str)]) -> usize {
-    let total: usize = texts.iter().map(|(_, text)| text.len()).sum();
-    if total < PARALLEL_BYTES {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    }
-}
-
-/// Loads each text, its pieces spread over `threads` threads.
-fn load_each(texts: &[(&str, &str)], options: &LoadOptions, threads: usize) -> Vec<TextLoaded> {
-    let total: usize = texts.iter().map(|(_, text)| text.len()).sum();
-    // Several pieces per thread, so that one slow piece does not hold the others up.
-    let piece_bytes = (total / (threads * 8)).max(64 * 1024);
-    let pieces: Vec<Piece> = texts
-        .iter()
-        .enumerate()
-        .flat_map(|(index, (_, text))| {
-            let cuts = if threads > 1 {
-                document_cuts(text, piece_bytes)
-            } else {
-                vec![(0, 0)]
-            };
-            let ends: Vec<usize> = cuts.iter().skip(1).map(|&(at, _)| at).collect();
-            cuts.into_iter()
-                .zip(ends.into_iter().chain([text.len()]))
-                .map(move |((start, lines), end)| Piece {
-                    text: index,
-                    body: &text[start..end],
-                    offset: LineOffset(lines),
-                })
-        })
-        .collect();
-    let loaded = map_on_threads(&pieces, threads, |piece| {
-        let file = texts[piece.text].0;
-        match parse_yaml(file, piece.body, piece.offset) {
-            Err(_) => PieceLoaded::Syntax,
-            Ok(nodes) => match convert(file, nodes, piece.offset) {
-                Err(err) => PieceLoaded::Invalid(err),
-                Ok(raws) => PieceLoaded::Parsed(
-                    raws.into_iter()
-                        .map(|raw| {
-                            decode_object(&raw, options).map(|object| Document { raw, object })
-                        })
-                        .collect(),
-                ),
-            },
-        }
-    });
-    let mut out: Vec<Option<TextLoaded>> = (0..texts.len()).map(|_| None).collect();
-    for (piece, result) in pieces.iter().zip(loaded) {
-        let slot = &mut out[piece.text];
-        match (slot.as_mut(), result) {
-            (Some(TextLoaded::Unparsable(LoadError::Syntax { .. })), _) => {}
-            (_, PieceLoaded::Syntax) => {
-                // The error exactly as one pass over the whole text reports it (a piece ends
-                // where the text did not, which can move the error's line).
-                let (file, text) = texts[piece.text];
-                if let Err(err) = parse_yaml(file, text, LineOffset::default()) {
-                    *slot = Some(TextLoaded::Unparsable(err));
-                }
-            }
-            (Some(TextLoaded::Unparsable(_)), _) => {}
-            (_, PieceLoaded::Invalid(err)) => *slot = Some(TextLoaded::Unparsable(err)),
-            (Some(TextLoaded::Parsed(entries)), PieceLoaded::Parsed(more)) => entries.extend(more),
-            (None, PieceLoaded::Parsed(entries)) => *slot = Some(TextLoaded::Parsed(entries)),
-        }
-    }
-    out.into_iter()
-        .map(|slot| slot.unwrap_or(TextLoaded::Parsed(Vec::new())))
-        .collect()
-}
-
-/// Where `text` may be cut into pieces of about `piece_bytes` that parse on their own: the
-/// start of a line `---` (a document marker, which YAML forbids inside any content), with the
-/// number of lines before it. The first cut is the start of the text. A text with directives
-/// (`%YAML`, `%TAG`, which apply to the document after them) is not cut.
-fn document_cuts(text: &str, piece_bytes: usize) -> Vec<(usize, u32)> {
-    let mut cuts = vec![(0, 0)];
-    if text.len() <= piece_bytes || text.starts_with('%') || text.contains("\n%") {
-        return cuts;
-    }
-    let bytes = text.as_bytes();
-    let (mut at, mut lines) = (0usize, 0u32);
-    let mut search = piece_bytes;
-    while search < text.len() {
-        let Some(found) = text[search..].find("\n---") else {
-            break;
-        };
-        let start = search + found + 1;
-        let marker_ends = matches!(
-            bytes.get(start + 3),
-            None | Some(b' ' | b'\t' | b'\r' | b'\n')
+/// Reads, parses and decodes files and directories, handing each document (or its error) to
+/// `sink` as soon as it is decoded, in input order, so that a caller that does not keep the
+/// documents needs memory for one file's text and a few pieces of it in flight, whatever the
+/// input's size.
+///
+/// `-` is standard input (named `STDIN`); a file is read whatever its extension; a directory
+/// gives its `.yaml`, `.yml` and `.json` files in name order (with subdirectories when
+/// [`LoadOptions::recursive`]). A symbolic link in a directory that leads nowhere or loops is an
+/// error, as is a file larger than [`LoadOptions::max_file_bytes`] (checked before reading it)
+/// or text that is not UTF-8 (reported at the line of the first bad byte).
+pub fn load_stream<P: AsRef<Path>>(
+    paths: &[P],
+    options: &LoadOptions,
+    sink: impl FnMut(LoadEvent),
+) {
+    let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    let mut inputs = files::expand(&paths, options.recursive);
+    if let Some(message) = &options.settings_error {
+        let file = files::MAX_FILE_BYTES_ENV.to_string();
+        inputs.insert(
+            0,
+            files::Input::Error(LoadError::Io {
+                file,
+                message: message.clone(),
+            }),
         );
-        if marker_ends {
-            lines += count_lines(&bytes[at..start]);
-            at = start;
-            cuts.push((at, lines));
-            search = start + piece_bytes;
-        } else {
-            search = start + 3;
-        }
     }
-    cuts
+    let total = files::total_size(&inputs);
+    let limit = options.max_file_bytes;
+    let sources = inputs
+        .into_iter()
+        .map(move |input| files::read(input, limit));
+    stream::run(sources, None, options, stream::threads_for(total), sink);
 }
 
-fn count_lines(bytes: &[u8]) -> u32 {
-    u32::try_from(bytes.iter().filter(|&&b| b == b'\n').count()).unwrap_or(u32::MAX)
+/// [`load_stream`] over texts in memory, `(file name, text)`.
+pub fn load_texts_stream(
+    texts: &[(&str, &str)],
+    options: &LoadOptions,
+    sink: impl FnMut(LoadEvent),
+) {
+    let total: u64 = texts.iter().map(|(_, text)| text.len() as u64).sum();
+    load_texts_stream_on(texts, options, stream::threads_for(total), sink);
 }
 
-/// `work` over `items` on up to `threads` threads; results in the items' order.
-fn map_on_threads<T: Sync, R: Send>(
-    items: &[T],
+fn load_texts_stream_on(
+    texts: &[(&str, &str)],
+    options: &LoadOptions,
     threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let threads = threads.min(items.len());
-    if threads <= 1 {
-        return items.iter().map(work).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(index) else {
-                            break;
-                        };
-                        done.push((index, work(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for worker in workers {
-            let done = worker
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            for (index, result) in done {
-                results[index] = Some(result);
+    sink: impl FnMut(LoadEvent),
+) {
+    let sources = texts.iter().map(|(name, text)| stream::Source {
+        name: name.to_string(),
+        text: Ok(Arc::new(text.to_string())),
+    });
+    stream::run(sources, None, options, threads, sink);
+}
+
+/// Parses and decodes `bytes` as the content of a file named `file`: UTF-8 text (or UTF-16 with
+/// a byte order mark), reported at the line of the first bad byte otherwise.
+pub fn load_bytes(file: &str, bytes: Vec<u8>, options: &LoadOptions) -> Loaded {
+    let source = stream::Source {
+        name: file.to_string(),
+        text: files::decode_text(file, bytes),
+    };
+    let threads = stream::threads_for(source.text.as_ref().map_or(0, |t| t.len() as u64));
+    let mut collector = Collector::default();
+    stream::run(std::iter::once(source), None, options, threads, |event| {
+        collector.push(event)
+    });
+    collector.finish()
+}
+
+/// [`load_bytes`] on `threads` threads with texts cut into pieces of about `piece_bytes`, for
+/// tests and fuzzing that check that any cut gives what one pass gives.
+#[doc(hidden)]
+pub fn load_bytes_in_pieces(
+    file: &str,
+    bytes: Vec<u8>,
+    options: &LoadOptions,
+    threads: usize,
+    piece_bytes: usize,
+) -> Loaded {
+    let source = stream::Source {
+        name: file.to_string(),
+        text: files::decode_text(file, bytes),
+    };
+    let mut collector = Collector::default();
+    stream::run(
+        std::iter::once(source),
+        Some(piece_bytes.max(1)),
+        options,
+        threads.max(1),
+        |event| collector.push(event),
+    );
+    collector.finish()
+}
+
+/// Collects a stream of events into [`Loaded`], dropping what a file gave before it failed.
+#[derive(Default)]
+struct Collector {
+    documents: Vec<Document>,
+    file_errors: Vec<LoadError>,
+    decode_errors: Vec<LoadError>,
+    /// Where the current file's documents and decode errors start.
+    marks: (usize, usize),
+}
+
+impl Collector {
+    fn push(&mut self, event: LoadEvent) {
+        match event {
+            LoadEvent::FileStart(_) => {
+                self.marks = (self.documents.len(), self.decode_errors.len());
+            }
+            LoadEvent::Document(document) => self.documents.push(*document),
+            LoadEvent::DocumentError(err) => self.decode_errors.push(err),
+            LoadEvent::FileError(err) => {
+                self.documents.truncate(self.marks.0);
+                self.decode_errors.truncate(self.marks.1);
+                self.file_errors.push(err);
             }
         }
-    });
-    results.into_iter().flatten().collect()
+    }
+
+    fn finish(mut self) -> Loaded {
+        self.file_errors.append(&mut self.decode_errors);
+        Loaded {
+            documents: self.documents,
+            errors: self.file_errors,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::stream::document_cuts;
     use super::*;
 
     /// Many small documents, some that fail to decode, with a list and comments between.
@@ -1486,9 +1873,28 @@ mod tests {
         assert_eq!(cuts.len(), 2, "only a real marker is a cut: {cuts:?}");
         assert!(text[cuts[1].0..].starts_with("---\nb: 2"));
         assert_eq!(cuts[1].1, 20_000);
-        // Directives apply to the next document: such a text stays whole.
-        let directive = format!("%YAML 1.2\n---\n{}", many_documents(2000));
-        assert_eq!(document_cuts(&directive, 1024).len(), 1);
+        // Directives belong to the document after them: never cut between the two.
+        let documents = many_documents(2000);
+        let middle = documents.len() / 2;
+        let middle = middle + documents[middle..].find("\n---\n").unwrap() + 1;
+        let directive = format!(
+            "%YAML 1.2\n---\n{}...\n%YAML 1.2\n# the second half\n{}",
+            &documents[..middle],
+            &documents[middle..]
+        );
+        let cuts = document_cuts(&directive, 1024);
+        assert!(cuts.len() > 10, "{cuts:?}");
+        for &(at, _) in &cuts[1..] {
+            let before = directive[..at].trim_end_matches('\n');
+            assert!(
+                !before.ends_with("%YAML 1.2") && !before.ends_with("# the second half"),
+                "cut after a directive at {at}"
+            );
+        }
+        let texts = [("d.yaml", directive.as_str())];
+        let one = load_texts_on(&texts, &LoadOptions::default(), 1);
+        assert!(one.documents.len() > 1900, "{:?}", one.errors.first());
+        assert_eq!(one, load_texts_on(&texts, &LoadOptions::default(), 4));
     }
 
     const SLICE: &str = "\
@@ -1527,6 +1933,16 @@ metadata:
             17
         );
         assert_eq!(docs[0].line_of("spec.devices[0].capacity"), 14);
+        // Decoders write map keys with dots: the longest key that matches wins.
+        assert_eq!(
+            docs[0].line_of("spec.devices[0].attributes.gpu.example.com/model.string"),
+            17
+        );
+        assert_eq!(docs[0].line_of("spec.pool.generation"), 11);
+        assert_eq!(docs[0].line_of("spec.pool.nope.deeper"), 9);
+        assert_eq!(docs[0].line_of("spec.devices[7]"), 13);
+        assert_eq!(docs[0].line_of(""), 2);
+        assert_eq!(docs[0].source_map.len(), 18);
         assert_eq!(docs[1].line, 19);
         assert_eq!(docs[1].name(), "ns");
     }
@@ -1543,6 +1959,7 @@ metadata:
                 kind: "ResourceSlice".into(),
                 object: "slice".into(),
                 path: "spec.devices[0].colour".into(),
+                hint: None,
             }]
         );
         assert_eq!(loaded.documents.len(), 1);
@@ -1626,11 +2043,18 @@ metadata:
         let err = parse_str("f.yaml", "apiVersion: v1\nkind: Node\nkind: Node\n").unwrap_err();
         assert_eq!(
             err,
-            LoadError::Syntax {
+            LoadError::DuplicateField {
                 file: "f.yaml".into(),
                 line: 3,
-                message: "duplicate mapping key: kind".into()
+                first_line: 2,
+                kind: "Node".into(),
+                object: String::new(),
+                path: "kind".into(),
             }
+        );
+        assert_eq!(
+            err.to_string(),
+            "f.yaml:3: Node: duplicate field \"kind\": already set at line 2"
         );
     }
 

@@ -47,6 +47,41 @@ pub const LOOPS: &[Loop] = &[
         help: "answers ResourcePoolStatusRequests",
     },
     Loop {
+        name: "deployment-controller",
+        aliases: &["deployment"],
+        help: "rolls Deployments out through ReplicaSets",
+    },
+    Loop {
+        name: "replicaset-controller",
+        aliases: &["replicaset"],
+        help: "keeps ReplicaSets' pods at their replica count",
+    },
+    Loop {
+        name: "statefulset-controller",
+        aliases: &["statefulset"],
+        help: "creates StatefulSets' ordinal pods and their claims",
+    },
+    Loop {
+        name: "daemonset-controller",
+        aliases: &["daemonset"],
+        help: "runs one pod of each DaemonSet per eligible node",
+    },
+    Loop {
+        name: "job-controller",
+        aliases: &["job"],
+        help: "runs Jobs' pods to completion, with backoff and failure policies",
+    },
+    Loop {
+        name: "cronjob-controller",
+        aliases: &["cronjob"],
+        help: "creates Jobs on CronJobs' schedules",
+    },
+    Loop {
+        name: "garbage-collector-controller",
+        aliases: &["garbagecollector"],
+        help: "deletes dependents of deleted owners (background and foreground)",
+    },
+    Loop {
         name: "namespace-controller",
         aliases: &["namespace"],
         help: "empties and removes terminating namespaces",

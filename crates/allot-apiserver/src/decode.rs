@@ -256,14 +256,14 @@ pub fn json(text: &str) -> Option<(Value, Duplicates)> {
     Some(finish(node, Syntax::Json))
 }
 
-/// Reads a YAML body of one document (JSON is YAML too); `None` when it does not parse or does
-/// not hold exactly one document (the caller's ordinary reader words those errors).
+/// Reads a YAML body of one document (JSON is YAML too); `None` when it does not parse, does
+/// not hold exactly one document, or is refused for its aliases (the caller's ordinary reader
+/// words those errors). An alias bomb is refused before anything is expanded, in one pass over
+/// its text, as Kubernetes' YAML decoder would refuse it.
 pub fn yaml(text: &str) -> Option<(Value, Duplicates)> {
+    allot_api::load::check_yaml_aliases(text).ok()?;
     // As allot-api's reader: YAML 1.2 booleans; repeats are handed to the visitor.
-    let options = serde_saphyr::options! {
-        strict_booleans: true,
-        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
-    };
+    let options = allot_api::load::yaml_reader_options(text.len());
     let mut nodes: Vec<Node<serde_saphyr::Spanned<String>>> =
         serde_saphyr::from_multiple_with_options(text, options).ok()?;
     nodes.retain(|n| !matches!(n, Node::Leaf(Value::Null)));
@@ -330,6 +330,32 @@ mod tests {
             found.yaml_error(),
             "yaml: unmarshal errors:\n  line 7: key \"a\" already set in map\n  line 8: key \"name\" already set in map"
         );
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_before_they_expand() {
+        // Nine levels of nine aliases: 9^9 strings if expanded. The refusal comes from the
+        // aliasing check that runs before the parse (the parser's own replay limit would give
+        // up only after a million replayed events).
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n  labels: {}\na0: &a0 [\"lol\"]\n",
+        );
+        for level in 1..=9 {
+            let refs = vec![format!("*a{}", level - 1); 9].join(", ");
+            bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let (line, message) = allot_api::load::check_yaml_aliases(&bomb).unwrap_err();
+        assert!(message.contains("excessive aliasing"), "{message}");
+        assert!((6..=15).contains(&line), "{line}");
+        assert!(yaml(&bomb).is_none());
+        assert!(duplicates(bomb.as_bytes(), true).is_empty());
+        // 199 aliases of one anchor are what Kubernetes' decoder accepts.
+        let mut many =
+            String::from("apiVersion: v1\nkind: Namespace\nmetadata: &m {name: x}\nitems:\n");
+        for _ in 0..199 {
+            many.push_str("- *m\n");
+        }
+        assert!(yaml(&many).is_some());
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod storage;
 mod subresources;
 pub mod tls;
 pub mod ui;
+pub mod versions;
 
 use std::path::PathBuf;
 
@@ -82,6 +83,12 @@ pub enum Error {
         state: &'static str,
         /// What shows the directory was used (`DIR/pki` or `DIR/tokens.csv`).
         sign: PathBuf,
+    },
+    /// `allot serve --from`: the objects could not be pre-loaded (nothing was served).
+    #[error("--from: {message}")]
+    Preload {
+        /// Why.
+        message: String,
     },
     /// A record could not be replayed into the store.
     #[error("replaying resourceVersion {rv}: {message}")]

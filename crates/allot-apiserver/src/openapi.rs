@@ -37,6 +37,10 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../allot-api/src/resource/v1alpha3.rs"),
     ),
     (
+        "io.k8s.api.resource.v1beta1",
+        include_str!("../../allot-api/src/resource/v1beta1.rs"),
+    ),
+    (
         "io.k8s.api.scheduling.v1beta1",
         include_str!("../../allot-api/src/scheduling/v1beta1.rs"),
     ),
@@ -454,6 +458,10 @@ fn kind_definition(info: &ResourceInfo) -> Option<String> {
     let module = match info.group {
         "" => "io.k8s.api.core.v1",
         "resource.k8s.io" if kind == "ResourcePoolStatusRequest" => "io.k8s.api.resource.v1alpha3",
+        // v1beta1's own shapes; its DeviceClass and every v1beta2 kind have v1's.
+        "resource.k8s.io" if info.version == "v1beta1" && kind != "DeviceClass" => {
+            "io.k8s.api.resource.v1beta1"
+        }
         "resource.k8s.io" => "io.k8s.api.resource.v1",
         "scheduling.k8s.io" if info.version == "v1" => "io.k8s.api.scheduling.v1",
         "scheduling.k8s.io" => "io.k8s.api.scheduling.v1beta1",

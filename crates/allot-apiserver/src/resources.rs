@@ -514,6 +514,80 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["vac"],
         status: false,
     },
+    // Older versions of the DRA kinds, converted at the request boundary (`versions`); off
+    // unless `--runtime-config` asks for them, as in kube-apiserver 1.37.
+    ResourceInfo {
+        kind: Kind::DeviceClass,
+        group: "resource.k8s.io",
+        version: "v1beta1",
+        plural: "deviceclasses",
+        singular: "deviceclass",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceSlice,
+        group: "resource.k8s.io",
+        version: "v1beta1",
+        plural: "resourceslices",
+        singular: "resourceslice",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaimTemplate,
+        group: "resource.k8s.io",
+        version: "v1beta1",
+        plural: "resourceclaimtemplates",
+        singular: "resourceclaimtemplate",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaim,
+        group: "resource.k8s.io",
+        version: "v1beta1",
+        plural: "resourceclaims",
+        singular: "resourceclaim",
+        short_names: &[],
+        status: true,
+    },
+    ResourceInfo {
+        kind: Kind::DeviceClass,
+        group: "resource.k8s.io",
+        version: "v1beta2",
+        plural: "deviceclasses",
+        singular: "deviceclass",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceSlice,
+        group: "resource.k8s.io",
+        version: "v1beta2",
+        plural: "resourceslices",
+        singular: "resourceslice",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaimTemplate,
+        group: "resource.k8s.io",
+        version: "v1beta2",
+        plural: "resourceclaimtemplates",
+        singular: "resourceclaimtemplate",
+        short_names: &[],
+        status: false,
+    },
+    ResourceInfo {
+        kind: Kind::ResourceClaim,
+        group: "resource.k8s.io",
+        version: "v1beta2",
+        plural: "resourceclaims",
+        singular: "resourceclaim",
+        short_names: &[],
+        status: true,
+    },
 ];
 
 /// The resource served at `group/version/plural`.
@@ -640,7 +714,7 @@ pub fn api_group_list() -> Value {
 }
 
 /// GA before beta before alpha.
-fn preferred_version<'a>(versions: &[&'a str]) -> &'a str {
+pub(crate) fn preferred_version<'a>(versions: &[&'a str]) -> &'a str {
     let rank = |v: &str| {
         if v.contains("alpha") {
             2

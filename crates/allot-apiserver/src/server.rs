@@ -49,6 +49,11 @@ pub struct ServeOptions {
     /// Start even when the event log is missing or empty in a data directory an earlier
     /// server used (`--allow-empty-store`).
     pub allow_empty_store: bool,
+    /// The served API versions (`--runtime-config`).
+    pub runtime_config: crate::versions::RuntimeConfig,
+    /// Objects to create before serving (`allot serve --from`); only into an unused data
+    /// directory or etcd prefix.
+    pub preload: Vec<Stored>,
     /// The control-plane loops that run (`--controllers`).
     pub controllers: crate::controllers::Enabled,
     /// Where to log every request (`--request-log`).
@@ -69,6 +74,8 @@ impl ServeOptions {
             kubelet_config: None,
             feature_gates: allot_features::FeatureGates::defaults(),
             allow_empty_store: false,
+            runtime_config: crate::versions::RuntimeConfig::defaults(),
+            preload: Vec::new(),
             controllers: crate::controllers::Enabled::default(),
             request_log: None,
         }
@@ -110,10 +117,51 @@ pub struct Server {
     tls: Arc<rustls::ServerConfig>,
 }
 
+/// Creates `objects` (`allot serve --from`) in one commit, refusing storage that holds
+/// objects already or a data directory an earlier server used.
+fn preload(
+    data_dir: &Path,
+    objects: Vec<Stored>,
+    inner: &mut Inner,
+    now: &str,
+) -> Result<(), Error> {
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let used = [data_dir.join("pki"), data_dir.join("tokens.csv")]
+        .into_iter()
+        .find(|p| p.exists());
+    if inner.store.resource_version() > 0 || used.is_some() {
+        let sign = used.map_or_else(
+            || "its storage holds objects".to_string(),
+            |p| format!("{} exists", p.display()),
+        );
+        return Err(Error::Preload {
+            message: format!(
+                "{}: --from needs an unused data directory ({sign}); use a new --data-dir",
+                data_dir.display()
+            ),
+        });
+    }
+    let count = objects.len();
+    for object in objects {
+        let key = format!("{} {}", object.kind().name(), object.meta().name);
+        inner
+            .store
+            .create_stored(object, now)
+            .map_err(|err| Error::Preload {
+                message: format!("{key}: {err}"),
+            })?;
+    }
+    persist(inner, true)?;
+    tracing::info!("pre-loaded {count} objects");
+    Ok(())
+}
+
 impl Server {
     /// Opens the data directory (replaying its log), binds the address and writes the
     /// kubeconfig and tokens file.
-    pub async fn bind(options: ServeOptions) -> Result<Server, Error> {
+    pub async fn bind(mut options: ServeOptions) -> Result<Server, Error> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::Io { path, source }
@@ -133,6 +181,12 @@ impl Server {
             _lock: lock,
         };
         let now = now_rfc3339();
+        preload(
+            &options.data_dir,
+            std::mem::take(&mut options.preload),
+            &mut inner,
+            &now,
+        )?;
         for name in ["default", "kube-system", "kube-public"] {
             if inner
                 .store
@@ -251,9 +305,10 @@ impl Server {
 }
 
 /// The control-plane loops of `allot simulate` in its order (ResourceClaim controller,
-/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests), then
-/// the recorder of pod Events, the namespace controller, ClusterRole aggregation and the
-/// leader's Lease object; those `--controllers` disables are left out.
+/// scheduler, the simulated nodes' agents, device-taint eviction, pool status requests, the
+/// workload controllers), then the recorder of Events, the garbage collector, the namespace
+/// controller, ClusterRole aggregation and the leader's Lease object; those `--controllers`
+/// disables are left out.
 fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>> {
     // Their writes record managedFields as the upstream component that makes them.
     let as_ = |manager: &'static str, inner: Box<dyn allot_runtime::Controller>| {
@@ -320,6 +375,33 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
             )),
         ));
     }
+    // The workload controllers of kube-controller-manager, as `allot simulate` runs them.
+    type NewController = fn() -> Box<dyn allot_runtime::Controller>;
+    let workloads: [(&str, NewController); 6] = [
+        ("deployment-controller", || {
+            Box::new(allot_controllers::DeploymentController::new())
+        }),
+        ("replicaset-controller", || {
+            Box::new(allot_controllers::ReplicaSetController::new())
+        }),
+        ("statefulset-controller", || {
+            Box::new(allot_controllers::StatefulSetController::new())
+        }),
+        ("daemonset-controller", || {
+            Box::new(allot_controllers::DaemonSetController::new())
+        }),
+        ("job-controller", || {
+            Box::new(allot_controllers::JobController::new())
+        }),
+        ("cronjob-controller", || {
+            Box::new(allot_controllers::CronJobController::new())
+        }),
+    ];
+    for (name, make) in workloads {
+        if enabled.runs(name) {
+            loops.push(as_(KCM, make()));
+        }
+    }
     // The Events of the loops that run (a real component records its own).
     let mut recorder = crate::events::EventRecorder::new();
     for (name, component) in [
@@ -335,6 +417,12 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         }
     }
     loops.push(Box::new(recorder));
+    if enabled.runs("garbage-collector-controller") {
+        loops.push(as_(
+            KCM,
+            Box::new(allot_controllers::GarbageCollector::new()),
+        ));
+    }
     if enabled.runs("namespace-controller") {
         loops.push(as_(
             KCM,
@@ -375,16 +463,30 @@ fn sim_now() -> allot_runtime::SimTime {
     allot_runtime::SimTime(u64::try_from(millis).unwrap_or(0))
 }
 
+/// How long the controllers hold the store at a time: then their writes are persisted and
+/// announced, and the lock is let go so that requests waiting for it are served.
+const CONTROLLER_SLICE: Duration = Duration::from_millis(20);
+
 /// Runs the controllers on the real clock, on a thread that owns them (they are not `Send`).
-/// Every tick the shared store is lent to the runtime under the lock, whatever is due runs, and
-/// the controllers' writes are persisted and announced like API writes.
+/// Every tick the shared store is lent to the runtime under the lock, what is due runs for at
+/// most [`CONTROLLER_SLICE`] (whole reconciles; one scheduling attempt is bounded by the
+/// allocator's step budget), and the controllers' writes are persisted and announced like API
+/// writes. While work is left, the next slice follows at once, after the lock was let go: a
+/// long backlog (or a pod whose claims cannot fit) never keeps the API from the store.
 /// With shared storage the tick first applies other servers' changes, and the controllers run
 /// only on the elected leader; they start over (from the store as it is) when they become
 /// leader or when shared storage refused their writes.
 fn run_controllers(shared: Arc<Shared>) {
     let mut runtime: Option<allot_runtime::Runtime> = None;
+    let mut more = false;
     loop {
-        std::thread::sleep(Duration::from_millis(100));
+        // With work left, only long enough for requests waiting for the lock to take it.
+        std::thread::sleep(if more {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(100)
+        });
+        more = false;
         let rv = {
             let mut inner = shared.lock();
             if inner.failed.is_some() {
@@ -415,8 +517,12 @@ fn run_controllers(shared: Arc<Shared>) {
                     )
                 });
                 runtime.store = std::mem::take(&mut inner.store);
-                if let Err(err) = runtime.advance_to(sim_now(), 100_000) {
-                    tracing::warn!("controllers: {err}");
+                let (started, now) = (std::time::Instant::now(), sim_now());
+                loop {
+                    more = runtime.advance_some(now, 1);
+                    if !more || started.elapsed() >= CONTROLLER_SLICE {
+                        break;
+                    }
                 }
                 inner.store = std::mem::take(&mut runtime.store);
             }
@@ -644,14 +750,13 @@ pub(crate) fn pod_store_error(name: &str, err: StoreError) -> ApiError {
     }
 }
 
-/// An object as served at the requested version (one kind may be served at several).
+/// An object as served at the requested version (one kind may be served at several; older
+/// versions are converted from the stored one: `versions`).
 fn render(info: &ResourceInfo, object: &Stored) -> Value {
-    let mut json = object.to_json();
     if info.group == "events.k8s.io" {
-        return crate::events_v1::from_core(&json);
+        return crate::events_v1::from_core(&object.to_json());
     }
-    json["apiVersion"] = Value::String(info.group_version());
-    json
+    crate::versions::render(info, object)
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response {
@@ -813,14 +918,17 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        if let Some(response) = crate::discovery::respond(&path, accept, &discovery_json) {
+        // Discovery and OpenAPI answer for the versions `--runtime-config` serves.
+        let runtime = &shared.options.runtime_config;
+        let served = |path: &str| runtime.filter_document(path, discovery_json(path));
+        if let Some(response) = crate::discovery::respond(&path, accept, &served) {
             return response;
         }
         if path == "/openapi/v2" {
             return crate::openapi::v2_response(accept);
         }
-        if let Some(response) = discovery(&path) {
-            return response;
+        if let Some(value) = served(&path) {
+            return json_response(StatusCode::OK, &value);
         }
     }
     let bytes = match read_body(body).await {
@@ -858,7 +966,8 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
         return response;
     }
-    let Some(mut target) = route(&path) else {
+    let Some(mut target) = route(&path).filter(|t| shared.options.runtime_config.serves(t.info))
+    else {
         return ApiError::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -956,7 +1065,7 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes, &query),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -1209,10 +1318,6 @@ fn admit_rbac(
             }
         },
     )
-}
-
-fn discovery(path: &str) -> Option<Response> {
-    discovery_json(path).map(|value| json_response(StatusCode::OK, &value))
 }
 
 /// The legacy discovery and OpenAPI documents, by path.
@@ -2412,11 +2517,52 @@ fn apply_patch(
     })
 }
 
+/// How a DELETE treats the object's dependents: `propagationPolicy` (body or query), else the
+/// older `orphanDependents`, else the kind's default (Orphan for batch/v1 Jobs, for backward
+/// compatibility as upstream; Background for the rest).
+fn propagation(
+    options: &Value,
+    query: &[(String, String)],
+    kind: Kind,
+) -> Result<allot_controllers::garbagecollector::Propagation, ApiError> {
+    use allot_controllers::garbagecollector::Propagation;
+    let policy = options
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            let q = query_get(query, "propagationPolicy");
+            (!q.is_empty()).then(|| q.to_string())
+        });
+    if let Some(policy) = policy {
+        return Propagation::parse(&policy).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+            ))
+        });
+    }
+    let orphan = options
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| match query_get(query, "orphanDependents") {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        });
+    Ok(match orphan {
+        Some(true) => Propagation::Orphan,
+        Some(false) => Propagation::Background,
+        None if kind == Kind::Job => Propagation::Orphan,
+        None => Propagation::Background,
+    })
+}
+
 fn delete(
     shared: &Shared,
     target: &Target,
     name: &str,
     bytes: &[u8],
+    query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
@@ -2431,6 +2577,10 @@ fn delete(
             .get("dryRun")
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().any(|v| v == "All"));
+    use allot_controllers::garbagecollector::{
+        FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation,
+    };
+    let propagation = propagation(&options, query, key.kind)?;
     let deleted = write(shared, dry_run, |store| {
         let current = store
             .get_stored(&key)
@@ -2476,7 +2626,14 @@ fn delete(
         {
             return storage::update_stored(store, marked).map_err(|e| store_error(info, e));
         }
-        delete_stored(store, current, &now_rfc3339()).map_err(|e| store_error(info, e))
+        // Foreground and Orphan leave the object with the garbage collector's finalizer.
+        let gc_finalizer = match propagation {
+            Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+            Propagation::Orphan => Some(ORPHAN_FINALIZER),
+            Propagation::Background => None,
+        };
+        delete_stored_as(store, current, &now_rfc3339(), gc_finalizer)
+            .map_err(|e| store_error(info, e))
     })?;
     Ok((StatusCode::OK, render(target.info, &deleted)))
 }
@@ -2520,8 +2677,27 @@ pub(crate) fn delete_stored(
     current: Stored,
     now: &str,
 ) -> Result<Stored, StoreError> {
-    if !current.meta().finalizers.is_empty() {
+    delete_stored_as(store, current, now, None)
+}
+
+/// [`delete_stored`] with a propagation policy's garbage-collector finalizer
+/// (`foregroundDeletion` or `orphan`), which leaves the object marked for the collector.
+fn delete_stored_as(
+    store: &mut Store,
+    current: Stored,
+    now: &str,
+    gc_finalizer: Option<&str>,
+) -> Result<Stored, StoreError> {
+    if !current.meta().finalizers.is_empty() || gc_finalizer.is_some() {
         let mut marked = current;
+        if let Some(finalizer) = gc_finalizer {
+            let finalizers = &mut marked.meta_mut().finalizers;
+            finalizers.retain(|f| {
+                f != allot_controllers::garbagecollector::FOREGROUND_FINALIZER
+                    && f != allot_controllers::garbagecollector::ORPHAN_FINALIZER
+            });
+            finalizers.push(finalizer.to_string());
+        }
         if marked.meta().deletion_timestamp.is_none() {
             marked.meta_mut().deletion_timestamp = Some(now.to_string());
         }
@@ -2782,6 +2958,38 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{failures:#?}");
+    }
+
+    #[test]
+    fn pods_with_negative_requests_are_refused_as_upstream_words_it() {
+        let target = route("/api/v1/namespaces/team/pods").expect("a route");
+        let body = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: main\n    resources: {requests: {cpu: \"-1\"}}\n";
+        let value = parse_body(body).expect("a body");
+        let err = admit(&target, value, None).expect_err("refused");
+        assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            err.message.contains("spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn alias_bombs_in_bodies_are_refused_in_words() {
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\na0: &a0 [\"lol\"]\n",
+        );
+        for level in 1..=9 {
+            let refs = vec![format!("*a{}", level - 1); 9].join(", ");
+            bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let err = parse_body(bomb.as_bytes()).expect_err("refused");
+        assert_eq!(err.code, StatusCode::BAD_REQUEST);
+        assert!(
+            err.message.contains("excessive aliasing"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

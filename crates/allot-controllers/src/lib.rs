@@ -1,4 +1,5 @@
-//! The kube-controller-manager loops that DRA needs, as `allot_runtime::Controller`s.
+//! The kube-controller-manager loops allot runs, as `allot_runtime::Controller`s: the DRA loops,
+//! the workload controllers, the garbage collector, and the recording of Events.
 //!
 //! Key design decision: each controller keeps only indexes it can rebuild from store events
 //! (which claim a pod's template produced, which pods belong to a group), and writes every
@@ -6,18 +7,45 @@
 //! real cluster would produce. The cost: a controller's view can lag one event behind, so every
 //! reconcile re-reads what it needs and is idempotent.
 //!
-//! The loops: [`ResourceClaimController`] (claims from templates, reservations, deallocation),
-//! [`DeviceTaintEvictionController`] (evicts pods from NoExecute-tainted devices once their
-//! tolerations run out; `EvictionInProgress` on DeviceTaintRules) and [`PoolStatusController`]
-//! (answers ResourcePoolStatusRequests once). Waiting is never sleeping: a toleration that runs
-//! out later is a reconcile that asks to come back at that simulated time.
+//! The DRA loops: [`ResourceClaimController`] (claims from templates, reservations,
+//! deallocation), [`DeviceTaintEvictionController`] (evicts pods from NoExecute-tainted devices
+//! once their tolerations run out; `EvictionInProgress` on DeviceTaintRules) and
+//! [`PoolStatusController`] (answers ResourcePoolStatusRequests once). The workload loops:
+//! [`DeploymentController`], [`ReplicaSetController`], [`StatefulSetController`],
+//! [`DaemonSetController`], [`JobController`] (with TTL after finished), [`CronJobController`];
+//! the [`GarbageCollector`] (owner references: background, foreground and orphan deletion);
+//! and [`EventRecorder`] with [`events::record`], the one way Events are written. Waiting is
+//! never sleeping: a toleration that runs out, a `minReadySeconds`, a back-off or a cron
+//! schedule is a reconcile that asks to come back at that simulated time.
 
 #![deny(missing_docs)]
 
+pub mod cron;
+pub mod cronjob;
+pub mod daemonset;
+pub mod deployment;
 pub mod devicetainteviction;
+pub mod events;
+pub mod garbagecollector;
+pub mod job;
 pub mod poolstatus;
+pub mod replicaset;
 pub mod resourceclaim;
+pub mod statefulset;
+pub mod workload;
 
+pub(crate) mod history;
+#[cfg(test)]
+mod testkit;
+
+pub use cronjob::CronJobController;
+pub use daemonset::DaemonSetController;
+pub use deployment::DeploymentController;
 pub use devicetainteviction::{DeviceTaintEvictionController, EvictionMode};
+pub use events::EventRecorder;
+pub use garbagecollector::GarbageCollector;
+pub use job::JobController;
 pub use poolstatus::{PoolStatusController, PoolStatusControllerConfig};
+pub use replicaset::ReplicaSetController;
 pub use resourceclaim::{ResourceClaimController, ResourceClaimControllerConfig};
+pub use statefulset::StatefulSetController;

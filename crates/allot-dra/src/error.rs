@@ -311,6 +311,14 @@ pub enum Error {
         /// How many nodes the input has.
         nodes: usize,
     },
+    /// An `AllocationOptions` field with a value the allocator cannot use.
+    #[error("AllocationOptions.{field}: {message}")]
+    BadOption {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// A claim listed in the options is not in the input.
     #[error("claim {claim} not found in the input")]
     UnknownClaim {

@@ -3,15 +3,20 @@
 //!
 //! The explanation is computed after the search failed, from the devices' static properties
 //! and the devices already allocated before this call, so it costs nothing when claims fit.
+//! When a bound proved that the claims cannot fit (see the search's `bound` module), the
+//! explanation leads with that proof: which requests need more than which devices can give.
+//! Requests that ask the same share their filter counts, and claims with the same spec share
+//! their "fits alone" answer, so that thousands of identical claims explain in linear time.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::AllocationInput;
 use crate::attributes::{self, ConstraintKind};
+use crate::search::bound::{self, Resource};
 use crate::search::{CapVerdict, Problem, Slot};
+use crate::{AllocationInput, Budget};
 
 /// Why the claims do not fit on the node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,8 +26,82 @@ pub struct Explanation {
     pub node: String,
     /// Pools the node can see that are incomplete or invalid, as `driver/pool: state`.
     pub unusable_pools: Vec<String>,
+    /// What the requests need more of than there is, when a bound proved it (the requests and
+    /// the devices that cannot cover them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shortfalls: Vec<Shortfall>,
     /// One entry per claim, in allocation order.
     pub claims: Vec<ClaimExplanation>,
+}
+
+/// Requests that together need more than the devices they can use can give: a proof that the
+/// claims cannot fit, whatever devices are picked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Shortfall {
+    /// What runs short: `devices`, `distinctAttribute NAME`, `matchAttribute NAME`,
+    /// `matchAttribute and distinctAttribute NAME`, `counter SET/COUNTER of pool
+    /// DRIVER/POOL`, `capacity NAME`.
+    pub resource: String,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// The requests, as `namespace/claim/request` (or `.../request/subrequest`).
+    pub requests: Vec<String>,
+    /// The devices that could serve them, as `driver/pool/device`.
+    pub devices: Vec<String>,
+}
+
+/// Why an allocate call stopped without an answer: its [`Budget`] of search steps ran out
+/// before it found devices for the claims or proved that they cannot fit (upstream's
+/// DynamicResources filter times out in that case).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GaveUp {
+    /// The node allocated for.
+    pub node: String,
+    /// The claims, as `namespace/name`.
+    pub claims: Vec<String>,
+    /// The steps spent.
+    pub steps: u64,
+    /// The budget's steps.
+    pub max_steps: u64,
+    /// Bytes the memo of failed search states held at the end.
+    pub memo_bytes: u64,
+    /// The budget's memo bytes.
+    pub max_memo_bytes: u64,
+}
+
+impl fmt::Display for GaveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "gave up after {} search steps (the limit of one allocation) on node {}: found no devices for claim{} {} and could not prove that {} not fit",
+            self.steps,
+            self.node,
+            if self.claims.len() == 1 { "" } else { "s" },
+            sample(&self.claims),
+            if self.claims.len() == 1 {
+                "it does"
+            } else {
+                "they do"
+            },
+        )
+    }
+}
+
+/// Up to eight names, then how many more.
+fn sample(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut out = names
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        out.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    out
 }
 
 /// One claim's part of an [`Explanation`].
@@ -101,7 +180,32 @@ pub struct ConstraintFailure {
     pub sample_device: Option<String>,
 }
 
-pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
+/// The explanation of claims the search could not allocate: `shortfall` is what a bound
+/// proved during the search (the bounds are worked out here otherwise); the claims' "fits
+/// alone" searches spend at most `budget`.
+pub(crate) fn explain(
+    problem: &mut Problem<'_>,
+    shortfall: Option<bound::Shortfall>,
+    budget: &Budget,
+) -> Explanation {
+    let mut left = *budget;
+    let shortfall = match shortfall {
+        Some(found) => Some(found),
+        // Worked out whether or not the search used the bounds (the same explanation).
+        None => {
+            let mut steps = 0;
+            let mut meter = bound::Meter {
+                steps: &mut steps,
+                limit: left.max_steps,
+            };
+            let found = bound::violated(problem, &mut meter).ok().flatten();
+            left.max_steps = left.max_steps.saturating_sub(steps);
+            found
+        }
+    };
+    let shortfalls = shortfall
+        .map(|found| vec![public_shortfall(problem, &found)])
+        .unwrap_or_default();
     let unusable_pools = problem
         .pools
         .iter()
@@ -116,6 +220,10 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
         })
         .collect();
     let mut claims = Vec::new();
+    // Filter counts and candidates by what decides them (see `Problem::candidate_group`).
+    let mut counted: BTreeMap<(usize, String), Counted> = BTreeMap::new();
+    // "Fits alone" by claim namespace and spec.
+    let mut alone: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     for claim_index in 0..problem.claims.len() {
         let mut requests = Vec::new();
         // Candidate devices per request, for the constraint analysis.
@@ -130,14 +238,29 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
             .collect();
         for reqs in &slots {
             for &r in reqs {
-                let (explanation, candidates) = explain_request(problem, r);
-                requests.push(explanation);
-                candidates_by_request.push((r, candidates));
+                let key = (
+                    problem.candidate_group(r),
+                    problem.reqs[r].class.metadata.name.clone(),
+                );
+                let (filters, candidates) = match counted.get(&key) {
+                    Some(known) => known.clone(),
+                    None => {
+                        let (filters, candidates) = count_filters(problem, r);
+                        let known = (filters, std::rc::Rc::new(candidates));
+                        counted.insert(key, known.clone());
+                        known
+                    }
+                };
+                requests.push(request_explanation(problem, r, filters, &candidates));
+                candidates_by_request.push((r, candidates.to_vec()));
             }
         }
         // Derived attributes of the candidates, for the constraint analysis; a device whose
         // expression fails counts as lacking the attribute.
         for (r, candidates) in &candidates_by_request {
+            if problem.reqs[*r].derived.is_empty() {
+                continue;
+            }
             for &d in candidates {
                 let _ = problem.derive(*r, d);
             }
@@ -148,7 +271,20 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
         let fits_alone = if problem.claims.len() == 1 {
             false
         } else {
-            fits_alone(problem, claim_index)
+            let claim = problem.claims[claim_index].claim;
+            let key = format!(
+                "{}\n{}",
+                claim.metadata.namespace,
+                serde_json::to_string(&claim.spec).unwrap_or_default()
+            );
+            match alone.get(&key) {
+                Some(&known) => known,
+                None => {
+                    let known = fits_alone(problem, claim_index, &mut left);
+                    alone.insert(key, known);
+                    known
+                }
+            }
         };
         claims.push(ClaimExplanation {
             claim: problem.claims[claim_index].name.clone(),
@@ -160,22 +296,141 @@ pub(crate) fn explain(problem: &mut Problem<'_>) -> Explanation {
     Explanation {
         node: problem.input.node.metadata.name.clone(),
         unusable_pools,
+        shortfalls,
         claims,
     }
 }
 
-fn fits_alone(problem: &Problem<'_>, claim_index: usize) -> bool {
+/// A request's filter counts and candidates, shared by the requests that ask the same.
+type Counted = (FilterCounts, std::rc::Rc<Vec<usize>>);
+
+/// The public form of a bound's proof.
+fn public_shortfall(problem: &Problem<'_>, found: &bound::Shortfall) -> Shortfall {
+    let requests: Vec<String> = found
+        .requests
+        .iter()
+        .map(|&r| {
+            let req = &problem.reqs[r];
+            format!("{}/{}", problem.claims[req.claim].name, req.name())
+        })
+        .collect();
+    let devices: Vec<String> = found
+        .devices
+        .iter()
+        .map(|&d| problem.devs[d].id())
+        .collect();
+    let n = requests.len();
+    let them = if n == 1 {
+        "1 request needs".to_string()
+    } else {
+        format!("{n} requests need")
+    };
+    let (needed, available) = (&found.needed, &found.available);
+    let (resource, reason) = match &found.resource {
+        Resource::Devices => (
+            "devices".to_string(),
+            format!(
+                "{them} {} together, but only {} can serve any of them",
+                plural(needed, "device"),
+                plural(available, "device")
+            ),
+        ),
+        Resource::DistinctValues(attribute) => (
+            format!("distinctAttribute {attribute}"),
+            format!(
+                "{them} {} with distinct values of {attribute}, but their candidates have only {}",
+                plural(needed, "device"),
+                plural(available, "value")
+            ),
+        ),
+        Resource::SharedValue(attribute) => (
+            format!("matchAttribute {attribute}"),
+            format!(
+                "{them} {} sharing a value of {attribute}, but no value has enough candidates for all of them ({})",
+                plural(needed, "device"),
+                if available == "1" {
+                    "each value has at most 1 candidate".to_string()
+                } else {
+                    format!("at most {available} candidates share one")
+                }
+            ),
+        ),
+        Resource::Contradiction(attribute) => (
+            format!("matchAttribute and distinctAttribute {attribute}"),
+            format!(
+                "{them} {needed} devices that must both share a value of {attribute} and have distinct values of it"
+            ),
+        ),
+        Resource::Counter(pool, counter) => {
+            let (set, name) = &problem.counters[*pool].names[*counter];
+            let pool = problem.pools[*pool].id();
+            (
+                format!("counter {set}/{name} of pool {pool}"),
+                format!(
+                    "{them} at least {needed} of counter {set}/{name} of pool {pool} together, but only {available} is left"
+                ),
+            )
+        }
+        Resource::Capacity(name) => (
+            format!("capacity {name}"),
+            format!(
+                "{them} at least {needed} of capacity {name} together, but the shared devices they can use have only {available} left"
+            ),
+        ),
+    };
+    Shortfall {
+        resource,
+        reason,
+        requests,
+        devices,
+    }
+}
+
+/// Whether claim `claim_index` fits on its own, searching within `budget` (and taking the
+/// steps spent off it; a search that runs out answers no).
+fn fits_alone(problem: &Problem<'_>, claim_index: usize, budget: &mut Budget) -> bool {
+    if budget.max_steps == 0 {
+        return false;
+    }
     let input = AllocationInput {
         claims: std::slice::from_ref(problem.claims[claim_index].claim),
         ..*problem.input
     };
     match Problem::new(&input, &problem.features, problem.cache) {
-        Ok(mut alone) => crate::search::fits(&mut alone).unwrap_or(false),
+        Ok(mut alone) => {
+            let (fits, spent) = crate::search::fits(&mut alone, budget);
+            budget.max_steps = budget.max_steps.saturating_sub(spent);
+            matches!(fits, Ok(Some(true)))
+        }
         Err(_) => false,
     }
 }
 
-fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, Vec<usize>) {
+/// A request's explanation from its filter counts and candidates.
+fn request_explanation(
+    problem: &Problem<'_>,
+    r: usize,
+    filters: FilterCounts,
+    candidates: &[usize],
+) -> RequestExplanation {
+    let req = &problem.reqs[r];
+    RequestExplanation {
+        request: req.name(),
+        device_class: req.class.metadata.name.clone(),
+        allocation_mode: if req.all { "All" } else { "ExactCount" }.to_string(),
+        needed: req.num_devices,
+        filters,
+        candidates: candidates.len(),
+        sample_candidates: candidates
+            .iter()
+            .take(3)
+            .map(|&d| problem.devs[d].id())
+            .collect(),
+    }
+}
+
+/// What each filter removes of the devices for request `r`, and the devices left.
+fn count_filters(problem: &mut Problem<'_>, r: usize) -> (FilterCounts, Vec<usize>) {
     let features = problem.features;
     let mut filters = FilterCounts {
         visible: problem.devs.len(),
@@ -240,21 +495,7 @@ fn explain_request(problem: &mut Problem<'_>, r: usize) -> (RequestExplanation, 
         }
         candidates.push(d);
     }
-    let req = &problem.reqs[r];
-    let explanation = RequestExplanation {
-        request: req.name(),
-        device_class: req.class.metadata.name.clone(),
-        allocation_mode: if req.all { "All" } else { "ExactCount" }.to_string(),
-        needed: req.num_devices,
-        filters,
-        candidates: candidates.len(),
-        sample_candidates: candidates
-            .iter()
-            .take(3)
-            .map(|&d| problem.devs[d].id())
-            .collect(),
-    };
-    (explanation, candidates)
+    (filters, candidates)
 }
 
 /// Candidates the search turned down because they share no compatibility group with devices
@@ -393,6 +634,42 @@ fn explain_constraints(
     failures
 }
 
+impl Explanation {
+    /// The same explanation told for claims of other names (a cached failure of claims with
+    /// the same specs, in the same order): `names[i]` (`namespace/name`) replaces claim `i`'s
+    /// name, in the claims and in the shortfalls' requests.
+    pub fn rename_claims(&mut self, names: &[String]) {
+        let mut renamed: BTreeMap<String, &str> = BTreeMap::new();
+        for (claim, name) in self.claims.iter_mut().zip(names) {
+            let old = std::mem::replace(&mut claim.claim, name.clone());
+            renamed.insert(old, name);
+        }
+        for shortfall in &mut self.shortfalls {
+            for request in &mut shortfall.requests {
+                // `namespace/claim/request[/subrequest]`: the claim is the first two parts.
+                let mut parts = request.splitn(3, '/');
+                let (Some(namespace), Some(claim), Some(rest)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                if let Some(name) = renamed.get(&format!("{namespace}/{claim}")) {
+                    *request = format!("{name}/{rest}");
+                }
+            }
+        }
+    }
+}
+
+/// `n` (a count) things, in the right number ("1 device", "2 devices").
+fn plural(n: &str, thing: &str) -> String {
+    if n == "1" {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 /// `n` candidates, in the right number ("1 candidate", "2 candidates").
 fn candidates(n: usize) -> String {
     if n == 1 {
@@ -407,6 +684,17 @@ impl fmt::Display for Explanation {
         writeln!(f, "claims do not fit on node {}:", self.node)?;
         for pool in &self.unusable_pools {
             writeln!(f, "  pool {pool}")?;
+        }
+        for shortfall in &self.shortfalls {
+            writeln!(
+                f,
+                "  not enough {}: {}",
+                shortfall.resource, shortfall.reason
+            )?;
+            writeln!(f, "    requests: {}", sample(&shortfall.requests))?;
+            if !shortfall.devices.is_empty() {
+                writeln!(f, "    devices: {}", sample(&shortfall.devices))?;
+            }
         }
         for claim in &self.claims {
             let alone = if claim.fits_alone {

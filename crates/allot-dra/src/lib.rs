@@ -19,6 +19,14 @@
 //! solution without meeting anything it does not model; otherwise the search runs, so
 //! answers, errors and explanations are the search's.
 //!
+//! Before the search explores anything twice, bounds over the whole input (see the `bound`
+//! module of the search: a matching of requests to devices, shared counters, consumable
+//! capacity, constraints) may prove that no assignment exists; the answer then names the
+//! requests and the devices that cannot cover them. Whatever escapes the bounds is cut off by
+//! a [`Budget`] of search steps: the call then answers [`Outcome::GaveUp`], never runs long or
+//! grows without bound. The search keeps its positions on a stack of its own, so its depth
+//! (thousands of claims) never touches the thread's stack.
+//!
 //! "Does not fit" is an [`Outcome::Unschedulable`] with an [`Explanation`]; [`Error`] is
 //! reserved for bad input, as upstream separates `ErrFailedAllocationOnNode` from other errors.
 //! The engine is pure: no clocks, no I/O, no globals. Share IDs come from a deterministic
@@ -27,12 +35,15 @@
 #![deny(missing_docs)]
 
 mod attributes;
+mod budget;
 mod capacity;
 mod cel;
 mod error;
 mod explain;
 mod fast;
 mod features;
+#[doc(hidden)]
+pub mod fuzzing;
 mod nodes;
 mod pools;
 mod scenario;
@@ -41,10 +52,12 @@ mod view;
 
 /// The allocation result type, re-exported for callers that only need to print it.
 pub use allot_api::resource::v1::AllocationResult;
+pub use budget::Budget;
 pub use cel::CelCache;
 pub use error::Error;
 pub use explain::{
-    ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, RequestExplanation,
+    ClaimExplanation, ConstraintFailure, Explanation, FilterCounts, GaveUp, RequestExplanation,
+    Shortfall,
 };
 pub use features::Features;
 pub use scenario::{AllocationOptions, InputRefs, Scenario, display_claim};
@@ -80,6 +93,10 @@ pub enum Outcome {
     Allocated(Vec<AllocationResult>),
     /// The claims do not fit on this node, and why.
     Unschedulable(Explanation),
+    /// The search spent its [`Budget`] without finding an assignment or proving that none
+    /// exists (upstream's filter timeout). Not an error in the input: the same claims may fit
+    /// another node, or this one once other claims let go of devices.
+    GaveUp(GaveUp),
 }
 
 impl Outcome {
@@ -95,16 +112,27 @@ pub fn allocate(input: &AllocationInput<'_>, features: &Features) -> Result<Outc
 }
 
 /// Allocates devices for `input.claims` on `input.node`, reusing compiled CEL expressions from
-/// `cache` (as kube-scheduler keeps one CEL cache across scheduling cycles).
+/// `cache` (as kube-scheduler keeps one CEL cache across scheduling cycles), within the
+/// default [`Budget`].
 pub fn allocate_with_cache(
     input: &AllocationInput<'_>,
     features: &Features,
     cache: &CelCache,
 ) -> Result<Outcome, Error> {
+    allocate_within(input, features, cache, &Budget::default())
+}
+
+/// [`allocate_with_cache`] within `budget`.
+pub fn allocate_within(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    cache: &CelCache,
+    budget: &Budget,
+) -> Result<Outcome, Error> {
     if let Some(results) = fast::allocate(input, features, cache) {
         return Ok(Outcome::Allocated(results));
     }
-    search::run(input, features, cache, true)
+    search::run(input, features, cache, true, budget)
 }
 
 /// The fast path's answer alone (see the `fast` module): `Some` when it settles the call,
@@ -118,12 +146,30 @@ pub fn allocate_fast_path_only(
     fast::allocate(input, features, cache)
 }
 
-/// The same search without the prunings, exactly as upstream walks it; for tests that check
-/// the prunings never change an answer. Exponential on adversarial inputs.
+/// The same search without the prunings and without a budget, exactly as upstream walks
+/// it; for tests that check the prunings never change an answer. Exponential on adversarial
+/// inputs.
 #[doc(hidden)]
 pub fn allocate_without_pruning(
     input: &AllocationInput<'_>,
     features: &Features,
 ) -> Result<Outcome, Error> {
-    search::run(input, features, &CelCache::default(), false)
+    search::run(
+        input,
+        features,
+        &CelCache::default(),
+        false,
+        &Budget::unlimited(),
+    )
+}
+
+/// [`allocate_without_pruning`] within `budget`: `GaveUp` when upstream's exhaustive walk
+/// would take longer (for tests over generated inputs).
+#[doc(hidden)]
+pub fn allocate_without_pruning_within(
+    input: &AllocationInput<'_>,
+    features: &Features,
+    budget: &Budget,
+) -> Result<Outcome, Error> {
+    search::run(input, features, &CelCache::default(), false, budget)
 }

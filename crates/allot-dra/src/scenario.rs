@@ -8,7 +8,7 @@ use allot_api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, Resou
 use serde::Deserialize;
 
 use crate::search::claim_name;
-use crate::{AllocationInput, Error, Features};
+use crate::{AllocationInput, Budget, Error, Features};
 
 /// The `allot.dev/v1alpha1` `AllocationOptions` document.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -30,6 +30,14 @@ pub struct AllocationOptions {
     /// without an allocation, in file order.
     #[serde(default)]
     pub claims: Vec<String>,
+    /// Search steps after which the allocation gives up (see [`Budget`]); default
+    /// [`Budget::DEFAULT_STEPS`].
+    #[serde(default)]
+    pub max_search_steps: Option<u64>,
+    /// Memory the search may spend remembering failed states, as a quantity of bytes
+    /// (`64Mi`); default [`Budget::DEFAULT_MEMO_BYTES`].
+    #[serde(default)]
+    pub max_search_memory: Option<allot_quantity::Quantity>,
 }
 
 /// The objects of one scenario file.
@@ -62,32 +70,47 @@ struct KindOnly {
 fn decode<T: serde::de::DeserializeOwned>(
     index: usize,
     kind: &str,
-    text: &str,
+    (first_line, text): &(usize, String),
 ) -> Result<T, Error> {
-    serde_saphyr::from_str(text).map_err(|err| Error::ScenarioDocument {
-        index,
-        kind: kind.to_string(),
-        message: err.to_string(),
+    // Aliases as Kubernetes' YAML decoder limits them (checked before the parse, see
+    // `Scenario::parse`), not by the parser's own ratio of aliases to anchors; repeated keys
+    // and booleans as the parser reads them by default.
+    let mut options = allot_api::load::yaml_reader_options(text.len());
+    options.strict_booleans = false;
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    serde_saphyr::from_str_with_options(text, options).map_err(|err| {
+        // The line in the file, and the parser's message without its internals.
+        let line = err
+            .location()
+            .map(|l| l.line() as usize)
+            .filter(|line| *line > 0)
+            .map_or(*first_line, |line| first_line + line - 1);
+        Error::ScenarioDocument {
+            index,
+            kind: kind.to_string(),
+            message: format!("line {line}: {}", allot_api::load::yaml_error_message(&err)),
+        }
     })
 }
 
 /// Splits a YAML stream at document markers, so that each document decodes into its own type
-/// (decoding through an untyped value would turn `Y` into a boolean).
-fn split_documents(text: &str) -> Vec<String> {
-    let mut documents = vec![String::new()];
-    for line in text.lines() {
-        if line == "---" || line.starts_with("--- ") {
-            documents.push(String::new());
+/// (decoding through an untyped value would turn `Y` into a boolean); each document with the
+/// line of the file where it starts.
+fn split_documents(text: &str) -> Vec<(usize, String)> {
+    let mut documents = vec![(1, String::new())];
+    for (number, line) in text.lines().enumerate() {
+        if line == "---" || line.starts_with("--- ") || line.starts_with("---\t") {
+            documents.push((number + 2, String::new()));
             continue;
         }
-        if let Some(current) = documents.last_mut() {
+        if let Some((_, current)) = documents.last_mut() {
             current.push_str(line);
             current.push('\n');
         }
     }
     documents
         .into_iter()
-        .filter(|doc| {
+        .filter(|(_, doc)| {
             doc.lines()
                 .any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
         })
@@ -98,6 +121,13 @@ impl Scenario {
     /// Parses a multi-document YAML (or JSON) scenario.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let mut scenario = Scenario::default();
+        if let Err((line, message)) = allot_api::load::check_yaml_aliases(text) {
+            return Err(Error::ScenarioDocument {
+                index: 0,
+                kind: String::new(),
+                message: format!("line {line}: {message}"),
+            });
+        }
         for (index, document) in split_documents(text).iter().enumerate() {
             let kind = decode::<KindOnly>(index, "", document)?.kind;
             match kind.as_str() {
@@ -113,7 +143,10 @@ impl Scenario {
                     return Err(Error::ScenarioDocument {
                         index,
                         kind,
-                        message: "unsupported kind in an allocation scenario".to_string(),
+                        message: "unsupported kind in an allocation scenario, which holds \
+                                  AllocationOptions, DeviceClass, DeviceTaintRule, Namespace, \
+                                  Node, ResourceClaim and ResourceSlice documents"
+                            .to_string(),
                     });
                 }
             }
@@ -147,6 +180,34 @@ impl Scenario {
             features.set(gate, *enabled)?;
         }
         Ok(features)
+    }
+
+    /// The search's budget: the defaults, then the options document's limits.
+    pub fn budget(&self) -> Result<Budget, Error> {
+        let mut budget = Budget::default();
+        if let Some(steps) = self.options.max_search_steps {
+            budget.max_steps = steps;
+        }
+        if let Some(memory) = &self.options.max_search_memory {
+            let (mantissa, scale) = memory.to_parts();
+            let bytes = if scale >= 0 {
+                10i128
+                    .checked_pow(scale.unsigned_abs())
+                    .and_then(|power| mantissa.checked_mul(power))
+            } else {
+                10i128
+                    .checked_pow(scale.unsigned_abs())
+                    .filter(|power| mantissa % power == 0)
+                    .map(|power| mantissa / power)
+            };
+            budget.max_memo_bytes = bytes
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .ok_or_else(|| Error::BadOption {
+                    field: "maxSearchMemory",
+                    message: format!("{memory} is not a whole, non-negative number of bytes"),
+                })?;
+        }
+        Ok(budget)
     }
 
     /// The node to allocate for: `name`, else the options' node, else the only node.

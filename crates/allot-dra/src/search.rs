@@ -23,8 +23,12 @@ use crate::explain;
 use crate::pools::Pool;
 use crate::{AllocationInput, Error, Features, Outcome};
 
+mod bits;
+pub(crate) mod bound;
 mod compat;
 mod derived;
+
+use bits::Bits;
 
 /// `namespace/name`, or `name` without a namespace, as klog prints objects.
 pub(crate) fn claim_name(claim: &ResourceClaim) -> String {
@@ -192,10 +196,9 @@ pub(crate) struct ClaimData<'a> {
     pub max_devices: usize,
 }
 
-/// Cached selector verdicts: unknown, match, no match, or the error upstream would raise.
+/// A selector verdict: match, no match, or the error upstream would raise.
 #[derive(Clone)]
 pub(crate) enum Verdict {
-    Unknown,
     Yes,
     No,
     Fail(Box<Error>),
@@ -223,11 +226,20 @@ pub(crate) struct Problem<'a> {
     pub reqs: Vec<Req<'a>>,
     pub claims: Vec<ClaimData<'a>>,
     pub constraints: Vec<Vec<Constraint>>,
-    pub verdicts: Vec<Vec<Verdict>>,
-    /// Per request: its selector row from the node view (see [`crate::view::NodeView`]), which
-    /// answers the selector part of [`Problem::selectable`] without a per-call verdict array.
+    /// Requests that ask the same share what is worked out for them (see [`Groups`]), so
+    /// that a thousand identical claims cost what one does.
+    groups: Groups,
+    /// Per selector group: the verdict per device, two bits each ([`Verdicts`]), on first use.
+    verdicts: Vec<Verdicts>,
+    /// Per selector group: its selector row from the node view (see
+    /// [`crate::view::NodeView`]), which answers the selector part of
+    /// [`Problem::selectable`] without a per-call verdict array.
     rows: Vec<Option<std::rc::Rc<[bool]>>>,
-    pub cap_verdicts: Vec<Vec<CapVerdict>>,
+    /// Per capacity group: the capacity pre-check per device, on first use (and only while
+    /// [`MAX_CAPACITY_ENTRIES`] are not reached: then checks are worked out every time).
+    cap_verdicts: Vec<Vec<CapVerdict>>,
+    /// Entries of `cap_verdicts` allocated so far.
+    cap_entries: usize,
     /// The consumption of capacity checks whose amounts are never read (see
     /// [`Problem::capacity_check`]).
     unread_consumption: std::rc::Rc<Consumed>,
@@ -240,6 +252,9 @@ pub(crate) struct Problem<'a> {
     clean: bool,
     /// Whether the prunings are on (always, except to compare against the plain search).
     pub prune: bool,
+    /// The slots (claim, slot) with an `All` request (or subrequest), in search order: what
+    /// the `All` look-ahead walks.
+    all_slots: Vec<(usize, usize)>,
     /// Per pool and counter set: the compatibility groups of devices already allocated.
     compat_baseline: Vec<HashMap<String, compat::Groups>>,
     /// Per request: derived attribute values by device, evaluated on first use.
@@ -251,11 +266,57 @@ pub(crate) struct Problem<'a> {
     /// once per call for the pigeonhole bound, and then also read by the constraint checks
     /// (requests without derived attributes only).
     columns: HashMap<(usize, usize), std::rc::Rc<Column>, crate::cel::FxBuild>,
-    /// Per request: the devices that pass every check that does not depend on the search
-    /// state (selectors, capacity pre-check, taints, partitionable gate, existing
-    /// allocations), for the pigeonhole bound; `Some(None)` when one of them raises an error,
-    /// so the bound stays out of the way.
-    candidates: Vec<Option<Option<std::rc::Rc<[usize]>>>>,
+    /// Per candidate group: the devices that pass every check that does not depend on the
+    /// search state (selectors, capacity pre-check, taints, partitionable gate, existing
+    /// allocations), for the bounds; `Some(None)` when one of them raises an error, so the
+    /// bounds stay out of the way.
+    candidates: Vec<Option<Option<std::rc::Rc<Bits>>>>,
+}
+
+/// Capacity pre-checks kept per call beyond this many (request groups × devices) are worked
+/// out again when needed instead, to bound memory.
+const MAX_CAPACITY_ENTRIES: usize = 1 << 24;
+
+/// Which requests share per-call work: the same compiled selectors (selector group: the
+/// verdicts), the same capacity requirements (capacity group: the capacity pre-check), and
+/// both plus the same admin access and tolerations, without derived attributes (candidate
+/// group: the static candidates).
+#[derive(Default)]
+struct Groups {
+    /// Per request: its selector, capacity and candidate group.
+    of: Vec<(usize, usize, usize)>,
+    selectors: HashMap<Vec<usize>, usize, crate::cel::FxBuild>,
+    capacity: HashMap<String, usize, crate::cel::FxBuild>,
+    candidates: HashMap<(usize, usize, bool, String), usize, crate::cel::FxBuild>,
+    /// Candidate groups made so far (requests with derived attributes get their own).
+    n_candidates: usize,
+}
+
+/// Selector verdicts of one selector group, two bits per device: unknown, yes, no, error
+/// (the error itself is worked out again for the request that asks, since it names the
+/// request's claim).
+#[derive(Default)]
+struct Verdicts(Vec<u64>);
+
+impl Verdicts {
+    const UNKNOWN: u64 = 0;
+    const YES: u64 = 1;
+    const NO: u64 = 2;
+    const FAIL: u64 = 3;
+
+    fn get(&self, d: usize) -> u64 {
+        self.0
+            .get(d / 32)
+            .map_or(Self::UNKNOWN, |w| w >> (d % 32 * 2) & 3)
+    }
+
+    fn set(&mut self, d: usize, devices: usize, code: u64) {
+        if self.0.is_empty() {
+            self.0 = vec![0; devices.div_ceil(32)];
+        }
+        let word = &mut self.0[d / 32];
+        *word = *word & !(3 << (d % 32 * 2)) | code << (d % 32 * 2);
+    }
 }
 
 pub(crate) use crate::view::Column;
@@ -280,20 +341,30 @@ impl Usage {
     }
 }
 
-/// Runs one allocation.
+/// Runs one allocation within `budget`.
 pub(crate) fn run(
     input: &AllocationInput<'_>,
     features: &Features,
     cache: &CelCache,
     prune: bool,
+    budget: &crate::Budget,
 ) -> Result<Outcome, Error> {
     let mut problem = Problem::new(input, features, cache)?;
     problem.prune = prune;
-    let mut search = Search::new(&problem);
-    let found = search.allocate_one(&mut problem, Pos::default(), false);
-    let found = match found {
+    let mut search = Search::new(&problem, budget);
+    let found = match search.run(&mut problem, Pos::default()) {
         Ok(found) => found,
-        Err(Stop::MaxSize) => false,
+        Err(Stop::MaxSize | Stop::Hopeless) => false,
+        Err(Stop::Budget) => {
+            return Ok(Outcome::GaveUp(explain::GaveUp {
+                node: input.node.metadata.name.clone(),
+                claims: problem.claims.iter().map(|c| c.name.clone()).collect(),
+                steps: search.spent(),
+                max_steps: budget.max_steps,
+                memo_bytes: search.memo_bytes(),
+                max_memo_bytes: budget.max_memo_bytes,
+            }));
+        }
         Err(Stop::Error(err)) => return Err(err),
     };
     if found {
@@ -311,7 +382,17 @@ pub(crate) fn run(
     if !reasons.is_empty() {
         return Err(Error::InvalidPools { reasons });
     }
-    Ok(Outcome::Unschedulable(explain::explain(&mut problem)))
+    // The explanation may spend what the search left of the budget.
+    let left = crate::Budget {
+        max_steps: budget.max_steps.saturating_sub(search.spent()),
+        ..*budget
+    };
+    let shortfall = search.shortfall.take();
+    Ok(Outcome::Unschedulable(explain::explain(
+        &mut problem,
+        shortfall,
+        &left,
+    )))
 }
 
 impl<'a> Problem<'a> {
@@ -507,14 +588,17 @@ impl<'a> Problem<'a> {
             reqs: Vec::new(),
             claims: Vec::new(),
             constraints: Vec::new(),
+            groups: Groups::default(),
             verdicts: Vec::new(),
             rows: Vec::new(),
             cap_verdicts: Vec::new(),
+            cap_entries: 0,
             unread_consumption: std::rc::Rc::new(Consumed::new()),
             cel_devices: HashMap::default(),
             view,
             clean: false,
             prune: true,
+            all_slots: Vec::new(),
             compat_baseline,
             derived_values: Vec::new(),
             compat_rejected: std::collections::BTreeSet::new(),
@@ -523,6 +607,17 @@ impl<'a> Problem<'a> {
         };
         problem.apply_taint_rules();
         problem.validate_claims()?;
+        for (c, claim) in problem.claims.iter().enumerate() {
+            for (i, slot) in claim.slots.iter().enumerate() {
+                let all = match slot {
+                    Slot::Plain(r) => problem.reqs[*r].all,
+                    Slot::Subs(subs) => subs.iter().any(|&r| problem.reqs[r].all),
+                };
+                if all {
+                    problem.all_slots.push((c, i));
+                }
+            }
+        }
         problem.clean = problem.reqs.iter().any(|req| req.all) && problem.evaluate_everything();
         Ok(problem)
     }
@@ -865,15 +960,17 @@ impl<'a> Problem<'a> {
     /// device's own.
     /// The devices request `r` could take in any search state, or `None` when checking one
     /// of them raises an error (see [`Problem::candidates`]).
-    fn static_candidates(&mut self, r: usize) -> Option<std::rc::Rc<[usize]>> {
-        if self.candidates.len() <= r {
-            self.candidates.resize(self.reqs.len().max(r + 1), None);
+    fn static_candidates(&mut self, r: usize) -> Option<std::rc::Rc<Bits>> {
+        let group = self.groups.of[r].2;
+        if self.candidates.len() <= group {
+            self.candidates
+                .resize(self.groups.n_candidates.max(group + 1), None);
         }
-        if let Some(known) = &self.candidates[r] {
+        if let Some(known) = &self.candidates[group] {
             return known.clone();
         }
         let admin = self.reqs[r].admin;
-        let mut list = Vec::new();
+        let mut list = Bits::new(self.devs.len());
         let mut clean = true;
         for d in 0..self.devs.len() {
             let dev = &self.devs[d];
@@ -910,11 +1007,17 @@ impl<'a> Problem<'a> {
                 clean = false;
                 break;
             }
-            list.push(d);
+            list.insert(d);
         }
-        let known = clean.then(|| std::rc::Rc::from(list));
-        self.candidates[r] = Some(known.clone());
+        let known = clean.then(|| std::rc::Rc::new(list));
+        self.candidates[group] = Some(known.clone());
         known
+    }
+
+    /// The candidate group of request `r`: requests of one group have the same candidates
+    /// and filter counts for the same class.
+    pub(crate) fn candidate_group(&self, r: usize) -> usize {
+        self.groups.of[r].2
     }
 
     /// The column of the attribute of constraint `ci` of the claim of request `r` (which has
@@ -1018,15 +1121,7 @@ impl<'a> Problem<'a> {
             }
         }
         let req_index = self.reqs.len();
-        let row = self.row(&req.compiled);
-        self.verdicts.push(if row.is_some() {
-            Vec::new()
-        } else {
-            vec![Verdict::Unknown; self.devs.len()]
-        });
-        self.rows.push(row);
-        self.cap_verdicts
-            .push(vec![CapVerdict::Unknown; self.devs.len()]);
+        self.group(&req);
         self.derived_values.push(HashMap::new());
         match view.mode.unwrap_or(&DeviceAllocationMode::ExactCount) {
             DeviceAllocationMode::ExactCount => {
@@ -1126,15 +1221,71 @@ impl<'a> Problem<'a> {
         if !self.features.device_compatibility_groups && dev.compat_skip {
             return Verdict::No;
         }
-        if let Some(row) = &self.rows[r] {
+        let group = self.groups.of[r].0;
+        if let Some(row) = &self.rows[group] {
             return if row[d] { Verdict::Yes } else { Verdict::No };
         }
-        if !matches!(self.verdicts[r][d], Verdict::Unknown) {
-            return self.verdicts[r][d].clone();
+        match self.verdicts[group].get(d) {
+            Verdicts::YES => return Verdict::Yes,
+            Verdicts::NO => return Verdict::No,
+            // The error names the request's claim: worked out again for this request.
+            Verdicts::FAIL => return self.evaluate_selectors(r, d),
+            _ => {}
         }
         let verdict = self.evaluate_selectors(r, d);
-        self.verdicts[r][d] = verdict.clone();
+        let code = match verdict {
+            Verdict::Yes => Verdicts::YES,
+            Verdict::No => Verdicts::NO,
+            Verdict::Fail(_) => Verdicts::FAIL,
+        };
+        let devices = self.devs.len();
+        self.verdicts[group].set(d, devices, code);
         verdict
+    }
+
+    /// Files a new request (the next index) under its groups, making the groups it is the
+    /// first of.
+    fn group(&mut self, req: &Req<'_>) {
+        let ids: Vec<usize> = req.compiled.iter().map(|selector| selector.id).collect();
+        let selectors = match self.groups.selectors.get(&ids) {
+            Some(&group) => group,
+            None => {
+                let row = self.row(&req.compiled);
+                let group = self.rows.len();
+                self.rows.push(row);
+                self.verdicts.push(Verdicts::default());
+                self.groups.selectors.insert(ids, group);
+                group
+            }
+        };
+        let next = self.cap_verdicts.len();
+        let capacity = *self
+            .groups
+            .capacity
+            .entry(format!("{:?}", req.capacity))
+            .or_insert(next);
+        if capacity == next {
+            self.cap_verdicts.push(Vec::new());
+        }
+        let next = self.groups.n_candidates;
+        let candidates = if req.derived_spec.is_empty() {
+            *self
+                .groups
+                .candidates
+                .entry((
+                    selectors,
+                    capacity,
+                    req.admin,
+                    format!("{:?}", req.tolerations),
+                ))
+                .or_insert(next)
+        } else {
+            next
+        };
+        if candidates == next {
+            self.groups.n_candidates += 1;
+        }
+        self.groups.of.push((selectors, capacity, candidates));
     }
 
     /// The selector row of a request with these compiled selectors: from the node view, or
@@ -1318,8 +1469,12 @@ impl<'a> Problem<'a> {
     /// Static part of upstream's `CmpRequestOverCapacity`: what the request would consume and
     /// whether that fits next to existing allocations.
     pub(crate) fn capacity_check(&mut self, r: usize, d: usize) -> CapVerdict {
-        if !matches!(self.cap_verdicts[r][d], CapVerdict::Unknown) {
-            return self.cap_verdicts[r][d].clone();
+        let group = self.groups.of[r].1;
+        match self.cap_verdicts[group].get(d) {
+            None | Some(CapVerdict::Unknown) => {}
+            // The error names the request: worked out again for this one.
+            Some(CapVerdict::Fail(_)) => {}
+            Some(known) => return known.clone(),
         }
         let dev = &self.devs[d];
         let req = &self.reqs[r];
@@ -1337,7 +1492,7 @@ impl<'a> Problem<'a> {
             // devices that allow multiple allocations or already hold shares, so they are not
             // worked out here.
             let verdict = CapVerdict::Ok(std::rc::Rc::clone(&self.unread_consumption));
-            self.cap_verdicts[r][d] = verdict.clone();
+            self.keep_capacity(group, d, &verdict);
             return verdict;
         }
         let verdict = match capacity::consumption(req.capacity, dev.device, dev.driver) {
@@ -1365,8 +1520,21 @@ impl<'a> Problem<'a> {
                 }))
             }
         };
-        self.cap_verdicts[r][d] = verdict.clone();
+        self.keep_capacity(group, d, &verdict);
         verdict
+    }
+
+    /// Keeps a capacity pre-check of capacity group `group` (see [`MAX_CAPACITY_ENTRIES`]).
+    fn keep_capacity(&mut self, group: usize, d: usize, verdict: &CapVerdict) {
+        let devices = self.devs.len();
+        if self.cap_verdicts[group].is_empty() {
+            if self.cap_entries + devices > MAX_CAPACITY_ENTRIES {
+                return;
+            }
+            self.cap_entries += devices;
+            self.cap_verdicts[group] = vec![CapVerdict::Unknown; devices];
+        }
+        self.cap_verdicts[group][d] = verdict.clone();
     }
 
     /// Whether compatibility groups keep device `d` out regardless of this search: with the
@@ -1456,6 +1624,24 @@ pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> b
 /// Search steps after which failed states are remembered.
 const MEMO_AFTER_STEPS: u64 = 2_000;
 
+/// Devices skipped because they are taken count as this fraction of a step: skipping costs a
+/// couple of nanoseconds, and a large input that fits (thousands of claims, each walking past
+/// the devices the earlier ones took) must not run out of steps for it.
+const SKIPS_PER_STEP: u64 = 16;
+
+/// Bytes a remembered state costs besides its key (the table's entry and allocation).
+const MEMO_ENTRY_BYTES: u64 = 48;
+
+/// Appends `text` to a memo key: its length, then its bytes four to a number.
+fn push_text(key: &mut Vec<u32>, text: &str) {
+    key.push(text.len() as u32);
+    for chunk in text.as_bytes().chunks(4) {
+        let mut word = [0u8; 4];
+        word[..chunk.len()].copy_from_slice(chunk);
+        key.push(u32::from_le_bytes(word));
+    }
+}
+
 /// A position in the search: which device of which (sub)request of which claim.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Pos {
@@ -1469,6 +1655,10 @@ pub(crate) enum Stop {
     /// Upstream's `errAllocationResultMaxSizeExceeded`: backtrack aggressively.
     MaxSize,
     Error(Error),
+    /// The step budget ran out.
+    Budget,
+    /// A bound proved that no assignment exists (the proof is [`Search::shortfall`]).
+    Hopeless,
 }
 
 impl From<Error> for Stop {
@@ -1487,12 +1677,59 @@ struct Picked {
     joined_groups: bool,
 }
 
+/// What a position of the search waits for, on the search's own stack: upstream's
+/// `allocateOne` recurses once per device picked, which thousands of claims turn into a
+/// stack overflow; this walk keeps the same order in a vector.
+enum Frame {
+    /// The claims after `claim`; on failure the state is remembered when `memo` (the state
+    /// is then what it was on entry: keys are not kept on the stack, whose depth grows with
+    /// the claims).
+    NextClaim { claim: usize, memo: bool },
+    /// Subrequest `sub` of the slot at `pos`, and whether every subrequest tried so far
+    /// exceeded the claim's device limit.
+    Subs {
+        pos: Pos,
+        sub: usize,
+        all_exceeded: bool,
+    },
+    /// The request after the one at `pos`; on failure the state is remembered when `memo`.
+    NextRequest { pos: Pos, memo: bool },
+    /// The rest, after a device of an `All` request.
+    AllDevice { claim: usize },
+    /// The rest, after a device of an `ExactCount` request.
+    Exact(Exact),
+}
+
+/// An `ExactCount` request's walk over the devices at one position.
+#[derive(Clone, Copy)]
+struct Exact {
+    pos: Pos,
+    allocate_sub: bool,
+    r: usize,
+    /// The next device to try.
+    next: usize,
+    /// Devices still needed, this one included.
+    needed: usize,
+    /// Whether the pigeonhole bound is checked at this position.
+    bounded: bool,
+}
+
+/// What the walk does next: enter a position, or hand a result to the frame below.
+enum Next {
+    Enter(Pos, bool),
+    Return(Result<bool, Stop>),
+}
+
 /// The mutable state of the search.
 pub(crate) struct Search {
     /// Per device: the claims it is being allocated to (devices without multiple allocations).
     allocating: Vec<Vec<usize>>,
     /// Per device: capacity being consumed by new shared allocations.
     allocating_capacity: Vec<Option<Consumed>>,
+    /// The devices [`Search::in_use`] answers yes for, as a bitset: the walk over a request's
+    /// devices jumps over them 64 at a time (with thousands of claims, most devices are taken
+    /// by the time the last ones look).
+    busy: Vec<u64>,
     /// Per pool: counters consumed by new allocations.
     consumed_counters: Vec<Vec<Quantity>>,
     /// The same in nano units, for pools with `available_nano`.
@@ -1500,10 +1737,17 @@ pub(crate) struct Search {
     picked: Vec<Vec<Picked>>,
     /// Per claim and request: the chosen subrequest.
     selected_sub: Vec<Vec<usize>>,
-    /// Number of `allocate_one` calls.
-    pub steps: u64,
-    /// Claim-boundary states from which the remaining claims could not be allocated.
-    failed_states: HashSet<String>,
+    /// Work done: positions entered, devices looked at, the bounds' work.
+    steps: u64,
+    /// Devices skipped because they were taken (see [`SKIPS_PER_STEP`]).
+    skips: u64,
+    /// The work after which the search gives up.
+    limit: u64,
+    /// States from which the rest of the search failed.
+    failed_states: HashSet<Box<[u32]>, crate::cel::FxBuild>,
+    /// Bytes `failed_states` holds, and may hold.
+    memo_bytes: u64,
+    memo_limit: u64,
     /// Per pool and counter set: the compatibility-group state after each device of this
     /// search that joined it (a stack, popped when backtracking).
     groups: Vec<HashMap<String, Vec<compat::Groups>>>,
@@ -1511,13 +1755,24 @@ pub(crate) struct Search {
     /// succeeds first-fit without backtracking never pays for it; the bound never changes an
     /// answer, so switching it on mid-search is safe.
     bounding: bool,
+    /// Whether the bounds of [`bound`] were worked out (once, at the first failure).
+    checked: bool,
+    /// What they proved, if anything.
+    pub(crate) shortfall: Option<bound::Shortfall>,
 }
 
 impl Search {
-    pub(crate) fn new(problem: &Problem<'_>) -> Self {
+    pub(crate) fn new(problem: &Problem<'_>, budget: &crate::Budget) -> Self {
+        let mut busy = vec![0u64; problem.devs.len().div_ceil(64)];
+        for (d, dev) in problem.devs.iter().enumerate() {
+            if dev.allocated || (dev.shared && !dev.multi) {
+                busy[d / 64] |= 1 << (d % 64);
+            }
+        }
         Search {
             allocating: vec![Vec::new(); problem.devs.len()],
             allocating_capacity: vec![None; problem.devs.len()],
+            busy,
             consumed_nano: problem
                 .counters
                 .iter()
@@ -1535,54 +1790,114 @@ impl Search {
                 .map(|c| vec![0; c.slots.len()])
                 .collect(),
             steps: 0,
-            failed_states: HashSet::new(),
+            skips: 0,
+            limit: budget.max_steps,
+            failed_states: HashSet::default(),
+            memo_bytes: 0,
+            memo_limit: budget.max_memo_bytes,
             groups: problem.counters.iter().map(|_| HashMap::new()).collect(),
             bounding: false,
+            checked: false,
+            shortfall: None,
+        }
+    }
+
+    /// The work done so far, in steps.
+    pub(crate) fn spent(&self) -> u64 {
+        self.steps.saturating_add(self.skips / SKIPS_PER_STEP)
+    }
+
+    /// Bytes held by the memo of failed states.
+    pub(crate) fn memo_bytes(&self) -> u64 {
+        self.memo_bytes
+    }
+
+    /// Counts `work` steps; `Err(Stop::Budget)` once the budget is spent.
+    fn charge(&mut self, work: u64) -> Result<(), Stop> {
+        self.steps = self.steps.saturating_add(work);
+        if self.spent() > self.limit {
+            return Err(Stop::Budget);
+        }
+        Ok(())
+    }
+
+    /// Remembers a failed state, while the memo has room.
+    fn remember(&mut self, key: Box<[u32]>) {
+        let cost = 4 * key.len() as u64 + MEMO_ENTRY_BYTES;
+        if self.memo_bytes.saturating_add(cost) > self.memo_limit {
+            return;
+        }
+        if self.failed_states.insert(key) {
+            self.memo_bytes += cost;
         }
     }
 
     /// The state that decides the outcome of allocating claims `claim..`: devices taken
-    /// exclusively, capacity shared out, counters consumed.
-    fn state_key(&self, claim: usize) -> String {
-        use std::fmt::Write;
-        let mut key = format!("{claim}|");
-        for (d, claims) in self.allocating.iter().enumerate() {
-            if !claims.is_empty() {
-                let _ = write!(key, "{d},");
+    /// exclusively, capacity shared out, counters consumed; as numbers (amounts by their
+    /// canonical text), which hash and compare faster than text and take less memory.
+    fn state_key(&mut self, claim: usize) -> Vec<u32> {
+        // The devices in use (those in use before the call are the same in every state).
+        self.skips += self.busy.len() as u64;
+        let mut key = vec![claim as u32];
+        for (w, &word) in self.busy.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                key.push((w * 64) as u32 + rest.trailing_zeros());
+                rest &= rest - 1;
             }
         }
-        key.push('|');
+        key.push(u32::MAX);
         for (d, consumed) in self.allocating_capacity.iter().enumerate() {
+            self.skips += 1;
             if let Some(consumed) = consumed {
-                let _ = write!(key, "{d}:");
+                key.push(d as u32);
                 for (name, amount) in consumed {
-                    let _ = write!(key, "{name}={amount};");
+                    push_text(&mut key, name);
+                    push_text(&mut key, &amount.to_string());
                 }
             }
         }
-        key.push('|');
+        key.push(u32::MAX);
         for (pool, consumed) in self.consumed_counters.iter().enumerate() {
             for (i, amount) in consumed.iter().enumerate() {
                 if !amount.is_zero() {
-                    let _ = write!(key, "{pool}.{i}={amount};");
+                    key.extend([pool as u32, i as u32]);
+                    push_text(&mut key, &amount.to_string());
                 }
             }
         }
+        key.push(u32::MAX);
         for (pool, consumed) in self.consumed_nano.iter().enumerate() {
             for (i, amount) in consumed.iter().enumerate() {
                 if *amount != 0 {
-                    let _ = write!(key, "{pool}.{i}={amount}n;");
+                    key.extend([pool as u32, i as u32]);
+                    let bits = *amount as u128;
+                    key.extend((0..4).map(|w| (bits >> (w * 32)) as u32));
                 }
             }
         }
+        self.steps += key.len() as u64 / 8;
         key
     }
 
     /// Upstream's `deviceInUse`: allocated exclusively, shared by a live share while the device
     /// no longer allows multiple allocations, or picked exclusively in this search.
-    fn in_use(&self, problem: &Problem<'_>, d: usize) -> bool {
-        let dev = &problem.devs[d];
-        dev.allocated || (dev.shared && !dev.multi) || !self.allocating[d].is_empty()
+    fn in_use(&self, _problem: &Problem<'_>, d: usize) -> bool {
+        self.busy[d / 64] >> (d % 64) & 1 == 1
+    }
+
+    /// The first device from `d` on that is not in use (`n` when there is none), counting the
+    /// words looked at as skips.
+    fn next_free(&mut self, mut d: usize, n: usize) -> usize {
+        while d < n {
+            self.skips += 1;
+            let free = !self.busy[d / 64] >> (d % 64);
+            if free != 0 {
+                return (d + free.trailing_zeros() as usize).min(n);
+            }
+            d = (d / 64 + 1) * 64;
+        }
+        n
     }
 
     /// Upstream's `deviceCapacityInUse`: some share of the device exists already (so its
@@ -1599,95 +1914,108 @@ impl Search {
         }
     }
 
-    pub(crate) fn allocate_one(
+    /// Upstream's `allocateOne` from `start` to the end: `Ok(true)` when every claim from
+    /// there on fits (the picks are then in the search's state), `Ok(false)` when none does.
+    /// The positions wait on an explicit stack ([`Frame`]), in upstream's order.
+    pub(crate) fn run(&mut self, problem: &mut Problem<'_>, start: Pos) -> Result<bool, Stop> {
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut next = Next::Enter(start, false);
+        loop {
+            next = match next {
+                Next::Enter(pos, allocate_sub) => {
+                    self.enter(problem, pos, allocate_sub, &mut stack)
+                }
+                Next::Return(result) => match stack.pop() {
+                    None => return result,
+                    Some(frame) => self.resume(problem, frame, result, &mut stack),
+                },
+            };
+        }
+    }
+
+    /// The memo key of the state at the end of a request of claim `pos.claim` (the rest of
+    /// the claim only depends on which devices the claim holds), once the search got big.
+    fn request_key(&mut self, pos: Pos) -> Box<[u32]> {
+        let mut key = self.state_key(pos.claim);
+        let mut picks: Vec<(u32, u32)> = self.picked[pos.claim]
+            .iter()
+            .map(|p| (p.dev as u32, p.req as u32))
+            .collect();
+        picks.sort_unstable();
+        key.extend([u32::MAX, pos.request as u32 + 1]);
+        for (d, r) in picks {
+            key.extend([d, r]);
+        }
+        key.into_boxed_slice()
+    }
+
+    /// Enters position `pos`: answers it at once, or pushes what it waits for and names the
+    /// position to enter next.
+    fn enter(
         &mut self,
         problem: &mut Problem<'_>,
         pos: Pos,
         allocate_sub: bool,
-    ) -> Result<bool, Stop> {
-        self.steps += 1;
+        stack: &mut Vec<Frame>,
+    ) -> Next {
+        if let Err(stop) = self.charge(1) {
+            return Next::Return(Err(stop));
+        }
         if pos.claim >= problem.claims.len() {
-            return Ok(true);
+            return Next::Return(Ok(true));
         }
         if pos.request >= problem.claims[pos.claim].slots.len() {
             // What happens from the next claim on depends only on which devices, capacities
             // and counters are taken, not on which earlier claim took them: remember states
             // from which the rest failed, and do not explore them twice.
-            let key = (problem.prune
+            let memo = problem.prune
                 && self.steps > MEMO_AFTER_STEPS
-                && pos.claim + 1 < problem.claims.len())
-            .then(|| self.state_key(pos.claim + 1));
-            if let Some(key) = &key
-                && self.failed_states.contains(key)
-            {
-                return Ok(false);
+                && pos.claim + 1 < problem.claims.len();
+            // Nothing to find before something failed.
+            if memo && !self.failed_states.is_empty() {
+                let key = self.state_key(pos.claim + 1);
+                if self.failed_states.contains(&key[..]) {
+                    return Next::Return(Ok(false));
+                }
             }
-            let result = match self.allocate_one(
-                problem,
+            stack.push(Frame::NextClaim {
+                claim: pos.claim,
+                memo,
+            });
+            return Next::Enter(
                 Pos {
                     claim: pos.claim + 1,
                     ..Pos::default()
                 },
                 false,
-            ) {
-                Err(Stop::MaxSize) => Ok(false),
-                other => other,
-            };
-            if let (Some(key), Ok(false)) = (key, &result) {
-                self.failed_states.insert(key);
-            }
-            return result;
+            );
         }
-        if !allocate_sub && let Slot::Subs(subs) = &problem.claims[pos.claim].slots[pos.request] {
-            let n = subs.len();
-            let mut all_exceeded = true;
-            for sub in 0..n {
-                match self.allocate_one(problem, Pos { sub, ..pos }, true) {
-                    Err(Stop::MaxSize) => continue,
-                    Err(err) => return Err(err),
-                    Ok(true) => {
-                        self.selected_sub[pos.claim][pos.request] = sub;
-                        return Ok(true);
-                    }
-                    Ok(false) => all_exceeded = false,
-                }
-            }
-            return if all_exceeded {
-                Err(Stop::MaxSize)
-            } else {
-                Ok(false)
-            };
+        if !allocate_sub && let Slot::Subs(_) = &problem.claims[pos.claim].slots[pos.request] {
+            stack.push(Frame::Subs {
+                pos,
+                sub: 0,
+                all_exceeded: true,
+            });
+            return Next::Enter(Pos { sub: 0, ..pos }, true);
         }
         let r = Self::req_index(problem, pos);
-        let (all, num_devices, admin) = {
-            let req = &problem.reqs[r];
-            (req.all, req.num_devices, req.admin)
-        };
+        let (all, num_devices) = (problem.reqs[r].all, problem.reqs[r].num_devices);
         if all && problem.reqs[r].all_devices.is_empty() {
-            return Ok(false);
+            return Next::Return(Ok(false));
         }
         if pos.device >= num_devices {
             // Upstream tries every order of the devices of a request; the rest of the claim
             // only depends on which devices the claim holds, so failed states are remembered
             // here too (only once the search got big, to keep small searches cheap).
-            let key = (problem.prune && self.steps > MEMO_AFTER_STEPS).then(|| {
-                use std::fmt::Write;
-                let mut key = self.state_key(pos.claim);
-                let mut picks: Vec<(usize, usize)> = self.picked[pos.claim]
-                    .iter()
-                    .map(|p| (p.dev, p.req))
-                    .collect();
-                picks.sort_unstable();
-                let _ = write!(key, "|{}|{picks:?}", pos.request + 1);
-                key
-            });
-            if let Some(key) = &key
-                && self.failed_states.contains(key)
-            {
-                return Ok(false);
+            let memo = problem.prune && self.steps > MEMO_AFTER_STEPS;
+            if memo && !self.failed_states.is_empty() {
+                let key = self.request_key(pos);
+                if self.failed_states.contains(&key) {
+                    return Next::Return(Ok(false));
+                }
             }
-            let result = self.allocate_one(
-                problem,
+            stack.push(Frame::NextRequest { pos, memo });
+            return Next::Enter(
                 Pos {
                     claim: pos.claim,
                     request: pos.request + 1,
@@ -1696,47 +2024,76 @@ impl Search {
                 },
                 false,
             );
-            if let (Some(key), Ok(false)) = (key, &result) {
-                self.failed_states.insert(key);
-            }
-            return result;
         }
         if self.picked[pos.claim].len() + num_devices - pos.device > ALLOCATION_RESULTS_MAX_SIZE {
-            return Err(Stop::MaxSize);
+            return Next::Return(Err(Stop::MaxSize));
         }
         if problem.prune && self.doomed(problem, pos) {
-            return Ok(false);
+            return Next::Return(Ok(false));
         }
         if all {
             let d = problem.reqs[r].all_devices[pos.device];
-            if !self.allocate_device(problem, pos.claim, r, d, true)? {
-                return Ok(false);
-            }
-            let next = Pos {
-                device: pos.device + 1,
-                ..pos
+            return match self.allocate_device(problem, pos.claim, r, d, true) {
+                Err(err) => Next::Return(Err(err)),
+                Ok(false) => Next::Return(Ok(false)),
+                Ok(true) => {
+                    stack.push(Frame::AllDevice { claim: pos.claim });
+                    Next::Enter(
+                        Pos {
+                            device: pos.device + 1,
+                            ..pos
+                        },
+                        allocate_sub,
+                    )
+                }
             };
-            let done = self.allocate_one(problem, next, allocate_sub);
-            if !matches!(done, Ok(true)) {
-                self.deallocate(problem, pos.claim);
-            }
-            return done;
         }
         let needed = num_devices - pos.device;
-        let mut bounded = problem.prune && self.bounding;
+        let bounded = problem.prune && self.bounding;
         if bounded && !self.enough_candidates(problem, pos.claim, r, needed) {
-            return Ok(false);
+            return Next::Return(Ok(false));
         }
-        for d in 0..problem.devs.len() {
+        let at = Exact {
+            pos,
+            allocate_sub,
+            r,
+            next: 0,
+            needed,
+            bounded,
+        };
+        self.try_devices(problem, at, stack)
+    }
+
+    /// Tries the devices of an `ExactCount` request from `at.next` on, in search order: the
+    /// first one it can take is picked, and the position after it entered.
+    fn try_devices(
+        &mut self,
+        problem: &mut Problem<'_>,
+        mut at: Exact,
+        stack: &mut Vec<Frame>,
+    ) -> Next {
+        let (pos, r) = (at.pos, at.r);
+        let admin = problem.reqs[r].admin;
+        let n = problem.devs.len();
+        while at.next < n {
+            if !admin {
+                at.next = self.next_free(at.next, n);
+                if at.next == n {
+                    break;
+                }
+            }
+            let d = at.next;
+            at.next += 1;
             if admin && self.allocating[d].contains(&pos.claim) {
+                self.skips += 1;
                 continue;
             }
-            if !admin && self.in_use(problem, d) {
-                continue;
+            if let Err(stop) = self.charge(1) {
+                return Next::Return(Err(stop));
             }
             match problem.selectable(r, d) {
                 Verdict::Yes => {}
-                Verdict::Fail(err) => return Err(Stop::Error(*err)),
+                Verdict::Fail(err) => return Next::Return(Err(Stop::Error(*err))),
                 _ => continue,
             }
             if problem.features.consumable_capacity {
@@ -1746,39 +2103,149 @@ impl Search {
                             continue;
                         }
                     }
-                    CapVerdict::Fail(err) => return Err(Stop::Error(*err)),
+                    CapVerdict::Fail(err) => return Next::Return(Err(Stop::Error(*err))),
                     _ => continue,
                 }
             }
-            if !self.allocate_device(problem, pos.claim, r, d, false)? {
-                continue;
+            match self.allocate_device(problem, pos.claim, r, d, false) {
+                Err(err) => return Next::Return(Err(err)),
+                Ok(false) => continue,
+                Ok(true) => {}
             }
-            let next = Pos {
-                device: pos.device + 1,
-                ..pos
-            };
-            match self.allocate_one(problem, next, allocate_sub) {
-                Ok(true) => return Ok(true),
-                Ok(false) => {
-                    self.deallocate(problem, pos.claim);
-                    // A subtree failed: from now on bound every level, starting with this
-                    // one (the state is back to what it was on entry, and the remaining
-                    // candidates are part of the subtree the bound speaks about).
-                    if problem.prune && !bounded {
-                        self.bounding = true;
-                        bounded = true;
-                        if !self.enough_candidates(problem, pos.claim, r, needed) {
-                            return Ok(false);
+            stack.push(Frame::Exact(at));
+            return Next::Enter(
+                Pos {
+                    device: pos.device + 1,
+                    ..pos
+                },
+                at.allocate_sub,
+            );
+        }
+        Next::Return(Ok(false))
+    }
+
+    /// Hands the result of the position above to `frame`: the frame answers, or names the
+    /// next position to enter (having pushed itself again).
+    fn resume(
+        &mut self,
+        problem: &mut Problem<'_>,
+        frame: Frame,
+        result: Result<bool, Stop>,
+        stack: &mut Vec<Frame>,
+    ) -> Next {
+        match frame {
+            Frame::NextClaim { claim, memo } => {
+                let result = match result {
+                    Err(Stop::MaxSize) => Ok(false),
+                    other => other,
+                };
+                if memo && matches!(result, Ok(false)) {
+                    let key = self.state_key(claim + 1).into_boxed_slice();
+                    self.remember(key);
+                }
+                Next::Return(result)
+            }
+            Frame::Subs {
+                pos,
+                sub,
+                mut all_exceeded,
+            } => {
+                match result {
+                    Err(Stop::MaxSize) => {}
+                    Err(err) => return Next::Return(Err(err)),
+                    Ok(true) => {
+                        self.selected_sub[pos.claim][pos.request] = sub;
+                        return Next::Return(Ok(true));
+                    }
+                    Ok(false) => {
+                        all_exceeded = false;
+                        if let Err(stop) = self.check_bounds(problem) {
+                            return Next::Return(Err(stop));
                         }
                     }
                 }
-                Err(err) => {
-                    self.deallocate(problem, pos.claim);
-                    return Err(err);
+                let n = match &problem.claims[pos.claim].slots[pos.request] {
+                    Slot::Subs(subs) => subs.len(),
+                    Slot::Plain(_) => 0,
+                };
+                if sub + 1 < n {
+                    stack.push(Frame::Subs {
+                        pos,
+                        sub: sub + 1,
+                        all_exceeded,
+                    });
+                    return Next::Enter(
+                        Pos {
+                            sub: sub + 1,
+                            ..pos
+                        },
+                        true,
+                    );
                 }
+                Next::Return(if all_exceeded {
+                    Err(Stop::MaxSize)
+                } else {
+                    Ok(false)
+                })
             }
+            Frame::NextRequest { pos, memo } => {
+                if memo && matches!(result, Ok(false)) {
+                    let key = self.request_key(pos);
+                    self.remember(key);
+                }
+                Next::Return(result)
+            }
+            Frame::AllDevice { claim } => {
+                if !matches!(result, Ok(true)) {
+                    self.deallocate(problem, claim);
+                }
+                Next::Return(result)
+            }
+            Frame::Exact(mut at) => match result {
+                Ok(true) => Next::Return(Ok(true)),
+                Err(err) => {
+                    self.deallocate(problem, at.pos.claim);
+                    Next::Return(Err(err))
+                }
+                Ok(false) => {
+                    self.deallocate(problem, at.pos.claim);
+                    // A subtree failed: from now on bound every level, starting with this
+                    // one (the state is back to what it was on entry, and the remaining
+                    // candidates are part of the subtree the bound speaks about).
+                    if problem.prune && !at.bounded {
+                        self.bounding = true;
+                        at.bounded = true;
+                        if let Err(stop) = self.check_bounds(problem) {
+                            return Next::Return(Err(stop));
+                        }
+                        if !self.enough_candidates(problem, at.pos.claim, at.r, at.needed) {
+                            return Next::Return(Ok(false));
+                        }
+                    }
+                    self.try_devices(problem, at, stack)
+                }
+            },
         }
-        Ok(false)
+    }
+
+    /// The bounds of [`bound`], worked out once per search (at its first failure, so a
+    /// search that fits first-fit never pays for them): `Err(Stop::Hopeless)` when they
+    /// prove that no assignment exists.
+    fn check_bounds(&mut self, problem: &mut Problem<'_>) -> Result<(), Stop> {
+        if self.checked || !problem.prune {
+            return Ok(());
+        }
+        self.checked = true;
+        let limit = self.limit.saturating_sub(self.skips / SKIPS_PER_STEP);
+        let mut meter = bound::Meter {
+            steps: &mut self.steps,
+            limit,
+        };
+        if let Some(found) = bound::violated(problem, &mut meter)? {
+            self.shortfall = Some(found);
+            return Err(Stop::Hopeless);
+        }
+        Ok(())
     }
 
     /// Whether `consumed` still fits next to existing shares and those of this search.
@@ -1932,6 +2399,7 @@ impl Search {
         let marked = !multi;
         if marked {
             self.allocating[d].push(claim);
+            self.busy[d / 64] |= 1 << (d % 64);
         }
         if let Some(c) = &consumed {
             capacity::add_into(
@@ -1970,6 +2438,12 @@ impl Search {
                 .rposition(|&c| c == claim)
         {
             self.allocating[picked.dev].remove(i);
+            let dev = &problem.devs[picked.dev];
+            if self.allocating[picked.dev].is_empty()
+                && !(dev.allocated || dev.shared && !dev.multi)
+            {
+                self.busy[picked.dev / 64] &= !(1 << (picked.dev % 64));
+            }
         }
         if let Some(consumed) = &picked.consumed
             && let Some(allocating) = &mut self.allocating_capacity[picked.dev]
@@ -2118,7 +2592,9 @@ impl Search {
             return true;
         };
         let mut count = 0usize;
-        for &d in candidates.iter() {
+        self.skips += candidates.words() as u64;
+        for d in candidates.iter() {
+            self.skips += 1;
             if admin && self.allocating[d].contains(&claim) {
                 continue;
             }
@@ -2198,16 +2674,19 @@ impl Search {
     /// error. Only `All` requests can raise errors during the search (a constraint that
     /// rejects a required device), and only when a constraint applies to them, so the walk
     /// stops at the first constrained `All` request that is not doomed at its next device.
-    fn doomed(&self, problem: &Problem<'_>, pos: Pos) -> bool {
+    fn doomed(&mut self, problem: &Problem<'_>, pos: Pos) -> bool {
         if !problem.clean || problem.claims[pos.claim].max_devices > ALLOCATION_RESULTS_MAX_SIZE {
             return false;
         }
-        for (claim_index, claim) in problem.claims.iter().enumerate().skip(pos.claim) {
-            for (request_index, slot) in claim.slots.iter().enumerate() {
+        // Only slots with `All` requests matter (others are skipped): those from here on.
+        let first = problem
+            .all_slots
+            .partition_point(|&slot| slot < (pos.claim, pos.request));
+        for &(claim_index, request_index) in &problem.all_slots[first..] {
+            self.skips += 1;
+            let slot = &problem.claims[claim_index].slots[request_index];
+            {
                 let current = claim_index == pos.claim && request_index == pos.request;
-                if claim_index == pos.claim && request_index < pos.request {
-                    continue;
-                }
                 let r = match slot {
                     _ if current => Self::req_index(problem, pos),
                     Slot::Plain(r) => *r,
@@ -2231,6 +2710,7 @@ impl Search {
                     .any(|c| c.applies(req.parent, req.sub));
                 let start = if current { pos.device } else { 0 };
                 for &d in req.all_devices.iter().skip(start) {
+                    self.skips += 1;
                     if !problem.devs[d].multi && self.in_use(problem, d) {
                         return true;
                     }
@@ -2514,9 +2994,13 @@ fn add_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorR
     }
 }
 
-/// Allocates the claims of `problem` once more and reports whether they fit; used by the
-/// explanation to test claims on their own.
-pub(crate) fn fits(problem: &mut Problem<'_>) -> Result<bool, Error> {
+/// Allocates the claims of `problem` once more and reports whether they fit, within `budget`
+/// (`Ok(None)` when it runs out, with the steps spent); used by the explanation to test
+/// claims on their own.
+pub(crate) fn fits(
+    problem: &mut Problem<'_>,
+    budget: &crate::Budget,
+) -> (Result<Option<bool>, Error>, u64) {
     for constraints in &mut problem.constraints {
         for c in constraints.iter_mut() {
             while c.len() > 0 {
@@ -2524,12 +3008,14 @@ pub(crate) fn fits(problem: &mut Problem<'_>) -> Result<bool, Error> {
             }
         }
     }
-    let mut search = Search::new(problem);
-    match search.allocate_one(problem, Pos::default(), false) {
-        Ok(found) => Ok(found),
-        Err(Stop::MaxSize) => Ok(false),
+    let mut search = Search::new(problem, budget);
+    let result = match search.run(problem, Pos::default()) {
+        Ok(found) => Ok(Some(found)),
+        Err(Stop::MaxSize | Stop::Hopeless) => Ok(Some(false)),
+        Err(Stop::Budget) => Ok(None),
         Err(Stop::Error(err)) => Err(err),
-    }
+    };
+    (result, search.spent())
 }
 
 #[cfg(test)]
@@ -2551,5 +3037,54 @@ mod nano_tests {
         assert_eq!(nano(&q("0.0000000001")), Some(1));
         // Beyond i128 in nano units: no integer form, the search keeps Quantity arithmetic.
         assert_eq!(nano(&q("1e30")), None);
+    }
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+    use crate::Scenario;
+
+    /// Identical claims share their per-call tables: memory grows with the claims and the
+    /// devices, not with their product (issue 15: 4,000 claims on 4,000 devices took 650 MB).
+    #[test]
+    fn identical_requests_share_verdicts_capacity_checks_and_candidates() {
+        let mut yaml = String::from(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n---\n\
+             apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n---\n\
+             apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: gpu.example.com\n  nodeName: node-1\n  pool: {name: p, generation: 1, resourceSliceCount: 1}\n  devices:\n",
+        );
+        for d in 0..50 {
+            yaml.push_str(&format!("  - name: gpu-{d}\n"));
+        }
+        for c in 0..40 {
+            let selector = if c % 2 == 0 {
+                "true"
+            } else {
+                "device.driver != \"x\""
+            };
+            yaml.push_str(&format!(
+                "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{c}, namespace: default}}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu\n        selectors:\n        - cel: {{expression: '{selector}'}}\n"
+            ));
+        }
+        let scenario = Scenario::parse(&yaml).expect("scenario");
+        let node = scenario.node(None).expect("node");
+        let claims = scenario.claims_to_allocate().expect("claims");
+        let refs = scenario.allocated_claims(&claims);
+        let input = scenario.input(node, &claims, &refs);
+        let cache = CelCache::default();
+        let mut problem = Problem::new(&input, &Features::default(), &cache).expect("problem");
+        assert_eq!(problem.reqs.len(), 40);
+        // Two selector texts: two selector groups, one capacity group, two candidate groups.
+        assert_eq!(problem.verdicts.len(), 2);
+        assert_eq!(problem.cap_verdicts.len(), 1);
+        assert_eq!(problem.groups.n_candidates, 2);
+        for r in 0..40 {
+            let candidates = problem.static_candidates(r).expect("clean");
+            assert_eq!(candidates.len(), 50);
+        }
+        assert_eq!(problem.candidates.iter().flatten().count(), 2);
+        // Verdicts take two bits per device.
+        assert!(problem.verdicts.iter().all(|v| v.0.len() <= 2));
     }
 }

@@ -150,6 +150,7 @@ proptest! {
                     && exists_free(&devices, &fixed, needed, &free);
                 prop_assert!(!possible, "an allocation exists but none was found");
             }
+            Outcome::GaveUp(gave_up) => prop_assert!(false, "{}", gave_up),
         }
     }
 }

@@ -85,6 +85,7 @@ fn run(scenario: &Scenario, cache: Option<&CelCache>) -> Result<Actual, Error> {
                 .collect(),
         ),
         Ok(Outcome::Unschedulable(_)) => Actual::Unschedulable,
+        Ok(Outcome::GaveUp(gave_up)) => Actual::Error(gave_up.to_string()),
         Err(err) => Actual::Error(err.to_string()),
     })
 }

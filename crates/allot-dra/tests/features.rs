@@ -29,6 +29,7 @@ fn check(path: &Path) -> Result<(), String> {
     let summary = |outcome: &Result<Outcome, allot_dra::Error>| match outcome {
         Ok(Outcome::Allocated(results)) => format!("{results:?}"),
         Ok(Outcome::Unschedulable(_)) => "unschedulable".to_string(),
+        Ok(Outcome::GaveUp(gave_up)) => gave_up.to_string(),
         Err(err) => err.to_string(),
     };
     let outcome = allocate(&input, &features);
@@ -107,6 +108,7 @@ fn check(path: &Path) -> Result<(), String> {
         (Ok(Outcome::Unschedulable(explanation)), _) => Err(format!(
             "expected {want}, got unschedulable:\n{explanation}"
         )),
+        (Ok(Outcome::GaveUp(gave_up)), _) => Err(format!("expected {want}, got {gave_up}")),
         (Err(err), _) => Err(format!("expected {want}, got error {err}")),
     }
 }

@@ -112,6 +112,8 @@ struct AdmittedPod {
     /// and cannot change by itself (no health timeout pending); `None` otherwise. While the
     /// pod and the metadata inputs stay as they were, a refresh has nothing to do.
     settled: Option<String>,
+    /// When its containers exit ([`crate::lifecycle`]), if they do.
+    ends_at: Option<SimTime>,
 }
 
 /// What a pod's metadata files are made of: the slice events seen, and the resourceVersion of
@@ -941,6 +943,7 @@ impl NodeAgent {
                 requests: footprint.clone(),
                 metadata_inputs,
                 settled: None,
+                ends_at: crate::lifecycle::run_duration(pod).map(|d| ctx.now.plus_millis(d)),
             },
         );
         self.requested.add(&footprint);
@@ -1057,6 +1060,41 @@ impl NodeAgent {
         }
         self.settle(store, key, pod, before, next);
         Ok(requeue(next, ctx.now))
+    }
+}
+
+impl NodeAgent {
+    /// The containers of an admitted pod exit once its run duration has passed: the pod
+    /// finishes (and frees what it held) or its containers restart. `None` when nothing ended
+    /// or the pod runs on.
+    fn end_run(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        pod: &Pod,
+        ctx: &Context,
+    ) -> Result<Option<Action>, String> {
+        let Some(at) = self.pods.get(key).and_then(|p| p.ends_at) else {
+            return Ok(None);
+        };
+        if at > ctx.now {
+            return Ok(None);
+        }
+        match crate::lifecycle::finish(store, key, pod, ctx.now)? {
+            crate::lifecycle::Ending::Finished(_) => {
+                self.forget_pod(store, key)?;
+                Ok(Some(Action::Done))
+            }
+            crate::lifecycle::Ending::Restart => {
+                let next =
+                    crate::lifecycle::run_duration(pod).map(|d| ctx.now.plus_millis(d.max(1)));
+                if let Some(admitted) = self.pods.get_mut(key) {
+                    admitted.ends_at = next;
+                    admitted.settled = None;
+                }
+                Ok(None)
+            }
+        }
     }
 }
 
@@ -1507,10 +1545,22 @@ impl Controller for NodeAgent {
         if self.rejected.contains(&pod.metadata.uid) {
             return Ok(Action::Done);
         }
-        if self.pods.contains_key(key) {
-            self.refresh(store, key, &pod, ctx)
+        let action = if self.pods.contains_key(key) {
+            if let Some(action) = self.end_run(store, key, &pod, ctx)? {
+                return Ok(action);
+            }
+            self.refresh(store, key, &pod, ctx)?
         } else {
-            self.admit(store, key, &pod, ctx)
-        }
+            self.admit(store, key, &pod, ctx)?
+        };
+        // A queued wake-up for the containers' exit is replaced by any earlier one: ask again.
+        let ends_at = self.pods.get(key).and_then(|p| p.ends_at);
+        Ok(match (action, ends_at) {
+            (action, None) => action,
+            (Action::Done, Some(at)) => requeue(Some(at), ctx.now),
+            (Action::RequeueAfterMillis(ms), Some(at)) => {
+                requeue(Some(at.min(ctx.now.plus_millis(ms))), ctx.now)
+            }
+        })
     }
 }

@@ -18,6 +18,7 @@ mod agent;
 mod claims;
 mod fit;
 mod health;
+pub mod lifecycle;
 mod metadata;
 mod podresources;
 
@@ -28,6 +29,7 @@ use std::collections::BTreeMap;
 
 pub use agent::{MetadataLog, NodeAgent};
 pub use health::DEVICE_HEALTH_ANNOTATION;
+pub use lifecycle::{EXIT_CODE_ANNOTATION, RUN_DURATION_ANNOTATION};
 pub use metadata::{CONTAINER_DIR, METADATA_API_V1ALPHA1, METADATA_API_V1BETA1};
 pub use podresources::RESOURCES_ANNOTATION;
 

@@ -321,6 +321,59 @@ fn deleting_a_pod_frees_its_cpus_for_the_next() {
 }
 
 #[test]
+fn a_pod_that_ends_frees_its_cpus_exactly_then() {
+    let mut sim = Sim::new(config(kubelet(json!({}))), Store::new());
+    let mut first = pod("first", "12", &[]);
+    first.spec.restart_policy = Some("Never".into());
+    first
+        .metadata
+        .annotations
+        .insert(crate::RUN_DURATION_ANNOTATION.into(), "10m".into());
+    sim.create(first);
+    sim.advance(1);
+    let first_cpus = cpu_ids(&sim.pod("first"));
+    // While it runs, its CPUs are taken.
+    sim.advance(60);
+    sim.create(pod("second", "12", &[]));
+    sim.advance(1);
+    assert_eq!(phase(&sim.pod("second")), Some("Failed"));
+    sim.advance(600);
+    let first = sim.pod("first");
+    assert_eq!(phase(&first), Some("Succeeded"));
+    let status = &first.status.container_statuses.as_ref().unwrap()[0];
+    assert_eq!(status["state"]["terminated"]["exitCode"], 0);
+    assert_eq!(
+        status["state"]["terminated"]["finishedAt"],
+        "2026-01-01T00:10:00Z"
+    );
+    sim.create(pod("third", "12", &[]));
+    sim.advance(1);
+    let third = sim.pod("third");
+    assert_eq!(phase(&third), Some("Running"));
+    assert_eq!(cpu_ids(&third), first_cpus);
+}
+
+#[test]
+fn a_restarting_container_keeps_the_pod_running() {
+    let mut sim = Sim::new(config(kubelet(json!({}))), Store::new());
+    let mut p = pod("looping", "2", &[]);
+    p.metadata
+        .annotations
+        .insert(crate::RUN_DURATION_ANNOTATION.into(), "1m".into());
+    p.metadata
+        .annotations
+        .insert(crate::EXIT_CODE_ANNOTATION.into(), "1".into());
+    p.spec.restart_policy = Some("OnFailure".into());
+    sim.create(p);
+    sim.advance(150);
+    let p = sim.pod("looping");
+    assert_eq!(phase(&p), Some("Running"));
+    let status = &p.status.container_statuses.as_ref().unwrap()[0];
+    assert_eq!(status["restartCount"], 2);
+    assert_eq!(status["lastState"]["terminated"]["exitCode"], 1);
+}
+
+#[test]
 fn pod_waits_until_its_claim_is_allocated_and_reserved() {
     let mut store = Store::new();
     store

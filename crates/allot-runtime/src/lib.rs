@@ -426,36 +426,70 @@ impl Runtime {
                 });
             }
             budget -= 1;
-            let Some((_, index, key)) = self.queue.pop_first() else {
-                return Ok(());
-            };
-            let probe = (index, key);
-            self.due.remove(&probe);
-            let key = probe.1;
-            let ctx = Context { now: self.now };
-            self.reconciles += 1;
-            let started = std::time::Instant::now();
-            let result = self.controllers[index].reconcile(&mut self.store, &key, &ctx);
-            let stat = &mut self.stats.controllers[index];
-            stat.1 += 1;
-            stat.2 += started.elapsed().as_nanos() as u64;
-            match result {
-                Ok(Action::Done) => {}
-                Ok(Action::RequeueAfterMillis(ms)) => {
-                    let at = self.now.plus_millis(ms.max(1));
-                    self.push(index, key, at);
-                }
-                Err(message) => {
-                    let error = ReconcileError {
-                        controller: self.controllers[index].name(),
-                        key: key.clone(),
-                        message,
-                    };
-                    self.errors.push((self.now, error));
-                    let at = self.now.plus_millis(ERROR_BACKOFF_MILLIS);
-                    self.push(index, key, at);
-                }
+            self.run_first();
+        }
+    }
+
+    /// Runs the first queued item (which is due).
+    fn run_first(&mut self) {
+        let Some((_, index, key)) = self.queue.pop_first() else {
+            return;
+        };
+        let probe = (index, key);
+        self.due.remove(&probe);
+        let key = probe.1;
+        let ctx = Context { now: self.now };
+        self.reconciles += 1;
+        let started = std::time::Instant::now();
+        let result = self.controllers[index].reconcile(&mut self.store, &key, &ctx);
+        let stat = &mut self.stats.controllers[index];
+        stat.1 += 1;
+        stat.2 += started.elapsed().as_nanos() as u64;
+        match result {
+            Ok(Action::Done) => {}
+            Ok(Action::RequeueAfterMillis(ms)) => {
+                let at = self.now.plus_millis(ms.max(1));
+                self.push(index, key, at);
             }
+            Err(message) => {
+                let error = ReconcileError {
+                    controller: self.controllers[index].name(),
+                    key: key.clone(),
+                    message,
+                };
+                self.errors.push((self.now, error));
+                let at = self.now.plus_millis(ERROR_BACKOFF_MILLIS);
+                self.push(index, key, at);
+            }
+        }
+    }
+
+    /// Like [`Runtime::advance_to`], in slices: runs at most `max_reconciles` of the items due
+    /// by `to` (in time order, the clock following them), and tells whether some are left, so
+    /// that a caller sharing the store with others (a server answering requests) can let go of
+    /// it between slices. A loop that keeps waking itself is not an error here: it runs on,
+    /// slice after slice.
+    pub fn advance_some(&mut self, to: SimTime, max_reconciles: u64) -> bool {
+        let mut budget = max_reconciles;
+        loop {
+            self.dispatch_events();
+            if self.compact {
+                self.compact_log();
+            }
+            let Some(&(due, _, _)) = self.queue.first() else {
+                self.now = self.now.max(to);
+                return false;
+            };
+            if due > to.max(self.now) {
+                self.now = self.now.max(to);
+                return false;
+            }
+            if budget == 0 {
+                return true;
+            }
+            budget -= 1;
+            self.now = self.now.max(due);
+            self.run_first();
         }
     }
 

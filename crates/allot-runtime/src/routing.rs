@@ -30,6 +30,9 @@ pub enum Topic {
     Pool(String, String),
     /// Every object of a kind in a namespace ("" for cluster-scoped kinds).
     Namespace(Kind, String),
+    /// Every object of a kind, in every namespace (a workload controller's own kind, or the
+    /// pods it may own).
+    Kind(Kind),
     /// One object.
     Object(ObjectKey),
 }
@@ -126,6 +129,7 @@ impl Router {
         let key = &event.key;
         out.push(Topic::Object(key.clone()));
         out.push(Topic::Namespace(key.kind, key.namespace.clone()));
+        out.push(Topic::Kind(key.kind));
         let deleted = event.event_type == EventType::Deleted;
         match &event.object {
             Stored::Pod(pod) => {

@@ -137,6 +137,38 @@ fn a_loop_that_wakes_itself_forever_is_reported() {
     ));
 }
 
+#[test]
+fn advancing_in_slices_runs_what_advance_to_runs_and_lets_a_loop_run_on() {
+    // The same timers, in slices of one reconcile: the same clock, errors and next due time.
+    let mut rt = Runtime::new(
+        Store::new(),
+        vec![Box::new(Timer { fired: vec![] })],
+        SimTime::ZERO,
+    );
+    rt.enqueue("timer", ObjectKey::new(Kind::Pod, "ns", "p"), SimTime::ZERO);
+    let to = SimTime::ZERO.plus_seconds(1200);
+    let mut slices = 0;
+    while rt.advance_some(to, 1) {
+        slices += 1;
+    }
+    assert_eq!(slices, 2, "three reconciles, one per slice");
+    assert_eq!(rt.now(), to);
+    assert_eq!(rt.errors().len(), 1);
+    assert_eq!(rt.errors()[0].0, to);
+    assert_eq!(rt.next_due(), Some(SimTime::ZERO.plus_seconds(1201)));
+    // A controller that keeps waking itself is no error in slices: each slice ends with work
+    // left, and the next one goes on.
+    let mut store = Store::new();
+    let mut node = allot_api::core::v1::Node::default();
+    node.metadata.name = "n1".into();
+    store.create(node, "t").unwrap();
+    let mut rt = Runtime::new(store, vec![Box::new(Spinner)], SimTime::ZERO);
+    for _ in 0..5 {
+        assert!(rt.advance_some(SimTime::ZERO, 10));
+    }
+    assert_eq!(rt.reconciles(), 50);
+}
+
 struct Timer {
     fired: Vec<SimTime>,
 }

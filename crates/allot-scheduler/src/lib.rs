@@ -80,6 +80,9 @@ pub struct SchedulerConfig {
     /// The profile; `None` means kube-scheduler's default profile (see
     /// [`Profile::default_profile`]) with `scheduler_name` and `percentage_of_nodes_to_score`.
     pub profile: Option<Profile>,
+    /// The allocator's budget per node and attempt, allot's counterpart of upstream's
+    /// DynamicResources `filterTimeout` (counted in search steps, not time).
+    pub allocation_budget: allot_dra::Budget,
 }
 
 impl Default for SchedulerConfig {
@@ -92,6 +95,7 @@ impl Default for SchedulerConfig {
             extended_resource: true,
             node_allocatable_resources: true,
             profile: None,
+            allocation_budget: allot_dra::Budget::default(),
         }
     }
 }
@@ -113,6 +117,7 @@ impl SchedulerConfig {
                 binding_timeout_seconds: self.binding_timeout_seconds,
                 extended_resource: self.extended_resource,
                 node_allocatable_resources: self.node_allocatable_resources,
+                allocation_budget: self.allocation_budget,
             },
         }
     }

@@ -125,6 +125,7 @@ fn walk_framework() -> Framework {
             binding_timeout_seconds: 600,
             extended_resource: true,
             node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
         },
     };
     Framework::new(&profile, &mut |p| crate::plugins::build(p, &features)).expect("profile")

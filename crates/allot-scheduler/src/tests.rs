@@ -755,3 +755,71 @@ spec:
     settle(&mut rt);
     assert_eq!(node_of(&rt, "p").as_deref(), Some("node-a"));
 }
+
+/// Three claims of two GPUs of one size on a node with three GPUs of each of two sizes: no
+/// bound sees that they cannot fit, the search has to try the pairs.
+fn pairs_docs() -> Vec<String> {
+    let mut docs = vec![
+        NODES.to_string(),
+        GPU_CLASS.to_string(),
+        slice(
+            "node-a",
+            &[
+                ("gpu-0", "small"),
+                ("gpu-1", "small"),
+                ("gpu-2", "small"),
+                ("gpu-3", "big"),
+                ("gpu-4", "big"),
+                ("gpu-5", "big"),
+            ],
+            false,
+        ),
+    ];
+    let mut names = Vec::new();
+    for i in 0..3 {
+        docs.push(format!(
+            "{}    constraints:\n    - matchAttribute: gpu.example.com/size\n",
+            claim(&format!("pair{i}"), 2)
+        ));
+        names.push(format!("pair{i}"));
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    docs.push(pod("p", "100m", &claim_ref(&names)));
+    docs
+}
+
+#[test]
+fn an_allocation_that_runs_out_of_its_budget_is_upstreams_filter_timeout() {
+    // Within the default budget the search finishes: the claims do not fit.
+    let mut rt = runtime(store_of(&pairs_docs()));
+    settle(&mut rt);
+    let c = scheduled_condition(&rt, "p");
+    assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
+    let m = c.message.unwrap_or_default();
+    assert!(
+        m.starts_with("0/3 nodes are available: 3 cannot allocate all claims."),
+        "{m}"
+    );
+    // Past its budget the allocator gives up: an error naming the node, as upstream's
+    // DynamicResources filter answers when its filterTimeout expires.
+    let config = SchedulerConfig {
+        allocation_budget: allot_dra::Budget {
+            max_steps: 1,
+            ..allot_dra::Budget::default()
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut rt = runtime_with(store_of(&pairs_docs()), config);
+    settle(&mut rt);
+    assert_eq!(node_of(&rt, "p"), None);
+    let c = scheduled_condition(&rt, "p");
+    assert_eq!(c.status, "False");
+    assert_eq!(c.reason.as_deref(), Some("SchedulerError"));
+    let m = c.message.unwrap_or_default();
+    assert!(
+        m.starts_with(
+            "running \"DynamicResources\" filter plugin: node node-a: timed out trying to allocate devices: gave up after "
+        ),
+        "{m}"
+    );
+}

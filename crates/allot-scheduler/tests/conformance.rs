@@ -167,6 +167,7 @@ fn framework(table: &Table, case: &Case) -> Framework {
             binding_timeout_seconds: 600,
             extended_resource: true,
             node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
         },
     };
     Framework::new(&profile, &mut |p| plugins::build(p, &features)).expect("profile")

@@ -26,7 +26,7 @@ use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 
 use crate::timeline::{
     API_VERSION, ClaimDeviceCondition, DeviceHealth, NODE_SELECTOR_ANNOTATION, OPTIONS_KIND,
-    SimulationOptions, TIMELINE_KIND, Timeline, parse_duration_millis,
+    REPORT_KIND, SimulationOptions, TIMELINE_KIND, Timeline, parse_duration_millis,
 };
 use crate::{InputError, SimError};
 
@@ -41,6 +41,7 @@ pub fn load_options() -> LoadOptions {
         )
         .with_kind(API_VERSION, TIMELINE_KIND)
         .with_kind(API_VERSION, OPTIONS_KIND)
+        .with_kind(API_VERSION, REPORT_KIND)
 }
 
 /// A NodeTopology with the nodes it applies to.
@@ -80,8 +81,10 @@ pub struct KubeletConfigEntry {
 pub enum Action {
     /// Create these objects, in order.
     Create(Vec<Stored>),
-    /// Delete these objects (missing ones are skipped).
-    Delete(Vec<ObjectKey>),
+    /// Delete these objects with a propagation policy (missing ones are skipped).
+    Delete(Vec<(ObjectKey, allot_controllers::garbagecollector::Propagation)>),
+    /// Replace these objects' spec, labels and annotations.
+    Update(Vec<Stored>),
     /// Record a device's health on the slices listing it.
     DeviceHealth(DeviceHealth),
     /// Set a condition on a claim's device status.
@@ -352,50 +355,14 @@ pub fn default_topology(node: &Node) -> NodeTopology {
 }
 
 pub(crate) fn load_error(err: &LoadError) -> InputError {
-    let mut out = InputError {
+    InputError {
         file: err.file().to_string(),
         line: err.line(),
-        kind: String::new(),
-        object: String::new(),
-        field: String::new(),
-        message: String::new(),
-    };
-    match err {
-        LoadError::UnknownField {
-            kind, object, path, ..
-        } => {
-            out.kind = kind.clone();
-            out.object = object.clone();
-            out.field = path.clone();
-            out.message = "unknown field".into();
-        }
-        LoadError::InvalidField {
-            kind,
-            object,
-            path,
-            message,
-            ..
-        } => {
-            out.kind = kind.clone();
-            out.object = object.clone();
-            out.field = path.clone();
-            out.message = message.clone();
-        }
-        LoadError::DuplicateField { kind, path, .. } => {
-            out.kind = kind.clone();
-            out.field = path.clone();
-            out.message = "duplicate field".into();
-        }
-        LoadError::Io { message, .. }
-        | LoadError::Syntax { message, .. }
-        | LoadError::NotAnObject { message, .. } => out.message = message.clone(),
-        LoadError::UnknownKind {
-            api_version, kind, ..
-        } => {
-            out.message = format!("no kind \"{kind}\" is registered for version \"{api_version}\"")
-        }
+        kind: err.kind().to_string(),
+        object: err.object().to_string(),
+        field: err.field().to_string(),
+        message: err.detail(),
     }
-    out
 }
 
 pub(crate) fn raw_error(raw: &RawDocument, field: &str, message: impl Into<String>) -> InputError {
@@ -668,6 +635,9 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                     Err(err) => errors.push(load_error(&err)),
                 }
             }
+            // A previous run's report (the last item of `-o json|yaml`) is output: a run fed
+            // its own output ignores it.
+            (Object::Extension, API_VERSION, REPORT_KIND) => {}
             // Scheduler configuration and allocation options are accepted; the simulator's
             // own options carry what it uses.
             (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}
@@ -769,13 +739,14 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             };
             let actions = usize::from(!event.create.is_empty())
                 + usize::from(!event.delete.is_empty())
+                + usize::from(!event.update.is_empty())
                 + usize::from(event.device_health.is_some())
                 + usize::from(event.claim_device_condition.is_some());
             if actions > 1 {
                 errors.push(raw_error(
                     raw,
                     &prefix,
-                    "Invalid value: an event does one thing: create, delete, deviceHealth or claimDeviceCondition",
+                    "Invalid value: an event does one thing: create, update, delete, deviceHealth or claimDeviceCondition",
                 ));
                 continue;
             }
@@ -789,6 +760,16 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                     }
                 }
                 Action::Create(created)
+            } else if !event.update.is_empty() {
+                let mut updated = Vec::new();
+                for (j, value) in event.update.iter().enumerate() {
+                    let path = format!("{prefix}.update[{j}]");
+                    if let Some(stored) = inline_object(raw, &path, value, &namespaces, &mut errors)
+                    {
+                        updated.push(stored);
+                    }
+                }
+                Action::Update(updated)
             } else if !event.delete.is_empty() {
                 let mut keys = Vec::new();
                 for (j, reference) in event.delete.iter().enumerate() {
@@ -800,7 +781,26 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
                                 (true, "") => "default".to_string(),
                                 (true, ns) => ns.to_string(),
                             };
-                            keys.push(ObjectKey::new(kind, namespace, reference.name.clone()));
+                            let policy = reference
+                                .propagation_policy
+                                .as_deref()
+                                .unwrap_or("Background");
+                            let Some(policy) =
+                                allot_controllers::garbagecollector::Propagation::parse(policy)
+                            else {
+                                errors.push(raw_error(
+                                    raw,
+                                    &format!("{prefix}.delete[{j}].propagationPolicy"),
+                                    format!(
+                                        "Unsupported value: {policy:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
+                                    ),
+                                ));
+                                continue;
+                            };
+                            keys.push((
+                                ObjectKey::new(kind, namespace, reference.name.clone()),
+                                policy,
+                            ));
                         }
                         None => errors.push(raw_error(
                             raw,
@@ -855,6 +855,44 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     }
     // A stable sort keeps input order among events at the same time.
     events.sort_by_key(|e| e.at);
+    for (raw, timeline) in &timelines {
+        for (index, defaults) in timeline.workloads.iter().enumerate() {
+            let path = format!("workloads[{index}]");
+            if crate::workloads::KINDS.iter().all(|k| *k != defaults.kind) {
+                errors.push(raw_error(
+                    raw,
+                    &format!("{path}.kind"),
+                    format!(
+                        "Unsupported value: {:?}: supported values: {}",
+                        defaults.kind,
+                        crate::workloads::KINDS.map(|k| format!("{k:?}")).join(", ")
+                    ),
+                ));
+                continue;
+            }
+            if allot_nodesim::lifecycle::parse_duration_millis(&defaults.run_duration).is_none() {
+                errors.push(raw_error(
+                    raw,
+                    &format!("{path}.runDuration"),
+                    format!(
+                        "Invalid value: {:?}: must be a duration such as 90s, 10m or 1h",
+                        defaults.run_duration
+                    ),
+                ));
+                continue;
+            }
+            for object in objects.iter_mut() {
+                crate::workloads::apply_defaults(object, defaults);
+            }
+            for event in events.iter_mut() {
+                if let Action::Create(created) | Action::Update(created) = &mut event.action {
+                    for object in created.iter_mut() {
+                        crate::workloads::apply_defaults(object, defaults);
+                    }
+                }
+            }
+        }
+    }
 
     let mut nodes: Vec<(&Node, String)> = Vec::new();
     for object in &objects {

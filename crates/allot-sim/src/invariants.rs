@@ -97,7 +97,7 @@ pub fn check_invariants(store: &Store) -> Vec<Violation> {
 /// Checks every invariant over the objects of a printed `v1 List` (JSON or YAML), as
 /// `allot simulate -o json` writes it. Errors when the text does not load.
 pub fn check_list(text: &str) -> Result<Vec<Violation>, String> {
-    let loaded = allot_api::load::load_str("list", text, &allot_api::load::LoadOptions::default());
+    let loaded = allot_api::load::load_str("list", text, &crate::input::load_options());
     if let Some(err) = loaded.errors.first() {
         return Err(err.to_string());
     }

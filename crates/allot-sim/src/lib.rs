@@ -21,13 +21,16 @@ pub mod invariants;
 pub mod memory;
 pub mod output;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod scheduler_perf;
 pub mod shape;
 pub mod table;
 pub mod timeline;
+pub mod trace;
 pub mod usage;
+pub mod workloads;
 
 pub use input::{Input, load_paths, load_texts};
 pub use invariants::{Violation, check_invariants};
@@ -52,7 +55,12 @@ pub struct InputError {
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:", self.file, self.line)?;
+        // An error about a whole file (it cannot be read) has no line.
+        if self.line == 0 {
+            write!(f, "{}:", self.file)?;
+        } else {
+            write!(f, "{}:{}:", self.file, self.line)?;
+        }
         if !self.kind.is_empty() {
             write!(f, " {}", self.kind)?;
             if !self.object.is_empty() {

@@ -23,8 +23,9 @@ pub fn list(store: &Store) -> serde_json::Value {
 
 /// The same `v1 List` as [`list`], serialised object by object as a serializer asks for it,
 /// so writing a large cluster's final state never holds the whole list (as JSON values or as
-/// text) in memory. The keys come in `list`'s order.
-pub struct List<'a>(pub &'a Store);
+/// text) in memory. The keys come in `list`'s order; the run's report, when given, is the last
+/// item.
+pub struct List<'a>(pub &'a Store, pub Option<&'a crate::record::Report>);
 
 impl serde::Serialize for List<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -32,21 +33,25 @@ impl serde::Serialize for List<'_> {
         let mut map = serializer.serialize_map(Some(4))?;
         map.serialize_entry("apiVersion", "v1")?;
         map.serialize_entry("kind", "List")?;
-        map.serialize_entry("items", &Items(self.0))?;
+        map.serialize_entry("items", &Items(self.0, self.1))?;
         map.serialize_entry("metadata", &serde_json::json!({"resourceVersion": ""}))?;
         map.end()
     }
 }
 
 /// The items of [`List`].
-struct Items<'a>(&'a Store);
+struct Items<'a>(&'a Store, Option<&'a crate::record::Report>);
 
 impl serde::Serialize for Items<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        let mut seq = serializer.serialize_seq(Some(self.0.iter().count()))?;
+        let count = self.0.iter().count() + usize::from(self.1.is_some());
+        let mut seq = serializer.serialize_seq(Some(count))?;
         for (_, object) in self.0.iter() {
             seq.serialize_element(&object.to_json())?;
+        }
+        if let Some(report) = self.1 {
+            seq.serialize_element(&report.to_json(&|_| true))?;
         }
         seq.end()
     }
@@ -185,7 +190,7 @@ mod list_tests {
     fn the_streamed_list_is_the_list() {
         let outcome =
             crate::run(&crate::example::input().expect("example"), &mut |_| {}).expect("runs");
-        let streamed = super::List(&outcome.store);
+        let streamed = super::List(&outcome.store, None);
         let whole = super::list(&outcome.store);
         let json = serde_json::to_string_pretty(&streamed).unwrap();
         assert!(json.len() > 10_000 && json.contains("\"kind\": \"ResourceClaim\""));

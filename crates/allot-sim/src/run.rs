@@ -48,6 +48,8 @@ pub struct Outcome {
     pub controllers: Vec<String>,
     /// Where the run's time went (reconciles and time per controller, event dispatch).
     pub stats: allot_runtime::Stats,
+    /// Every pod's life, the Event timeline and the run's figures.
+    pub report: crate::record::Report,
 }
 
 /// Reconciles between two progress reports.
@@ -60,7 +62,9 @@ struct Controllers {
 }
 
 /// The controllers in their fixed order: ResourceClaimController, Scheduler, one NodeAgent per
-/// node (in node name order), DeviceTaintEvictionController, PoolStatusController.
+/// node (in node name order), DeviceTaintEvictionController, PoolStatusController, the workload
+/// controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob), the
+/// EventRecorder and the GarbageCollector.
 fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
     controllers_for(input, store, &[], &[])
 }
@@ -134,6 +138,14 @@ fn controllers_for(
     list.push(Box::new(allot_controllers::PoolStatusController::new(
         allot_controllers::PoolStatusControllerConfig::default(),
     )));
+    list.push(Box::new(allot_controllers::DeploymentController::new()));
+    list.push(Box::new(allot_controllers::ReplicaSetController::new()));
+    list.push(Box::new(allot_controllers::StatefulSetController::new()));
+    list.push(Box::new(allot_controllers::DaemonSetController::new()));
+    list.push(Box::new(allot_controllers::JobController::new()));
+    list.push(Box::new(allot_controllers::CronJobController::new()));
+    list.push(Box::new(allot_controllers::EventRecorder::new()));
+    list.push(Box::new(allot_controllers::GarbageCollector::new()));
     Ok(Controllers { list, metadata })
 }
 
@@ -292,6 +304,9 @@ fn run_routed(
             .map(|c| Box::new(Broadcast(c)) as Box<dyn Controller>)
             .collect();
     }
+    let ledger = crate::record::Ledger::new();
+    let record = ledger.data();
+    list.push(Box::new(ledger));
     let names = list.iter().map(|c| c.name().to_string()).collect();
     let bound = reconcile_bound(&store);
     let mut runtime = Runtime::new(store, list, SimTime::ZERO);
@@ -314,7 +329,9 @@ fn run_routed(
         .iter()
         .map(|(at, err)| format!("{at}: {err}"))
         .collect();
+    let report = crate::record::Report::new(&record.borrow(), &runtime.store, runtime.now());
     Ok(Outcome {
+        report,
         end: runtime.now(),
         reconciles: runtime.reconciles(),
         reconcile_errors,
@@ -347,9 +364,24 @@ fn apply(store: &mut Store, event: &ScheduledEvent, now: SimTime) -> Result<(), 
         }
         Action::Delete(keys) => {
             let mut problems = Vec::new();
-            for key in keys {
-                if let Err(err) = store.delete(key) {
-                    problems.push(err.to_string());
+            for (key, propagation) in keys {
+                if store.get_stored(key).is_none() {
+                    problems.push(StoreError::NotFound { key: key.clone() }.to_string());
+                    continue;
+                }
+                if let Err(err) =
+                    allot_controllers::garbagecollector::delete_with(store, key, *propagation, now)
+                {
+                    problems.push(err);
+                }
+            }
+            join(problems)
+        }
+        Action::Update(objects) => {
+            let mut problems = Vec::new();
+            for object in objects {
+                if let Err(err) = update_object(store, object) {
+                    problems.push(err);
                 }
             }
             join(problems)
@@ -357,6 +389,51 @@ fn apply(store: &mut Store, event: &ScheduledEvent, now: SimTime) -> Result<(), 
         Action::DeviceHealth(health) => set_device_health(store, health),
         Action::ClaimDeviceCondition(condition) => set_claim_condition(store, condition, now),
     }
+}
+
+/// Replaces an existing object's spec, labels and annotations with those of `object`, as a
+/// `kubectl apply` of a changed manifest would; the generation counts a changed spec.
+fn update_object(store: &mut Store, object: &Stored) -> Result<(), String> {
+    let key = stored_key(object);
+    let Some(current) = store.get_stored(&key).cloned() else {
+        return Err(StoreError::NotFound { key }.to_string());
+    };
+    let mut merged = current.to_json();
+    let new = object.to_json();
+    let spec_changed = merged.get("spec") != new.get("spec");
+    for field in ["spec", "data", "revision"] {
+        if let Some(value) = new.get(field) {
+            merged[field] = value.clone();
+        }
+    }
+    for field in ["labels", "annotations"] {
+        match new["metadata"].get(field) {
+            Some(value) => merged["metadata"][field] = value.clone(),
+            None => {
+                if let Some(meta) = merged["metadata"].as_object_mut() {
+                    meta.remove(field);
+                }
+            }
+        }
+    }
+    if spec_changed && let Some(generation) = merged["metadata"]["generation"].as_i64() {
+        merged["metadata"]["generation"] = (generation + 1).into();
+    }
+    let raw = allot_api::load::RawDocument {
+        file: "timeline".into(),
+        line: 0,
+        api_version: object.kind().api_version().into(),
+        kind: object.kind().name().into(),
+        value: merged,
+        source_map: Default::default(),
+    };
+    let decoded = allot_api::load::decode_object(&raw, &allot_api::load::LoadOptions::default())
+        .map_err(|e| e.to_string())?;
+    let stored = Stored::from_object(decoded).ok_or("not a stored kind")?;
+    store
+        .update_stored(stored)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 fn join(problems: Vec<String>) -> Result<(), String> {

@@ -382,6 +382,118 @@ pub fn table(store: &Store, input: Option<&crate::Input>, options: &TableOptions
     out
 }
 
+/// Milliseconds of simulated time as the table writes offsets (`1m30s`; `1.5s` below a minute
+/// when not whole).
+pub fn millis(ms: u64) -> String {
+    if !ms.is_multiple_of(1000) && ms < 60_000 {
+        let text = format!("{:.3}", ms as f64 / 1000.0);
+        return format!("{}s", text.trim_end_matches('0').trim_end_matches('.'));
+    }
+    duration(ms / 1000)
+}
+
+/// What the run's report adds below the table when pods finished or went: each such pod with
+/// how and when it ended (none disappears), then the run's figures.
+pub fn report_sections(
+    report: &crate::record::Report,
+    keep: &dyn Fn(&crate::record::PodRecord) -> bool,
+    width: usize,
+) -> String {
+    let mut out = String::new();
+    if !report.eventful() {
+        return out;
+    }
+    let mut ended = Vec::new();
+    for p in report.pods.iter().filter(|p| keep(p)) {
+        let Some(at) = p.deleted.or(p.finished) else {
+            continue;
+        };
+        let mut line = format!("{}/{}: {} at {}", p.namespace, p.name, p.phase, millis(at));
+        if let Some(node) = &p.node {
+            let _ = write!(line, " on {node}");
+        }
+        if let (Some(start), Some(end)) = (p.started, p.finished) {
+            let _ = write!(line, " after running {}", millis(end.saturating_sub(start)));
+        }
+        if let Some(reason) = &p.reason {
+            let _ = write!(line, " ({reason})");
+        }
+        ended.push((at, line));
+    }
+    // In the order they ended (a stable sort: pods that ended together stay in creation order).
+    ended.sort_by_key(|(at, _)| *at);
+    if !ended.is_empty() {
+        out.push_str("\nEnded:\n");
+        for (_, line) in ended {
+            out.push_str(&wrap(&line, "  ", width));
+        }
+    }
+    let s = &report.summary;
+    out.push_str("\nSummary:\n");
+    let mut lines = vec![
+        format!(
+            "pods: {} ({} started, {} succeeded, {} failed, {} deleted, {} never scheduled)",
+            s.pods, s.started, s.succeeded, s.failed, s.deleted, s.pending
+        ),
+        format!(
+            "makespan: {}",
+            millis((s.makespan_seconds * 1000.0).round() as u64)
+        ),
+        format!(
+            "queue wait: p50 {}, p90 {}, p99 {}",
+            millis((s.queue_wait_seconds.p50 * 1000.0).round() as u64),
+            millis((s.queue_wait_seconds.p90 * 1000.0).round() as u64),
+            millis((s.queue_wait_seconds.p99 * 1000.0).round() as u64)
+        ),
+        format!(
+            "CPU utilisation: {:.1}% average, {:.1}% peak of {} cores",
+            s.cpu.average * 100.0,
+            s.cpu.peak * 100.0,
+            s.cpu.capacity
+        ),
+    ];
+    for (class, u) in &s.devices {
+        lines.push(format!(
+            "{class} utilisation: {:.1}% average, {:.1}% peak of {} devices",
+            u.average * 100.0,
+            u.peak * 100.0,
+            u.capacity
+        ));
+    }
+    for line in lines {
+        out.push_str(&wrap(&line, "  ", width));
+    }
+    out
+}
+
+/// `-o events`: every Event occurrence of the run in time order, as `kubectl get events`
+/// columns with the time since the start.
+pub fn events_table(report: &crate::record::Report, keep: &dyn Fn(&str) -> bool) -> String {
+    let mut rows: Vec<Vec<String>> = vec![
+        ["TIME", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+    ];
+    for e in report.events.iter().filter(|e| keep(&e.object)) {
+        rows.push(vec![
+            millis(e.at),
+            e.type_.clone(),
+            e.reason.clone(),
+            e.object.clone(),
+            e.source.clone(),
+            // One line per Event: an explanation's lines joined.
+            e.message
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ]);
+    }
+    render(&rows, 5, usize::MAX)
+}
+
 /// Renders rows as columns two spaces apart; when wider than `width`, the `flexible` column is
 /// narrowed and its cells wrap onto continuation lines.
 fn render(rows: &[Vec<String>], flexible: usize, width: usize) -> String {

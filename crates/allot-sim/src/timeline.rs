@@ -14,6 +14,11 @@
 //! - at: 1m
 //!   delete:                  # objects by kind, namespace (namespaced kinds) and name
 //!   - {kind: Pod, namespace: default, name: late}
+//!   - {kind: Deployment, name: web, propagationPolicy: Orphan}   # Background (default),
+//!                                                                # Foreground or Orphan
+//! - at: 90s
+//!   update:                  # inline manifests replacing objects' spec, labels and
+//!   - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {...}}  # annotations
 //! - at: 2m
 //!   deviceHealth:            # what the driver's health stream would report
 //!     {driver: gpu.example.com, pool: node-1, device: gpu-0, health: Unhealthy}
@@ -26,7 +31,14 @@
 //!     device: gpu-0
 //!     condition: {type: Attached, status: "True", reason: Attached}
 //! - at: 20m                  # no action: the clock advances to 20m, running what falls due
+//! workloads:                 # how long pods run, per workload (or pod), unless they say
+//! - {kind: Job, name: train, runDuration: 2h}   # kind, namespace and name narrow the match
+//! - {kind: Deployment, runDuration: 30m, exitCode: 0}
 //! ```
+//!
+//! A pod's run duration and exit code are the annotations `allot.dev/run-duration` and
+//! `allot.dev/exit-code` on the pod or its workload's pod template; `workloads` entries add them
+//! to the templates (and bare pods) they match that do not set them.
 //!
 //! Device health is kept where the node agents can see it: in the annotation
 //! [`DEVICE_HEALTH_ANNOTATION`] of every ResourceSlice that lists the device, whose value is a JSON
@@ -42,6 +54,9 @@ pub const API_VERSION: &str = "allot.dev/v1alpha1";
 pub const TIMELINE_KIND: &str = "Timeline";
 /// The kind of a simulation options document.
 pub const OPTIONS_KIND: &str = "SimulationOptions";
+/// The kind of the run's report, the last item of `-o json|yaml` (output; read back as input,
+/// it is ignored).
+pub const REPORT_KIND: &str = "SimulationReport";
 /// ResourceSlice annotation holding device health: a JSON object from device name to
 /// `Healthy`, `Unhealthy` or `Unknown`.
 pub const DEVICE_HEALTH_ANNOTATION: &str = "allot.dev/device-health";
@@ -81,6 +96,28 @@ pub struct Timeline {
     /// The events; they run in time order, ties in list order.
     #[serde(default)]
     pub events: Vec<TimelineEvent>,
+    /// Run durations (and exit codes) per workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<WorkloadDefaults>,
+}
+
+/// How long the pods of matching workloads run, unless their template says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkloadDefaults {
+    /// `Pod`, `Deployment`, `ReplicaSet`, `StatefulSet`, `DaemonSet`, `Job` or `CronJob`.
+    pub kind: String,
+    /// Only this namespace (any when empty).
+    #[serde(default)]
+    pub namespace: String,
+    /// Only this name (any when empty).
+    #[serde(default)]
+    pub name: String,
+    /// A Go duration (`30m`, `2h`).
+    pub run_duration: String,
+    /// The exit code (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 /// One event: a time and at most one action (none: the clock just advances).
@@ -95,6 +132,9 @@ pub struct TimelineEvent {
     /// Objects to delete.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delete: Vec<ObjectRef>,
+    /// Manifests replacing existing objects' spec, labels and annotations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub update: Vec<serde_json::Value>,
     /// A device's health changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_health: Option<DeviceHealth>,
@@ -114,6 +154,9 @@ pub struct ObjectRef {
     pub namespace: String,
     /// The name.
     pub name: String,
+    /// `Background` (default), `Foreground` or `Orphan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagation_policy: Option<String>,
 }
 
 /// Health of one device.

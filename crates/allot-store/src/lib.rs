@@ -18,7 +18,7 @@ pub use journal::Uncommitted;
 use journal::key_of_stored;
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use allot_api::allot::v1alpha1::NodeTopology;
@@ -750,6 +750,10 @@ pub struct Store {
     journal: Option<journal::Journal>,
     /// ResourceSlice names by (driver, pool name): a pool's slices without scanning them all.
     pool_slices: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Dependents by owner uid: the keys of the objects whose `ownerReferences` name the uid,
+    /// so that a controller finds what it owns, and the garbage collector what an owner leaves
+    /// behind, without scanning every object.
+    dependents: HashMap<String, BTreeSet<ObjectKey>, foldhash::fast::FixedState>,
 }
 
 impl Store {
@@ -818,6 +822,24 @@ impl Store {
                 .or_default()
                 .insert(slice.metadata.name.clone());
         }
+        let owners_changed = {
+            let before = self
+                .objects
+                .get(key)
+                .map(|o| o.meta().owner_references.as_slice());
+            let after = object.meta().owner_references.as_slice();
+            !before
+                .unwrap_or_default()
+                .iter()
+                .map(|r| &r.uid)
+                .eq(after.iter().map(|r| &r.uid))
+        };
+        if owners_changed && let Some(old) = self.objects.get(key).cloned() {
+            self.unindex_owners(key, &old);
+        }
+        if owners_changed {
+            self.index_owners(key, &object);
+        }
         let previous = self.objects.insert(key, object);
         if let Some(Stored::ResourceSlice(old)) = &previous {
             self.unindex_slice_if_moved(old);
@@ -831,7 +853,39 @@ impl Store {
         if let Stored::ResourceSlice(old) = &object {
             self.unindex_slice(old);
         }
+        self.unindex_owners(key, &object);
         Some(object)
+    }
+
+    fn index_owners(&mut self, key: &ObjectKey, object: &Stored) {
+        for owner in &object.meta().owner_references {
+            self.dependents
+                .entry(owner.uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+    }
+
+    fn unindex_owners(&mut self, key: &ObjectKey, object: &Stored) {
+        for owner in &object.meta().owner_references {
+            if let Some(keys) = self.dependents.get_mut(&owner.uid) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.dependents.remove(&owner.uid);
+                }
+            }
+        }
+    }
+
+    /// The objects whose `metadata.ownerReferences` name the owner uid `owner`, in key order
+    /// (kind, namespace, name). Kept by every write, so it never lags behind the objects.
+    pub fn dependents<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a ObjectKey> + 'a {
+        self.dependents.get(owner).into_iter().flatten()
+    }
+
+    /// Whether any object names the owner uid `owner` in its `metadata.ownerReferences`.
+    pub fn has_dependents(&self, owner: &str) -> bool {
+        self.dependents.contains_key(owner)
     }
 
     /// Forgets a replaced slice's pool entry when the slice now lives in another pool.

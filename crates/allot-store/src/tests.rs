@@ -302,3 +302,45 @@ fn amend_meta_changes_the_latest_write_and_its_event_only() {
     let other = ObjectKey::new(Kind::ResourceClaim, "ns", "b");
     assert!(!store.amend_meta(&other, store.resource_version(), |m| m.labels.clear()));
 }
+
+#[test]
+fn dependents_follow_owner_references_through_writes_deletes_and_rollbacks() {
+    let owned = |name: &str, owners: &[&str]| {
+        let mut c = claim("ns", name);
+        c.metadata.owner_references = owners
+            .iter()
+            .map(|uid| allot_api::meta::v1::OwnerReference {
+                uid: (*uid).into(),
+                name: format!("owner-{uid}"),
+                kind: "Pod".into(),
+                api_version: "v1".into(),
+                ..Default::default()
+            })
+            .collect();
+        c
+    };
+    let names = |store: &Store, uid: &str| -> Vec<String> {
+        store.dependents(uid).map(|k| k.name.clone()).collect()
+    };
+    let mut store = Store::new();
+    store.create(owned("b", &["u1"]), "t").unwrap();
+    store.create(owned("a", &["u1", "u2"]), "t").unwrap();
+    store.create(owned("c", &[]), "t").unwrap();
+    assert_eq!(names(&store, "u1"), ["a", "b"]);
+    assert_eq!(names(&store, "u2"), ["a"]);
+    assert!(!store.has_dependents("u3"));
+    // An update that drops an owner (orphaning) moves the key.
+    let mut a = store.get::<ResourceClaim>("ns", "a").unwrap().clone();
+    a.metadata.owner_references.retain(|o| o.uid != "u1");
+    store.update(a).unwrap();
+    assert_eq!(names(&store, "u1"), ["b"]);
+    store.begin_journal();
+    store
+        .delete(&ObjectKey::new(Kind::ResourceClaim, "ns", "b"))
+        .unwrap();
+    assert!(!store.has_dependents("u1"));
+    // A rollback puts the index back with the object.
+    store.rollback();
+    assert_eq!(names(&store, "u1"), ["b"]);
+    assert_eq!(names(&store, "u2"), ["a"]);
+}

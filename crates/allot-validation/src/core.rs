@@ -201,7 +201,8 @@ fn validate_pod_claims(claims: &[PodResourceClaim], path: &str) -> Vec<FieldErro
     errs
 }
 
-/// Validates a Pod: metadata, containers' claim references, resource claims, tolerations.
+/// Validates a Pod: metadata, containers' claim references and resource requirements, resource
+/// claims, tolerations.
 pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&pod.metadata, true, name_is_dns_subdomain, "metadata");
     let claim_names: BTreeSet<&str> = pod
@@ -261,6 +262,9 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(crate::resources::validate_pod_spec_resources(
+        &pod.spec, "spec",
+    ));
     // Host ports: init containers one by one (they run one after the other), the others
     // together (upstream `checkHostPortConflicts`).
     for (i, container) in pod.spec.init_containers.iter().enumerate() {

@@ -16,12 +16,15 @@ pub mod core;
 pub mod core_more;
 pub mod cron;
 pub mod field;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kinds;
 pub mod meta;
 pub mod names;
 pub mod policy;
 pub mod rbac;
 pub mod resource;
+pub mod resources;
 pub mod storage;
 pub mod uninterpreted;
 pub mod update;

@@ -53,6 +53,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Generate a cluster for scale tests.
     Gen(cmd::generate::Args),
+    /// Read a live cluster (a kubeconfig) into one file `allot simulate` reads.
+    Snapshot(cmd::snapshot::Args),
     /// Serve a Kubernetes-compatible API (kubectl works against it) on a durable store.
     Serve(cmd::serve::Args),
     /// Benchmarks that drive the binary as a user would (`allot bench serve`: the API server
@@ -123,6 +125,7 @@ fn main() -> ExitCode {
         Command::Allocate(args) => cmd::allocate::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Gen(args) => cmd::generate::run(args),
+        Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Serve(args) => {
             log_to_stderr();
             cmd::serve::run(args)

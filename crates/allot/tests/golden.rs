@@ -342,6 +342,31 @@ fn examples_cluster() {
     report(failures);
 }
 
+/// The public DRA demos as workloads (examples/workloads): Deployments in the shapes of
+/// dra-example-driver's gpu-test1 and NVIDIA's gpu-test4 and gpu-test6, a Job as the bats tests
+/// run them, a rollout and a cascading delete on the timeline.
+#[test]
+fn examples_workloads() {
+    let failures = [
+        case(
+            "examples-workloads-table",
+            "examples-workloads.table.txt",
+            &["simulate", "examples/workloads"],
+        ),
+        case(
+            "examples-workloads-events",
+            "examples-workloads.events.txt",
+            &["simulate", "-o", "events", "examples/workloads"],
+        ),
+        case(
+            "examples-workloads-json",
+            "examples-workloads.json",
+            &["simulate", "-o", "json", "examples/workloads"],
+        ),
+    ];
+    report(failures);
+}
+
 /// The YAML files of `examples/spec`, by file name, sorted.
 fn spec_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(workspace_root().join("examples/spec"))

@@ -132,7 +132,14 @@ fn kubectl_applies_lists_and_explains_every_kind() {
     // A second apply patches (server-side strategic merge) and changes nothing.
     serve.ok(&["apply", "-f", &manifest()]);
 
-    // Upstream's columns.
+    // Upstream's columns. The deployment controller makes the ReplicaSet of three (its pods
+    // stay pending: there are no nodes).
+    serve.ok(&[
+        "wait",
+        "--for=jsonpath={.status.updatedReplicas}=3",
+        "deployment/web",
+        "--timeout=60s",
+    ]);
     let deployments = serve.ok(&["get", "deployments", "-o", "wide"]);
     assert_eq!(
         cells(deployments.lines().next().expect("header")),
@@ -150,7 +157,7 @@ fn kubectl_applies_lists_and_explains_every_kind() {
     let web = cells(row(&deployments, "web"));
     assert_eq!(
         (web[1], web[2], web[3], web[5], web[6], web[7]),
-        ("0/3", "0", "0", "nginx", "nginx:1.27", "app=web")
+        ("0/3", "3", "0", "nginx", "nginx:1.27", "app=web")
     );
     let claims = serve.ok(&["get", "pvc"]);
     assert_eq!(

@@ -41,6 +41,12 @@ pub struct AllocationOptions {
         deserialize_with = "crate::serde_util::nullable"
     )]
     pub claims: Vec<String>,
+    /// Search steps after which the allocation gives up (allot's budget per allocate call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_search_steps: Option<u64>,
+    /// Memory the search may spend remembering failed states, as a quantity of bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_search_memory: Option<allot_quantity::Quantity>,
 }
 
 /// A NodeTopology as the API server stores it: standard object metadata and the machine's

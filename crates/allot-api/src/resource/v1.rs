@@ -359,7 +359,7 @@ enum NodeAllocatableEntry {
     Resource(Box<NodeAllocatableResource>),
 }
 
-fn deserialize_node_allocatable_resources<'de, D: Deserializer<'de>>(
+pub(crate) fn deserialize_node_allocatable_resources<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<BTreeMap<String, NodeAllocatableResource>, D::Error> {
     use serde::de::Error;

@@ -60,6 +60,8 @@ pub struct Config {
     pub extended_resource: bool,
     /// DRANodeAllocatableResources.
     pub node_allocatable_resources: bool,
+    /// The allocator's budget per node and attempt (allot's `filterTimeout`, in search steps).
+    pub allocation_budget: allot_dra::Budget,
 }
 
 /// One claim of the pod, resolved.
@@ -236,15 +238,24 @@ impl DynamicResources {
                 taint_rules: &cluster.taint_rules,
                 namespaces: &cluster.namespaces,
             };
-            match allot_dra::allocate_with_cache(&input, &self.config.features, &self.cel) {
+            match allot_dra::allocate_within(
+                &input,
+                &self.config.features,
+                &self.cel,
+                &self.config.allocation_budget,
+            ) {
                 Ok(Outcome::Allocated(results)) => results,
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));
                 }
-                // An outcome this version does not know (e.g. a search that gave up): the
-                // node is rejected without an explanation.
-                #[allow(unreachable_patterns)]
-                Ok(_) => return Err(Rejection::Reasons(vec![REASON_CANNOT_ALLOCATE.into()])),
+                // Upstream's filter timeout: an error that stops the attempt, naming the node
+                // (kube-scheduler 1.37 returns it as an error, not as "unschedulable").
+                Ok(Outcome::GaveUp(gave_up)) => {
+                    return Err(Rejection::Error(format!(
+                        "node {}: timed out trying to allocate devices: {gave_up}",
+                        node.name
+                    )));
+                }
                 Err(e) => return Err(Rejection::Error(e.to_string())),
             }
         };
@@ -945,9 +956,12 @@ impl FilterPlugin for DynamicResources {
             return explanation.text.clone();
         };
         let mut e = e.clone();
-        for (ce, claim) in e.claims.iter_mut().zip(&s.to_allocate) {
-            ce.claim = format!("{}/{}", claim.metadata.namespace, claim.metadata.name);
-        }
+        let names: Vec<String> = s
+            .to_allocate
+            .iter()
+            .map(|claim| format!("{}/{}", claim.metadata.namespace, claim.metadata.name))
+            .collect();
+        e.rename_claims(&names);
         e.to_string().trim_end().to_string()
     }
 }

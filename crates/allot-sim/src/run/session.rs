@@ -62,6 +62,8 @@ pub struct Session {
     bound: u64,
     names: Vec<String>,
     event_errors: Vec<String>,
+    /// What the run's Ledger recorded (pod times, Events, utilisation), for the report.
+    record: std::rc::Rc<std::cell::RefCell<crate::record::LedgerData>>,
     /// When the input's own run ended.
     pub base_end: SimTime,
 }
@@ -146,6 +148,9 @@ impl Session {
         if let Some(recorder) = options.usage {
             list.push(Box::new(recorder) as Box<dyn Controller>);
         }
+        let ledger = crate::record::Ledger::new();
+        let record = ledger.data();
+        list.push(Box::new(ledger));
         let names = list.iter().map(|c| c.name().to_string()).collect();
         // Room for what is added later: the bound grows with the objects.
         let bound = reconcile_bound(&store).saturating_mul(2);
@@ -175,6 +180,7 @@ impl Session {
             bound,
             names,
             event_errors,
+            record,
         })
     }
 
@@ -246,7 +252,13 @@ impl Session {
             .iter()
             .map(|(at, err)| format!("{at}: {err}"))
             .collect();
+        let report = crate::record::Report::new(
+            &self.record.borrow(),
+            &self.runtime.store,
+            self.runtime.now(),
+        );
         super::Outcome {
+            report,
             end: self.runtime.now(),
             reconciles: self.runtime.reconciles(),
             reconcile_errors,

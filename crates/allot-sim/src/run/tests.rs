@@ -76,12 +76,17 @@ fn routing_events_to_node_agents_changes_nothing_on_a_generated_cluster() {
         broadcast.store.events_since(0).len() as u64,
         broadcast.stats.events
     );
-    assert!(
-        (routed.store.events_since(0).len() as u64) < routed.stats.events / 2,
-        "{} of {} events kept",
-        routed.store.events_since(0).len(),
-        routed.stats.events
-    );
+    // The core/v1 Events the recorder writes (four per pod) come after the scheduler last read
+    // the log, so they wait for its next read; of the rest, most are gone.
+    let not_events = |events: &[allot_store::Event]| {
+        events
+            .iter()
+            .filter(|e| e.key.kind != allot_store::Kind::Event)
+            .count()
+    };
+    let kept = not_events(routed.store.events_since(0));
+    let all = not_events(broadcast.store.events_since(0));
+    assert!(kept < all / 2, "{kept} of {all} events kept");
     // Each event reaches the node agents it concerns, not all fifty.
     assert!(
         routed.stats.keys_for_calls * 2 < broadcast.stats.keys_for_calls,

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use allot_dra::{AllocationInput, Explanation, Outcome, Scenario};
+use allot_dra::{AllocationInput, CelCache, Explanation, GaveUp, Outcome, Scenario};
 use serde_json::{Value, json};
 
 /// Output formats.
@@ -24,10 +24,13 @@ pub enum Format {
 /// The scenario holds DeviceClasses, ResourceSlices, ResourceClaims (allocated ones hold
 /// devices in use), Nodes, Namespaces and DeviceTaintRules, plus optionally one
 /// `apiVersion: allot.dev/v1alpha1, kind: AllocationOptions` document with `node`,
-/// `featureGates` and `claims` (the `namespace/name` list to allocate; default: every
-/// unallocated claim in file order). `-o json` prints
-/// `{"result", "error", "allocations": [{"claim", "allocation"}], "explanation"}`.
-/// Exit code 0: allocated; 1: unschedulable; 2: error.
+/// `featureGates`, `claims` (the `namespace/name` list to allocate; default: every
+/// unallocated claim in file order), `maxSearchSteps` and `maxSearchMemory` (the search's
+/// budget; default 2,000,000 steps, a fraction of a second, and 64Mi). `-o json` prints
+/// `{"result", "error", "allocations": [{"claim", "allocation"}], "explanation"}`; `result`
+/// is `allocated`, `unschedulable`, `gaveUp` (the budget ran out before an answer; the
+/// explanation says how far it got) or `error`.
+/// Exit code 0: allocated; 1: unschedulable or gave up; 2: error.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The scenario: a multi-document YAML file, a directory of them (their objects together),
@@ -60,6 +63,7 @@ enum Answer {
         allocations: Vec<(String, allot_dra::AllocationResult)>,
     },
     Unschedulable(Explanation),
+    GaveUp(GaveUp),
     Error(String),
 }
 
@@ -107,26 +111,29 @@ fn decide(args: &Args) -> anyhow::Result<Answer> {
         }
         let node = scenario.node(args.node.as_deref())?;
         let claims = scenario.claims_to_allocate()?;
-        Ok((features, node, claims))
+        Ok((features, node, claims, scenario.budget()?))
     })();
-    let (features, node, claims) = match prepared {
+    let (features, node, claims, budget) = match prepared {
         Ok(prepared) => prepared,
         Err(err) => return Ok(Answer::Error(err.to_string())),
     };
     let allocated = scenario.allocated_claims(&claims);
     let input: AllocationInput<'_> = scenario.input(node, &claims, &allocated);
-    Ok(match allot_dra::allocate(&input, &features) {
-        Ok(Outcome::Allocated(results)) => Answer::Allocated {
-            node: node.metadata.name.clone(),
-            allocations: claims
-                .iter()
-                .map(allot_dra::display_claim)
-                .zip(results)
-                .collect(),
+    Ok(
+        match allot_dra::allocate_within(&input, &features, &CelCache::default(), &budget) {
+            Ok(Outcome::Allocated(results)) => Answer::Allocated {
+                node: node.metadata.name.clone(),
+                allocations: claims
+                    .iter()
+                    .map(allot_dra::display_claim)
+                    .zip(results)
+                    .collect(),
+            },
+            Ok(Outcome::Unschedulable(explanation)) => Answer::Unschedulable(explanation),
+            Ok(Outcome::GaveUp(gave_up)) => Answer::GaveUp(gave_up),
+            Err(err) => Answer::Error(err.to_string()),
         },
-        Ok(Outcome::Unschedulable(explanation)) => Answer::Unschedulable(explanation),
-        Err(err) => Answer::Error(err.to_string()),
-    })
+    )
 }
 
 fn document(answer: &Answer) -> anyhow::Result<Value> {
@@ -145,6 +152,12 @@ fn document(answer: &Answer) -> anyhow::Result<Value> {
             "error": null,
             "allocations": [],
             "explanation": serde_json::to_value(explanation)?,
+        }),
+        Answer::GaveUp(gave_up) => json!({
+            "result": "gaveUp",
+            "error": null,
+            "allocations": [],
+            "explanation": serde_json::to_value(gave_up)?,
         }),
         Answer::Error(message) => {
             json!({"result": "error", "error": message, "allocations": [], "explanation": null})
@@ -194,6 +207,7 @@ fn table(answer: &Answer) -> String {
             out
         }
         Answer::Unschedulable(explanation) => format!("unschedulable: {explanation}"),
+        Answer::GaveUp(gave_up) => format!("{gave_up}\n"),
         Answer::Error(message) => format!("error: {message}\n"),
     }
 }
@@ -203,7 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let answer = decide(&args)?;
     let code = match &answer {
         Answer::Allocated { .. } => 0,
-        Answer::Unschedulable(_) => 1,
+        Answer::Unschedulable(_) | Answer::GaveUp(_) => 1,
         Answer::Error(_) => 2,
     };
     match args.output {

@@ -15,5 +15,6 @@ pub mod node_show;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod serve;
 pub mod simulate;
+pub mod snapshot;
 pub mod take_cpus;
 pub mod validate;

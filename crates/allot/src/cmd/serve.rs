@@ -68,6 +68,14 @@ pub struct Args {
     /// directory was used before (it holds pki/ or tokens.csv): begins an empty cluster.
     #[arg(long)]
     pub allow_empty_store: bool,
+    /// API versions to serve or not, as kube-apiserver takes them:
+    /// `resource.k8s.io/v1beta1=true,api/alpha=false` (`--help` lists them).
+    #[arg(long, value_name = "KEY=VALUE,...", long_help = allot_apiserver::versions::help())]
+    pub runtime_config: Option<String>,
+    /// Start pre-loaded with the objects of this file (an `allot snapshot`, or any manifests
+    /// `allot simulate` reads); only into an unused data directory (or etcd prefix).
+    #[arg(long = "from", value_name = "FILE")]
+    pub from: Option<PathBuf>,
     /// The control-plane loops to run, as kube-controller-manager's flag: `*` runs every loop,
     /// `NAME` runs one, `-NAME` leaves one out (e.g. `*,-scheduler` when a real kube-scheduler
     /// runs, `*,-resourceclaim,-scheduler` when kube-controller-manager's claim controller
@@ -109,6 +117,35 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
+/// The objects of a `--from` file (older versions converted on load, with the note).
+fn preload(path: &std::path::Path) -> Result<Vec<allot_store::Stored>, String> {
+    let loaded = allot_api::load::load(&[path], &allot_api::load::LoadOptions::default());
+    if let Some(err) = loaded.errors.first() {
+        let more = loaded.errors.len() - 1;
+        return Err(if more > 0 {
+            format!("{err} (and {more} more errors)")
+        } else {
+            err.to_string()
+        });
+    }
+    if let Some(note) = allot_api::versions::conversion_note(&loaded.documents) {
+        eprintln!("allot serve: --from: {note}");
+    }
+    let mut objects = Vec::with_capacity(loaded.documents.len());
+    for document in loaded.documents {
+        let kind = document.raw.kind.clone();
+        let at = format!("{}:{}", document.raw.file, document.raw.line);
+        match allot_store::Stored::from_object(document.object) {
+            Some(object) => objects.push(object),
+            None => return Err(format!("{at}: {kind} is not an object allot serve stores")),
+        }
+    }
+    if objects.is_empty() {
+        return Err("no objects".into());
+    }
+    Ok(objects)
+}
+
 /// Serves until killed; prints the kubeconfig path once listening.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let write_kubeconfig = if args.write_kubeconfig {
@@ -130,6 +167,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(2);
     }
     let mut options = allot_apiserver::ServeOptions::new(args.data_dir);
+    if let Some(flag) = &args.runtime_config {
+        match allot_apiserver::versions::RuntimeConfig::parse(flag) {
+            Ok(config) => options.runtime_config = config,
+            Err(message) => {
+                eprintln!("allot serve: --runtime-config: {message}");
+                return Ok(2);
+            }
+        }
+    }
+    if let Some(path) = &args.from {
+        match preload(path) {
+            Ok(objects) => options.preload = objects,
+            Err(message) => {
+                eprintln!("allot serve: --from {}: {message}", path.display());
+                return Ok(2);
+            }
+        }
+    }
     options.feature_gates = gates.clone();
     options.listen_fallback = args.listen.is_none();
     options.listen = args.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());

@@ -39,6 +39,9 @@ pub enum Output {
     Yaml,
     /// `pod/NAME` for each pod, as kubectl's `-o name`.
     Name,
+    /// Every Event of the run in time order (with the time since the start), as `kubectl get
+    /// events` columns.
+    Events,
 }
 
 /// Simulate a cluster: place its pods as Kubernetes would, and say why not.
@@ -129,6 +132,18 @@ pub struct Args {
     /// CI job that asks "does everything still fit?".
     #[arg(long)]
     pub fail_on_pending: bool,
+    /// A trace of arrivals, played as a Timeline: a CSV file (columns `time`, `manifest` and
+    /// optionally `name`; a manifest is a file or inline JSON) or a YAML/JSON list of
+    /// `{time, manifest}`; times are seconds or durations such as `90s`.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Simulate a live cluster: read it as `allot snapshot` does (with the files given, if
+    /// any) and simulate that.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context for --kubeconfig (default: its current context).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
 }
 
 /// Which objects the output shows.
@@ -231,6 +246,40 @@ fn write_metadata(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()
     Ok(())
 }
 
+/// `--kubeconfig`: the cluster read into a temporary file, added to the files; the exit code
+/// when it cannot be read.
+fn live_cluster(args: &mut Args) -> Result<Option<tempfile::TempDir>, u8> {
+    let Some(kubeconfig) = args.kubeconfig.clone() else {
+        return Ok(None);
+    };
+    let snapshot_args = crate::cmd::snapshot::Args {
+        kubeconfig: Some(kubeconfig),
+        context: args.context.clone(),
+        output: PathBuf::new(),
+        anonymize: false,
+        anonymize_key: None,
+        chunk_size: 500,
+    };
+    let snapshot = crate::cmd::snapshot::read(&snapshot_args).map_err(|f| f.report("simulate"))?;
+    let written = tempfile::tempdir()
+        .map_err(anyhow::Error::from)
+        .and_then(|dir| {
+            let path = dir.path().join("cluster.json");
+            crate::cmd::snapshot::write(&snapshot, &path)?;
+            Ok((dir, path))
+        });
+    match written {
+        Ok((dir, path)) => {
+            args.files.push(path);
+            Ok(Some(dir))
+        }
+        Err(err) => {
+            elog!("allot simulate: --kubeconfig: {err:#}");
+            Err(2)
+        }
+    }
+}
+
 /// The input: the bundled example, or the files (loaded, then validated, as two phases).
 fn input(
     args: &Args,
@@ -238,13 +287,23 @@ fn input(
 ) -> anyhow::Result<Result<allot_sim::Input, allot_sim::SimError>> {
     let mut paths = args.files.clone();
     paths.extend(args.filename.iter().cloned());
-    if paths.is_empty() || args.example {
+    if (paths.is_empty() && args.trace.is_none()) || args.example {
         display.start(Phase::Load, "the bundled example");
         return Ok(allot_sim::example::input());
     }
     let files = Files::new(paths, args.recursive);
     display.start(Phase::Load, &describe_sources(&files));
-    let loaded = files.load(&allot_sim::input::load_options())?;
+    let mut loaded = files.load(&allot_sim::input::load_options())?;
+    if let Some(note) = allot_api::versions::conversion_note(&loaded.documents) {
+        display.end();
+        elog!("allot simulate: {note}");
+    }
+    if let Some(path) = &args.trace {
+        match allot_sim::trace::document(path) {
+            Ok(document) => loaded.documents.push(document),
+            Err(errors) => return Ok(Err(allot_sim::SimError::Input(errors))),
+        }
+    }
     display.start(
         Phase::Validate,
         &crate::out::count(loaded.documents.len(), "document", "documents"),
@@ -308,7 +367,7 @@ fn what_if(
     match args.output {
         Output::Json => crate::out::print_json(&document)?,
         Output::Yaml => crate::out::print_yaml(&document)?,
-        Output::Table | Output::Wide | Output::Name => {
+        Output::Table | Output::Wide | Output::Name | Output::Events => {
             let mut out = format!(
                 "{} more cop{} of {name} fit",
                 answer.placed,
@@ -345,15 +404,42 @@ fn write_output(
     filter: &Filter,
     input: &allot_sim::Input,
     store: &allot_store::Store,
+    report: &allot_sim::record::Report,
 ) -> anyhow::Result<()> {
     let pods = |pod: &Pod| filter.pod(pod);
+    // A pod of the report passes the filter if it still exists and passes, or (gone) its
+    // namespace does.
+    let record = |p: &allot_sim::record::PodRecord| match store.get::<Pod>(&p.namespace, &p.name) {
+        Some(pod) => filter.pod(pod),
+        None => filter
+            .namespace
+            .as_ref()
+            .is_none_or(|ns| *ns == p.namespace),
+    };
     match args.output {
         Output::Table | Output::Wide => {
             let options = allot_sim::table::TableOptions {
                 wide: args.output == Output::Wide,
                 pods: &pods,
             };
-            crate::out::print(&allot_sim::table::table(store, Some(input), &options))
+            let mut text = allot_sim::table::table(store, Some(input), &options);
+            let width = if args.output == Output::Wide {
+                usize::MAX
+            } else {
+                allot_sim::table::DEFAULT_WIDTH
+            };
+            text.push_str(&allot_sim::table::report_sections(report, &record, width));
+            crate::out::print(&text)
+        }
+        Output::Events => {
+            let keep = |object: &str| {
+                filter.namespace.as_ref().is_none_or(|ns| {
+                    object
+                        .split_once(' ')
+                        .is_some_and(|(_, name)| name.starts_with(&format!("{ns}/")))
+                })
+            };
+            crate::out::print(&allot_sim::table::events_table(report, &keep))
         }
         Output::Name => {
             let mut out = String::new();
@@ -365,7 +451,7 @@ fn write_output(
         // The list is written object by object as it is serialised (a large cluster's final
         // state is hundreds of megabytes of text).
         Output::Json | Output::Yaml if filter.is_all() => {
-            let list = allot_sim::output::List(store);
+            let list = allot_sim::output::List(store, Some(report));
             if args.output == Output::Json {
                 crate::out::print_json(&list)
             } else {
@@ -373,11 +459,12 @@ fn write_output(
             }
         }
         Output::Json | Output::Yaml => {
-            let items: Vec<serde_json::Value> = store
+            let mut items: Vec<serde_json::Value> = store
                 .iter()
                 .filter(|(_, o)| filter.object(o))
                 .map(|(_, o)| o.to_json())
                 .collect();
+            items.push(report.to_json(&record));
             let list = serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "List",
@@ -394,8 +481,13 @@ fn write_output(
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<u8> {
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
     let filter = Filter::new(&args)?;
+    // Kept until the snapshot is loaded.
+    let _snapshot = match live_cluster(&mut args) {
+        Ok(dir) => dir,
+        Err(code) => return Ok(code),
+    };
     let mut display = ProgressDisplay::new(args.summary || args.bench);
     let mut input = match input(&args, &mut display)? {
         Ok(input) => input,
@@ -433,7 +525,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(dir) = &args.out {
         write_metadata(dir, &outcome.metadata_files)?;
     }
-    write_output(&args, &filter, &input, &outcome.store)?;
+    write_output(&args, &filter, &input, &outcome.store, &outcome.report)?;
     display.end();
     finish(&args, &filter, &mut display, &outcome, 0)
 }

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use allot_api::core::v1::Namespace;
 use allot_api::defaults::default_object;
-use allot_api::load::{Document, LoadError, LoadOptions, Loaded, Object};
+use allot_api::load::{Document, LoadError, LoadEvent, LoadOptions, Object, load_stream};
+use allot_api::resource::v1::ResourceClaimSpec;
 use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 use serde::Serialize;
 
@@ -37,6 +38,15 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Output,
+    /// The largest file read, in bytes or as a quantity (`512Mi`, `2G`); default 1Gi, or
+    /// ALLOT_MAX_INPUT_BYTES. A larger file is an input error (exit 2).
+    #[arg(long = "max-input-bytes", value_parser = parse_max_input_bytes)]
+    pub max_input_bytes: Option<u64>,
+}
+
+fn parse_max_input_bytes(text: &str) -> Result<u64, String> {
+    allot_api::load::parse_byte_count(text)
+        .ok_or_else(|| format!("{text:?} is not a byte count (e.g. 1073741824, 512Mi or 2G)"))
 }
 
 /// One error, as printed.
@@ -65,7 +75,12 @@ impl Record {
             (true, false) => self.name.clone(),
             (false, false) => format!("{}/{}", self.namespace, self.name),
         };
-        let mut out = format!("{}:{}:", self.file, self.line);
+        // An error about a whole file (it cannot be read) has no line.
+        let mut out = if self.line == 0 {
+            format!("{}:", self.file)
+        } else {
+            format!("{}:{}:", self.file, self.line)
+        };
         if !self.kind.is_empty() {
             out.push(' ');
             out.push_str(&self.kind);
@@ -96,52 +111,16 @@ fn split_object(object: &str) -> (String, String) {
 }
 
 fn load_error_record(err: &LoadError) -> Record {
-    let mut record = Record {
+    let (namespace, name) = split_object(err.object());
+    Record {
         file: err.file().to_string(),
         line: err.line(),
-        kind: String::new(),
-        namespace: String::new(),
-        name: String::new(),
-        field: String::new(),
-        message: String::new(),
-    };
-    match err {
-        LoadError::UnknownField {
-            kind, object, path, ..
-        } => {
-            (record.namespace, record.name) = split_object(object);
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = "unknown field".to_string();
-        }
-        LoadError::InvalidField {
-            kind,
-            object,
-            path,
-            message,
-            ..
-        } => {
-            (record.namespace, record.name) = split_object(object);
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = message.clone();
-        }
-        LoadError::DuplicateField { kind, path, .. } => {
-            record.kind = kind.clone();
-            record.field = path.clone();
-            record.message = "duplicate field".to_string();
-        }
-        LoadError::Io { message, .. }
-        | LoadError::Syntax { message, .. }
-        | LoadError::NotAnObject { message, .. } => record.message = message.clone(),
-        LoadError::UnknownKind {
-            api_version, kind, ..
-        } => {
-            record.message =
-                format!("no kind \"{kind}\" is registered for version \"{api_version}\"")
-        }
+        kind: err.kind().to_string(),
+        namespace,
+        name,
+        field: err.field().to_string(),
+        message: err.detail(),
     }
-    record
 }
 
 fn field_error_record(document: &Document, error: &FieldError) -> Record {
@@ -156,58 +135,193 @@ fn field_error_record(document: &Document, error: &FieldError) -> Record {
     }
 }
 
-/// Defaults and validates what was loaded; returns the number of documents and the records
-/// of every problem, in input order.
-pub fn check(mut loaded: Loaded) -> (usize, Vec<Record>) {
-    let mut records: Vec<Record> = loaded.errors.iter().map(load_error_record).collect();
-    let namespaces: BTreeMap<String, Namespace> = loaded
-        .documents
-        .iter()
-        .filter_map(|d| match &d.object {
-            Object::Namespace(ns) => Some((ns.metadata.name.clone(), ns.clone())),
-            _ => None,
-        })
-        .collect();
-    for document in &mut loaded.documents {
-        default_object(&mut document.object);
-        let mut errors = validate_object(&document.object, &DraCel);
-        let namespace = document.raw.namespace();
-        let namespace = if namespace.is_empty() {
-            "default"
-        } else {
-            namespace
+/// What checking gave: the documents checked and every problem.
+pub struct Checked {
+    /// Documents loaded.
+    pub documents: usize,
+    /// Every problem, in input order.
+    pub records: Vec<Record>,
+    /// Documents converted from an older version, by kind and apiVersion.
+    pub conversions: BTreeMap<(String, String), usize>,
+}
+
+/// Loads, defaults and validates; returns the records of every problem, in input order.
+///
+/// Documents stream past: each is validated and dropped as soon as it is loaded, so memory is
+/// one file's text and the problems found, whatever the number of documents. A file's problems
+/// are kept aside until the file is read to its end, as a syntax error anywhere in it replaces
+/// them. Claims asking for admin access wait for the end, when every Namespace is known.
+pub fn check(files: &[PathBuf], options: &LoadOptions) -> Checked {
+    let mut checker = Checker::default();
+    load_stream(files, options, |event| checker.push(event));
+    checker.finish()
+}
+
+/// What one file gave so far; kept only if the file is read to its end.
+#[derive(Default)]
+struct FileChecks {
+    documents: usize,
+    records: Vec<Record>,
+    namespaces: Vec<Namespace>,
+    admin_access: Vec<PendingAdminAccess>,
+}
+
+/// A claim or claim template that asks for admin access: whether it may depends on its
+/// namespace, which can come later in the input. Only what the check needs is kept (not the
+/// document, whose tree and line map are many times larger), with the records that the check
+/// gives when the namespace is known and not labelled for admin access.
+struct PendingAdminAccess {
+    namespace: String,
+    spec: ResourceClaimSpec,
+    spec_path: &'static str,
+    refused: Vec<Record>,
+}
+
+impl PendingAdminAccess {
+    fn of(document: &Document) -> Option<Self> {
+        let (spec, spec_path) = match &document.object {
+            Object::ResourceClaim(claim) => (&claim.spec, "spec"),
+            Object::ResourceClaimTemplate(template) => (&template.spec.spec, "spec.spec"),
+            _ => return None,
         };
-        match &document.object {
-            Object::ResourceClaim(claim) => errors.extend(admit_admin_access(
-                &claim.spec,
-                namespace,
-                "spec",
-                &namespaces,
-            )),
-            Object::ResourceClaimTemplate(template) => errors.extend(admit_admin_access(
-                &template.spec.spec,
-                namespace,
-                "spec.spec",
-                &namespaces,
-            )),
-            _ => {}
+        admin_access_index(spec)?;
+        let namespace = match document.raw.namespace() {
+            "" => "default",
+            other => other,
         }
-        records.extend(errors.iter().map(|e| field_error_record(document, e)));
+        .to_string();
+        let mut unlabelled = Namespace::default();
+        unlabelled.metadata.name.clone_from(&namespace);
+        let unlabelled = BTreeMap::from([(namespace.clone(), unlabelled)]);
+        let refused = admit_admin_access(spec, &namespace, spec_path, &unlabelled)
+            .iter()
+            .map(|e| field_error_record(document, e))
+            .collect();
+        Some(Self {
+            namespace,
+            spec: spec.clone(),
+            spec_path,
+            refused,
+        })
     }
-    records.sort_by(|a, b| {
-        a.file
-            .cmp(&b.file)
-            .then(a.line.cmp(&b.line))
-            .then_with(|| a.field.cmp(&b.field))
-            .then_with(|| a.message.cmp(&b.message))
-    });
-    (loaded.documents.len(), records)
+}
+
+#[derive(Default)]
+struct Checker {
+    done: FileChecks,
+    current: FileChecks,
+    conversions: BTreeMap<(String, String), usize>,
+}
+
+impl Checker {
+    fn push(&mut self, event: LoadEvent) {
+        match event {
+            LoadEvent::FileStart(_) => self.commit(),
+            LoadEvent::FileError(err) => {
+                self.current = FileChecks::default();
+                self.done.records.push(load_error_record(&err));
+            }
+            LoadEvent::DocumentError(err) => self.current.records.push(load_error_record(&err)),
+            LoadEvent::Document(document) => self.document(*document),
+        }
+    }
+
+    fn document(&mut self, mut document: Document) {
+        self.current.documents += 1;
+        allot_api::versions::count_converted(&mut self.conversions, &document);
+        if let Object::Namespace(ns) = &document.object {
+            self.current.namespaces.push(ns.clone());
+        }
+        default_object(&mut document.object);
+        let errors = validate_object(&document.object, &DraCel);
+        self.current
+            .records
+            .extend(errors.iter().map(|e| field_error_record(&document, e)));
+        if let Some(pending) = PendingAdminAccess::of(&document) {
+            self.current.admin_access.push(pending);
+        }
+    }
+
+    fn commit(&mut self) {
+        let current = std::mem::take(&mut self.current);
+        self.done.documents += current.documents;
+        self.done.records.extend(current.records);
+        self.done.namespaces.extend(current.namespaces);
+        self.done.admin_access.extend(current.admin_access);
+    }
+
+    fn finish(mut self) -> Checked {
+        self.commit();
+        let FileChecks {
+            documents,
+            mut records,
+            namespaces,
+            admin_access,
+        } = self.done;
+        let namespaces: BTreeMap<String, Namespace> = namespaces
+            .into_iter()
+            .map(|ns| (ns.metadata.name.clone(), ns))
+            .collect();
+        for pending in admin_access {
+            let refused = admit_admin_access(
+                &pending.spec,
+                &pending.namespace,
+                pending.spec_path,
+                &namespaces,
+            );
+            if !refused.is_empty() {
+                records.extend(pending.refused);
+            }
+        }
+        records.sort_by(|a, b| {
+            a.file
+                .cmp(&b.file)
+                .then(a.line.cmp(&b.line))
+                .then_with(|| a.field.cmp(&b.field))
+                .then_with(|| a.message.cmp(&b.message))
+        });
+        Checked {
+            documents,
+            records,
+            conversions: self.conversions,
+        }
+    }
+}
+
+/// The first request of a claim spec that asks for admin access.
+fn admin_access_index(spec: &ResourceClaimSpec) -> Option<usize> {
+    spec.devices.requests.iter().position(|r| {
+        r.exactly
+            .as_ref()
+            .is_some_and(|e| e.admin_access == Some(true))
+    })
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let files = crate::files::Files::new(args.files, args.recursive);
-    let (documents, records) = check(files.load(&LoadOptions::default())?);
+    let mut options = LoadOptions::default();
+    if let Some(limit) = args.max_input_bytes {
+        options.max_file_bytes = limit;
+        options.settings_error = None;
+    }
+    // `-R` and `-` as every command reads them; standard input is read by the loader, under
+    // the same size limit as a file.
+    let paths: Vec<PathBuf> = crate::files::Files::new(args.files, args.recursive)
+        .sources()?
+        .into_iter()
+        .map(|source| match source {
+            crate::files::Source::Stdin => PathBuf::from("-"),
+            crate::files::Source::Path(path) => path,
+        })
+        .collect();
+    let Checked {
+        documents,
+        records,
+        conversions,
+    } = check(&paths, &options);
+    if let Some(note) = allot_api::versions::note_for(&conversions) {
+        elog!("allot validate: {note}");
+    }
     match args.output {
         Output::Json => crate::out::print_json(&records)?,
         Output::Yaml => crate::out::print_yaml(&records)?,
@@ -229,5 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             elog!("{errors} in {documents}");
         }
     }
+    // Whatever the problem (a file that cannot be read or parsed, an invalid object), the
+    // input is at fault: exit 2.
     Ok(if records.is_empty() { 0 } else { 2 })
 }

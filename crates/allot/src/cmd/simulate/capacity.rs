@@ -221,7 +221,7 @@ pub(super) fn run(
         Output::Json if answers_asked(args) => crate::out::print_json(&document)?,
         Output::Yaml if answers_asked(args) => crate::out::print_yaml(&document)?,
         Output::Table | Output::Wide => {
-            super::write_output(args, filter, input, &outcome.store)?;
+            super::write_output(args, filter, input, &outcome.store, &outcome.report)?;
             let mut text = String::new();
             if let Some(answer) = &workload_fit {
                 text.push_str(&allot_sim::answers::workload(answer));
@@ -237,7 +237,7 @@ pub(super) fn run(
             }
             crate::out::print(&text)?;
         }
-        _ => super::write_output(args, filter, input, &outcome.store)?,
+        _ => super::write_output(args, filter, input, &outcome.store, &outcome.report)?,
     }
     if let Some(path) = &args.report {
         let title = format!(
