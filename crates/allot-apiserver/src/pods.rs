@@ -5,7 +5,7 @@
 //! class) and the Priority admission plugin (the priority and preemption policy of the pod's
 //! PriorityClass, the global default's, or 0).
 
-use allot_api::core::v1::Pod;
+use allot_api::core::v1::{Pod, PreemptionPolicy};
 use allot_api::scheduling::v1::PriorityClass;
 use allot_store::Store;
 
@@ -66,7 +66,7 @@ pub fn prepare_create(pod: &mut Pod, store: &Store) -> Result<(), String> {
     }
     pod.spec.priority = Some(value);
     pod.spec.preemption_policy.get_or_insert_with(|| {
-        serde_json::Value::String(policy.unwrap_or_else(|| "PreemptLowerPriority".into()))
+        PreemptionPolicy::from(policy.as_deref().unwrap_or("PreemptLowerPriority"))
     });
     Ok(())
 }

@@ -215,11 +215,7 @@ impl PodEvent {
 }
 
 fn image_of(container: &allot_api::core::v1::Container) -> Option<&str> {
-    container
-        .image
-        .as_ref()
-        .and_then(|i| i.as_str())
-        .filter(|i| !i.is_empty())
+    container.image.as_deref().filter(|i| !i.is_empty())
 }
 
 /// The Events upstream components record for one observed pod state. `prebound` says the pod

@@ -1286,13 +1286,8 @@ fn write_running(
     let qos = compute_pod_qos(pod, true).name();
     let started = pod.status.start_time.clone().unwrap_or_else(|| now.into());
     let started_text = started.as_str().unwrap_or(now).to_string();
-    let image = |c: &allot_api::core::v1::Container| {
-        c.image
-            .as_ref()
-            .and_then(|i| i.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let image =
+        |c: &allot_api::core::v1::Container| c.image.as_deref().unwrap_or_default().to_string();
     let mut app: Vec<serde_json::Value> = pod
         .spec
         .containers

@@ -3,7 +3,7 @@
 //! Everything here can be rebuilt from the store: the cache only saves the scheduler from
 //! scanning every pod, slice and claim for every pod it places.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
@@ -12,17 +12,20 @@ use allot_api::resource::v1::{
 };
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
+use crate::framework::{HostPort, PodInfo, host_ports};
 use crate::resources::{Resources, node_allocatable, pod_non_zero_requests_with, pod_requests};
 
 /// A pool: (driver, pool name), as allocation results name it (names of up to 23 bytes are
 /// copied inline, without an allocation).
 pub type PoolKey = (SmolStr, SmolStr);
 
-/// What the scheduler knows about one node.
+/// What the scheduler knows about one node (upstream `NodeInfo`).
 #[derive(Debug, Clone)]
-pub struct NodeState {
+pub struct NodeInfo {
     /// The node's name.
     pub name: String,
+    /// The node's slot in the cache (stable while the node exists).
+    pub slot: usize,
     /// The node object (shared with the store).
     pub node: Arc<Node>,
     /// Allocatable resources.
@@ -31,42 +34,124 @@ pub struct NodeState {
     pub requested: Resources,
     /// Sum of the scoring (non-zero) CPU and memory requests of pods assigned to the node.
     pub non_zero: (i64, i64),
-    /// Pods assigned to the node.
-    pub pods: i64,
+    /// How many pods are assigned to the node.
+    pub pod_count: i64,
+    /// The pods assigned to the node, in the order they arrived.
+    pub pods: Vec<Arc<PodInfo>>,
+    /// The host ports those pods take (one entry per pod and port).
+    pub host_ports: Vec<HostPort>,
+    /// How many of those pods have pod affinity or anti-affinity terms.
+    pub affinity_pods: usize,
+    /// How many of those pods have required pod anti-affinity terms.
+    pub anti_affinity_pods: usize,
+    /// The node's images by name, with their sizes (`None` when it reports none).
+    pub images: Option<Arc<HashMap<String, i64>>>,
     /// Slices published for this node (`spec.nodeName`), by name.
     pub slices: BTreeMap<String, Arc<ResourceSlice>>,
     /// The pools of those slices (indexes into [`Cache::pools`]).
     pub pool_ids: Vec<usize>,
-    /// The slices the allocator sees on this node (its own plus the cluster's non-local ones),
-    /// rebuilt when `None`.
-    pub visible_slices: Option<Vec<Arc<ResourceSlice>>>,
-    /// The allocated claims using devices the node sees, with the claims version they were
-    /// gathered at.
-    in_use: Option<(u64, Vec<Arc<ResourceClaim>>)>,
+    /// Changes whenever the slices the node sees (its own and the cluster's non-local ones)
+    /// may have changed: plugins keep derived data per node and compare this.
+    pub slices_generation: u64,
 }
 
-#[cfg(test)]
-impl NodeState {
-    /// A node's state without slices.
+impl NodeInfo {
+    /// A node without pods or slices.
+    pub fn new(node: Arc<Node>) -> Self {
+        NodeInfo {
+            name: node.metadata.name.clone(),
+            slot: 0,
+            allocatable: node_allocatable(&node),
+            images: node_images(&node),
+            node,
+            requested: Resources::default(),
+            non_zero: (0, 0),
+            pod_count: 0,
+            pods: Vec::new(),
+            host_ports: Vec::new(),
+            affinity_pods: 0,
+            anti_affinity_pods: 0,
+            slices: BTreeMap::new(),
+            pool_ids: Vec::new(),
+            slices_generation: 0,
+        }
+    }
+
+    /// A node with these totals and no pods (for tests).
+    #[cfg(test)]
     pub(crate) fn for_test(
         node: Arc<Node>,
         allocatable: Resources,
         requested: Resources,
         pods: i64,
     ) -> Self {
-        NodeState {
-            name: node.metadata.name.clone(),
-            node,
-            non_zero: (requested.milli_cpu, requested.memory),
-            allocatable,
-            requested,
-            pods,
-            slices: BTreeMap::new(),
-            pool_ids: Vec::new(),
-            visible_slices: None,
-            in_use: None,
+        let mut info = NodeInfo::new(node);
+        info.non_zero = (requested.milli_cpu, requested.memory);
+        info.allocatable = allocatable;
+        info.requested = requested;
+        info.pod_count = pods;
+        info
+    }
+
+    /// Counts a pod assigned to this node (upstream `NodeInfo.AddPod`).
+    pub fn add_pod(&mut self, info: Arc<PodInfo>, requests: &Resources, non_zero: (i64, i64)) {
+        self.requested.add(requests);
+        self.non_zero.0 += non_zero.0;
+        self.non_zero.1 += non_zero.1;
+        self.pod_count += 1;
+        self.host_ports.extend(host_ports(&info.pod));
+        if info.has_affinity() {
+            self.affinity_pods += 1;
+        }
+        if !info.required_anti_affinity_terms.is_empty() {
+            self.anti_affinity_pods += 1;
+        }
+        self.pods.push(info);
+    }
+
+    /// Forgets a pod counted by [`NodeInfo::add_pod`] (upstream `NodeInfo.RemovePod`).
+    pub fn remove_pod(&mut self, key: &ObjectKey, requests: &Resources, non_zero: (i64, i64)) {
+        self.requested.sub(requests);
+        self.non_zero.0 -= non_zero.0;
+        self.non_zero.1 -= non_zero.1;
+        self.pod_count -= 1;
+        let Some(at) = self.pods.iter().position(|p| {
+            p.pod.metadata.name == key.name && p.pod.metadata.namespace == key.namespace
+        }) else {
+            return;
+        };
+        let info = self.pods.remove(at);
+        for port in host_ports(&info.pod) {
+            if let Some(i) = self.host_ports.iter().position(|p| *p == port) {
+                self.host_ports.remove(i);
+            }
+        }
+        if info.has_affinity() {
+            self.affinity_pods -= 1;
+        }
+        if !info.required_anti_affinity_terms.is_empty() {
+            self.anti_affinity_pods -= 1;
         }
     }
+
+    /// The node's labels.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.node.metadata.labels
+    }
+}
+
+/// A node's images by name (`None` when it reports none).
+fn node_images(node: &Node) -> Option<Arc<HashMap<String, i64>>> {
+    if node.status.images.is_empty() {
+        return None;
+    }
+    let mut out = HashMap::new();
+    for image in &node.status.images {
+        for name in &image.names {
+            out.insert(name.clone(), image.size_bytes.unwrap_or(0));
+        }
+    }
+    Some(Arc::new(out))
 }
 
 /// Devices of one pool and how many of them are allocated exclusively.
@@ -105,7 +190,7 @@ pub const UNBOUNDED: usize = usize::MAX;
 
 /// What the cheap filters and the resource score read of one node, kept in one contiguous
 /// array by slot (see [`Cache::summaries`]) so that walking nodes for a plain pod does not
-/// touch the scattered [`NodeState`]s. Derived from the node's state and its pools'
+/// touch the scattered [`NodeInfo`]s. Derived from the node's state and its pools'
 /// counts by [`NodeSummary::of`] whenever they change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeSummary {
@@ -121,11 +206,13 @@ pub struct NodeSummary {
     pub requested: [i64; 4],
     /// The scoring (non-zero) CPU and memory requests of those pods.
     pub non_zero: (i64, i64),
+    /// The node reports images.
+    pub images: bool,
 }
 
 impl NodeSummary {
     /// The summary of a node (`None`: a deleted slot) with `free` devices.
-    pub fn of(state: Option<&NodeState>, free: Option<usize>) -> Self {
+    pub fn of(state: Option<&NodeInfo>, free: Option<usize>) -> Self {
         let Some(state) = state else {
             return NodeSummary {
                 free: UNBOUNDED,
@@ -137,8 +224,9 @@ impl NodeSummary {
             free: free.unwrap_or(UNBOUNDED),
             plain: state.node.spec.unschedulable != Some(true) && state.node.spec.taints.is_empty(),
             allocatable: [a.milli_cpu, a.memory, a.ephemeral_storage, a.pods],
-            requested: [r.milli_cpu, r.memory, r.ephemeral_storage, state.pods],
+            requested: [r.milli_cpu, r.memory, r.ephemeral_storage, state.pod_count],
             non_zero: state.non_zero,
+            images: state.images.is_some(),
         }
     }
 
@@ -158,6 +246,7 @@ struct Assigned {
     node: String,
     requests: Resources,
     non_zero: (i64, i64),
+    info: Arc<PodInfo>,
 }
 
 /// The cluster as the scheduler sees it.
@@ -168,7 +257,7 @@ pub struct Cache {
     /// round (anything but status writes on unscheduled pods).
     pub epoch: u64,
     claims_version: u64,
-    nodes: Vec<Option<NodeState>>,
+    nodes: Vec<Option<NodeInfo>>,
     node_index: BTreeMap<String, usize>,
     /// Node slots in name order, shared so that a scheduling cycle can walk it while it
     /// changes the cache (no copy per pod).
@@ -204,6 +293,16 @@ pub struct Cache {
     rank_of: Vec<usize>,
     /// `free_bits` and `rank_of` need rebuilding.
     bits_stale: bool,
+    /// The last slices generation handed out (see [`NodeInfo::slices_generation`]).
+    generation: u64,
+    /// Assigned pods with pod affinity or anti-affinity terms, cluster-wide.
+    affinity_pods: usize,
+    /// Assigned pods with required pod anti-affinity terms, cluster-wide.
+    anti_affinity_pods: usize,
+    /// Per image name, how many nodes report it.
+    image_nodes: HashMap<String, usize>,
+    /// Pods that arrived unassigned since the scheduler last took them.
+    new_pending: Vec<(ObjectKey, Arc<Pod>)>,
 }
 
 impl Cache {
@@ -331,6 +430,11 @@ impl Cache {
         Arc::clone(&self.order)
     }
 
+    /// The node slots in name order as of the last [`Cache::order`] call.
+    pub fn current_order(&self) -> Arc<[usize]> {
+        Arc::clone(&self.order)
+    }
+
     /// Per rank in [`Cache::order`] (as last returned), whether the node may have a free
     /// device, 64 ranks to a word (bit `rank % 64` of word `rank / 64`).
     pub fn free_bits(&self) -> &[u64] {
@@ -346,7 +450,7 @@ impl Cache {
     }
 
     /// One node by slot.
-    pub fn node(&self, index: usize) -> Option<&NodeState> {
+    pub fn node(&self, index: usize) -> Option<&NodeInfo> {
         self.nodes.get(index).and_then(Option::as_ref)
     }
 
@@ -356,11 +460,11 @@ impl Cache {
     }
 
     /// One node by name.
-    pub fn node_by_name(&self, name: &str) -> Option<&NodeState> {
+    pub fn node_by_name(&self, name: &str) -> Option<&NodeInfo> {
         self.node_index.get(name).and_then(|i| self.node(*i))
     }
 
-    fn node_mut(&mut self, name: &str) -> Option<&mut NodeState> {
+    fn node_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
         let index = *self.node_index.get(name)?;
         self.nodes.get_mut(index).and_then(Option::as_mut)
     }
@@ -395,9 +499,10 @@ impl Cache {
             return;
         };
         let mut old = Vec::new();
+        let generation = self.next_generation();
         if let Some(state) = self.node_mut(name) {
             old = std::mem::replace(&mut state.pool_ids, ids.clone());
-            state.visible_slices = None;
+            state.slices_generation = generation;
         }
         for id in old {
             if let Some(slots) = self.pool_nodes.get_mut(id) {
@@ -418,6 +523,9 @@ impl Cache {
         };
         let name = node.metadata.name.clone();
         self.epoch += 1;
+        if let Some(old) = self.node_by_name(&name).map(|s| Arc::clone(&s.node)) {
+            self.count_images(&old, false);
+        }
         if event.event_type == EventType::Deleted {
             if let Some(index) = self.node_index.remove(&name) {
                 self.nodes[index] = None;
@@ -426,32 +534,27 @@ impl Cache {
             }
             return;
         }
+        self.count_images(node, true);
         let allocatable = node_allocatable(node);
         self.mark_dirty(&name);
+        let generation = self.next_generation();
         if let Some(state) = self.node_mut(&name) {
             state.node = node.clone();
             state.allocatable = allocatable;
-            state.visible_slices = None;
+            state.images = node_images(node);
+            state.slices_generation = generation;
             return;
         }
-        let mut state = NodeState {
-            name: name.clone(),
-            node: node.clone(),
-            allocatable,
-            requested: Resources::default(),
-            non_zero: (0, 0),
-            pods: 0,
-            slices: BTreeMap::new(),
-            pool_ids: Vec::new(),
-            visible_slices: None,
-            in_use: None,
-        };
+        let mut state = NodeInfo::new(node.clone());
+        state.slices_generation = generation;
+        state.slot = self.nodes.len();
         // Pods and slices may have arrived before their node.
         for assigned in self.assigned.values().filter(|a| a.node == name) {
-            state.requested.add(&assigned.requests);
-            state.non_zero.0 += assigned.non_zero.0;
-            state.non_zero.1 += assigned.non_zero.1;
-            state.pods += 1;
+            state.add_pod(
+                Arc::clone(&assigned.info),
+                &assigned.requests,
+                assigned.non_zero,
+            );
         }
         self.nodes.push(Some(state));
         self.node_index.insert(name.clone(), self.nodes.len() - 1);
@@ -545,8 +648,9 @@ impl Cache {
     }
 
     fn invalidate_all(&mut self) {
+        let generation = self.next_generation();
         for state in self.nodes.iter_mut().flatten() {
-            state.visible_slices = None;
+            state.slices_generation = generation;
         }
         // Whether there are global slices decides whether free devices are bounded at all.
         self.all_dirty = true;
@@ -609,6 +713,13 @@ impl Cache {
             return;
         };
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
+        if event.event_type == EventType::Added
+            && !now_assigned
+            && !is_terminal(pod)
+            && pod.spec.node_name.as_deref().is_none_or(str::is_empty)
+        {
+            self.new_pending.push((event.key.clone(), Arc::clone(pod)));
+        }
         let node = pod.spec.node_name.as_deref().unwrap_or_default();
         let counted = now_assigned.then(|| {
             let requests = pod_requests(pod);
@@ -616,12 +727,14 @@ impl Cache {
             (requests, non_zero)
         });
         if let Some((requests, non_zero)) = &counted
-            && self.assigned.get(&event.key).is_some_and(|a| {
-                a.node == node && a.requests == *requests && a.non_zero == *non_zero
-            })
+            && let Some(a) = self.assigned.get_mut(&event.key)
+            && a.node == node
+            && a.requests == *requests
+            && a.non_zero == *non_zero
+            && same_placement_inputs(&a.info.pod, pod)
         {
-            // A write that leaves an assigned pod's node and requests as they were (its
-            // status, mostly): nothing to recount.
+            // A write that leaves an assigned pod's node, requests, labels, affinity and ports
+            // as they were (its status, mostly): nothing to recount.
             self.epoch += 1;
             return;
         }
@@ -630,30 +743,32 @@ impl Cache {
             return;
         }
         self.epoch += 1;
-        if let Some(old) = old
-            && let Some(slot) = self.node_index.get(&old.node).copied()
-        {
-            self.dirty.push(slot);
-            if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
-                state.requested.sub(&old.requests);
-                state.non_zero.0 -= old.non_zero.0;
-                state.non_zero.1 -= old.non_zero.1;
-                state.pods -= 1;
+        if let Some(old) = old {
+            self.count_affinity(&old.info, false);
+            if let Some(slot) = self.node_index.get(&old.node).copied() {
+                self.dirty.push(slot);
+                if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                    state.remove_pod(&event.key, &old.requests, old.non_zero);
+                }
             }
         }
         if let Some((requests, non_zero)) = counted {
+            let info = Arc::new(PodInfo::new(Arc::clone(pod)));
+            self.count_affinity(&info, true);
             let assigned = Assigned {
                 node: node.to_string(),
                 requests,
                 non_zero,
+                info,
             };
             if let Some(slot) = self.node_index.get(node).copied() {
                 self.dirty.push(slot);
                 if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
-                    state.requested.add(&assigned.requests);
-                    state.non_zero.0 += assigned.non_zero.0;
-                    state.non_zero.1 += assigned.non_zero.1;
-                    state.pods += 1;
+                    state.add_pod(
+                        Arc::clone(&assigned.info),
+                        &assigned.requests,
+                        assigned.non_zero,
+                    );
                 }
             }
             self.assigned.insert(event.key.clone(), assigned);
@@ -679,20 +794,17 @@ impl Cache {
         Some(free)
     }
 
-    /// Builds the slices the allocator sees for a node, when not cached.
-    pub fn prepare_slices(&mut self, index: usize) {
-        let globals = &self.global_slices;
-        let Some(state) = self.nodes.get_mut(index).and_then(Option::as_mut) else {
-            return;
+    /// The slices the allocator sees on a node: its own, then the cluster's non-local ones.
+    pub fn visible_slices(&self, index: usize) -> Vec<Arc<ResourceSlice>> {
+        let Some(state) = self.node(index) else {
+            return Vec::new();
         };
-        if state.visible_slices.is_none() {
-            let mut all: Vec<Arc<ResourceSlice>> = state.slices.values().cloned().collect();
-            all.extend(globals.values().cloned());
-            state.visible_slices = Some(all);
-        }
+        let mut all: Vec<Arc<ResourceSlice>> = state.slices.values().cloned().collect();
+        all.extend(self.global_slices.values().cloned());
+        all
     }
 
-    fn node_pool_ids(&self, state: &NodeState) -> Vec<usize> {
+    fn node_pool_ids(&self, state: &NodeInfo) -> Vec<usize> {
         let mut ids: Vec<usize> = state.pool_ids.clone();
         for slice in self.global_slices.values() {
             if let Some(id) = self.pool_index.get(&(
@@ -707,22 +819,32 @@ impl Cache {
         ids
     }
 
-    /// Gathers the allocated claims whose devices come from pools the node sees (every
-    /// allocated claim is in use, including the pod's own), when not cached.
-    pub fn prepare_in_use(&mut self, index: usize) {
+    /// A counter bumped by every claim event.
+    pub fn claims_version(&self) -> u64 {
+        self.claims_version
+    }
+
+    /// The claims version of the newest change to the allocated claims of the pools a node
+    /// sees: [`Cache::in_use`] gives the same answer while this stays the same.
+    pub fn in_use_version(&self, index: usize) -> u64 {
         let Some(state) = self.node(index) else {
-            return;
+            return 0;
         };
-        let ids = self.node_pool_ids(state);
-        let newest = ids
+        self.node_pool_ids(state)
             .iter()
             .filter_map(|id| self.pools.get(*id))
             .map(|p| p.changed_at)
             .max()
-            .unwrap_or(0);
-        if state.in_use.as_ref().is_some_and(|(at, _)| *at >= newest) {
-            return;
-        }
+            .unwrap_or(0)
+    }
+
+    /// The allocated claims whose devices come from pools the node sees (every allocated
+    /// claim is in use, including the pod's own).
+    pub fn in_use(&self, index: usize) -> Vec<Arc<ResourceClaim>> {
+        let Some(state) = self.node(index) else {
+            return Vec::new();
+        };
+        let ids = self.node_pool_ids(state);
         let mut keys = BTreeSet::new();
         let mut out = Vec::new();
         // A claim with devices of several pools is in each; one pool lists it once.
@@ -737,19 +859,107 @@ impl Cache {
                 }
             }
         }
-        let version = self.claims_version;
-        if let Some(state) = self.nodes.get_mut(index).and_then(Option::as_mut) {
-            state.in_use = Some((version, out));
+        out
+    }
+
+    /// Every node in name order.
+    pub fn nodes_in_order(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.order.iter().filter_map(|slot| self.node(*slot))
+    }
+
+    /// Assigned pods with pod affinity or anti-affinity terms, cluster-wide.
+    pub fn affinity_pod_count(&self) -> usize {
+        self.affinity_pods
+    }
+
+    /// Assigned pods with required pod anti-affinity terms, cluster-wide.
+    pub fn anti_affinity_pod_count(&self) -> usize {
+        self.anti_affinity_pods
+    }
+
+    /// How many nodes report an image name.
+    pub fn image_node_count(&self, name: &str) -> usize {
+        self.image_nodes.get(name).copied().unwrap_or(0)
+    }
+
+    /// Whether any node reports images.
+    pub fn has_images(&self) -> bool {
+        !self.image_nodes.is_empty()
+    }
+
+    /// The labels of a namespace (empty when it does not exist).
+    pub fn namespace_labels(&self, name: &str) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.namespaces
+            .binary_search_by(|n| n.metadata.name.as_str().cmp(name))
+            .ok()
+            .map_or(&EMPTY, |i| &self.namespaces[i].metadata.labels)
+    }
+
+    /// Pods that arrived unassigned since the last call, in arrival order.
+    pub fn take_new_pending(&mut self) -> Vec<(ObjectKey, Arc<Pod>)> {
+        std::mem::take(&mut self.new_pending)
+    }
+
+    /// The assigned pod under a key, as the cache counted it.
+    pub fn assigned_pod(&self, key: &ObjectKey) -> Option<&Arc<PodInfo>> {
+        self.assigned.get(key).map(|a| &a.info)
+    }
+
+    fn next_generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
+    fn count_affinity(&mut self, info: &PodInfo, add: bool) {
+        let (a, r) = (
+            usize::from(info.has_affinity()),
+            usize::from(!info.required_anti_affinity_terms.is_empty()),
+        );
+        if add {
+            self.affinity_pods += a;
+            self.anti_affinity_pods += r;
+        } else {
+            self.affinity_pods -= a;
+            self.anti_affinity_pods -= r;
         }
     }
 
-    /// The claims gathered by [`Cache::prepare_in_use`].
-    pub fn in_use(&self, index: usize) -> &[Arc<ResourceClaim>] {
-        self.node(index)
-            .and_then(|s| s.in_use.as_ref())
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[])
+    fn count_images(&mut self, node: &Node, add: bool) {
+        let names: BTreeSet<&String> = node.status.images.iter().flat_map(|i| &i.names).collect();
+        for name in names {
+            if add {
+                *self.image_nodes.entry(name.clone()).or_insert(0) += 1;
+            } else if let Some(n) = self.image_nodes.get_mut(name) {
+                *n -= 1;
+                if *n == 0 {
+                    self.image_nodes.remove(name);
+                }
+            }
+        }
     }
+}
+
+/// Whether two versions of an assigned pod look the same to every plugin that reads the pods
+/// on a node (labels, namespace, affinity, ports).
+fn same_placement_inputs(a: &Pod, b: &Pod) -> bool {
+    a.metadata.labels == b.metadata.labels
+        && a.metadata.deletion_timestamp == b.metadata.deletion_timestamp
+        && a.spec.affinity == b.spec.affinity
+        && a.spec
+            .containers
+            .iter()
+            .map(|c| &c.ports)
+            .eq(b.spec.containers.iter().map(|c| &c.ports))
+        && a.spec
+            .init_containers
+            .iter()
+            .map(|c| (&c.ports, &c.restart_policy))
+            .eq(b
+                .spec
+                .init_containers
+                .iter()
+                .map(|c| (&c.ports, &c.restart_policy)))
 }
 
 /// Whether a pod holds node resources: bound and not finished.

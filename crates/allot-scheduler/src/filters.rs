@@ -89,18 +89,12 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
 }
 
 /// TaintToleration filter: the first NoSchedule or NoExecute taint the pod does not tolerate.
-pub fn taint_toleration(pod: &Pod, node: &Node) -> Option<String> {
+pub fn untolerated_taint<'a>(pod: &Pod, node: &'a Node) -> Option<&'a Taint> {
     node.spec
         .taints
         .iter()
         .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
         .find(|taint| !pod.spec.tolerations.iter().any(|t| tolerates(t, taint)))
-        .map(|taint| {
-            format!(
-                "node(s) had untolerated taint {{{}: {}}}",
-                taint.key, taint.value
-            )
-        })
 }
 
 /// How many PreferNoSchedule taints the pod does not tolerate (TaintToleration score input).
@@ -152,9 +146,13 @@ pub fn selector_matches(node: &Node, selector: &NodeSelector) -> bool {
         .any(|term| term_matches(node, term))
 }
 
-/// Whether one node selector term matches.
+/// Whether one node selector term matches. A term with an invalid requirement matches nothing
+/// (upstream's `LazyErrorNodeSelector` leaves out the terms it cannot parse).
 pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
     if term.match_expressions.is_empty() && term.match_fields.is_empty() {
+        return false;
+    }
+    if !term_valid(term) {
         return false;
     }
     term.match_expressions
@@ -163,6 +161,39 @@ pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
         && term.match_fields.iter().all(|r| {
             r.key == "metadata.name" && requirement_matches(r, Some(node.metadata.name.as_str()))
         })
+}
+
+/// Whether upstream parses the term: label requirements as `labels.NewRequirement` accepts
+/// them (a qualified-name key; In/NotIn with valid label values; Exists/DoesNotExist without
+/// values; Gt/Lt with one integer), field requirements as In/NotIn with one value.
+pub fn term_valid(term: &NodeSelectorTerm) -> bool {
+    let label_ok = |r: &NodeSelectorRequirement| {
+        if !allot_validation::names::is_qualified_name(&r.key).is_empty() {
+            return false;
+        }
+        match &r.operator {
+            NodeSelectorOperator::In | NodeSelectorOperator::NotIn => {
+                !r.values.is_empty()
+                    && r.values
+                        .iter()
+                        .all(|v| crate::labels::invalid_label_value(v).is_none())
+            }
+            NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist => {
+                r.values.is_empty()
+            }
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+                r.values.len() == 1 && r.values[0].parse::<i64>().is_ok()
+            }
+            NodeSelectorOperator::Other(_) => false,
+        }
+    };
+    let field_ok = |r: &NodeSelectorRequirement| {
+        matches!(
+            r.operator,
+            NodeSelectorOperator::In | NodeSelectorOperator::NotIn
+        ) && r.values.len() == 1
+    };
+    term.match_expressions.iter().all(label_ok) && term.match_fields.iter().all(field_ok)
 }
 
 fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
@@ -317,8 +348,8 @@ mod tests {
         });
         let mut pod = Pod::default();
         assert_eq!(
-            taint_toleration(&pod, &n).as_deref(),
-            Some("node(s) had untolerated taint {gpu: true}")
+            untolerated_taint(&pod, &n).map(|t| t.key.as_str()),
+            Some("gpu")
         );
         assert_eq!(intolerable_prefer_no_schedule(&pod, &n), 1);
         pod.spec.tolerations.push(Toleration {
@@ -327,9 +358,9 @@ mod tests {
             effect: Some(TaintEffect::NoSchedule),
             ..Default::default()
         });
-        assert_eq!(taint_toleration(&pod, &n), None);
+        assert_eq!(untolerated_taint(&pod, &n), None);
         pod.spec.tolerations[0].value = "false".into();
-        assert!(taint_toleration(&pod, &n).is_some());
+        assert!(untolerated_taint(&pod, &n).is_some());
     }
 
     #[test]

@@ -323,24 +323,34 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
     pod_non_zero_requests_with(pod, &pod_requests(pod))
 }
 
-/// [`pod_non_zero_requests`] given the pod's [`pod_requests`] (`total`).
+/// [`pod_non_zero_requests`] given the pod's [`pod_requests`] (`total`). As upstream's
+/// `NonMissingContainerRequests`, the defaults replace a request the container does not state
+/// (in requests or limits), not one explicitly set to zero.
 pub fn pod_non_zero_requests_with(pod: &Pod, total: &Resources) -> (i64, i64) {
     let mut cpu = 0i64;
     let mut memory = 0i64;
     for container in &pod.spec.containers {
         let r = container_requests(container);
-        cpu += if r.milli_cpu == 0 {
-            DEFAULT_MILLI_CPU_REQUEST
-        } else {
+        cpu += if states_request(container, "cpu") {
             r.milli_cpu
-        };
-        memory += if r.memory == 0 {
-            DEFAULT_MEMORY_REQUEST
         } else {
+            DEFAULT_MILLI_CPU_REQUEST
+        };
+        memory += if states_request(container, "memory") {
             r.memory
+        } else {
+            DEFAULT_MEMORY_REQUEST
         };
     }
     (cpu.max(total.milli_cpu), memory.max(total.memory))
+}
+
+/// Whether the container states a request for `name` (a limit alone is its request).
+fn states_request(container: &Container, name: &str) -> bool {
+    container
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.requests.contains_key(name) || r.limits.contains_key(name))
 }
 
 /// A node's allocatable resources (capacity where allocatable is not reported).
@@ -422,5 +432,17 @@ mod tests {
         }];
         assert_eq!(pod_requests(&pod).get("example.com/foo"), 2);
         assert_eq!(pod_non_zero_requests(&pod), (100, DEFAULT_MEMORY_REQUEST));
+    }
+
+    /// Upstream's defaults replace missing requests only: an explicit zero stays zero
+    /// (NodeResourcesFit's LeastAllocated table, "requested resources exceed node capacity").
+    #[test]
+    fn an_explicit_zero_request_is_not_defaulted_for_scoring() {
+        let mut pod = Pod::default();
+        pod.spec.containers = vec![container("a", "3", "0", false), Container::default()];
+        assert_eq!(
+            pod_non_zero_requests(&pod),
+            (3000 + DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST)
+        );
     }
 }

@@ -17,9 +17,10 @@ use allot_runtime::SimTime;
 use allot_store::{Kind, ObjectKey, Store};
 use proptest::prelude::*;
 
-use crate::cache::{Cache, NodeState, NodeSummary};
+use crate::SchedulerConfig;
+use crate::cache::{Cache, NodeInfo, NodeSummary};
+use crate::framework::{Ctx, Cycle, Framework, PluginConfig, PodInfo, PreFilterCtx, Profile};
 use crate::resources::Resources;
-use crate::{Extras, fast_verdict, filter_node};
 
 fn quantity(text: &str) -> Quantity {
     Quantity::parse(text).expect("quantity")
@@ -70,7 +71,7 @@ fn node_case() -> impl Strategy<Value = NodeCase> {
         })
 }
 
-fn state_of(case: &NodeCase) -> NodeState {
+fn state_of(case: &NodeCase) -> NodeInfo {
     let mut node = Node::default();
     node.metadata.name = "n".into();
     node.spec.unschedulable = case.unschedulable;
@@ -99,21 +100,47 @@ fn state_of(case: &NodeCase) -> NodeState {
         ephemeral_storage: storage,
         ..Default::default()
     };
-    NodeState::for_test(Arc::new(node), allocatable, requested, pods)
+    NodeInfo::for_test(Arc::new(node), allocatable, requested, pods)
+}
+
+/// The walk-time filters of the default profile (those that judge from pods and nodes).
+fn walk_framework() -> Framework {
+    let names = [
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeResourcesFit",
+        "DefaultBinder",
+    ];
+    let profile = Profile {
+        scheduler_name: "default-scheduler".into(),
+        plugins: names.iter().map(|n| PluginConfig::new(n)).collect(),
+        percentage_of_nodes_to_score: 0,
+    };
+    let features = SchedulerConfig::default();
+    let features = crate::plugins::Features {
+        dra: crate::plugins::dynamic_resources::Config {
+            features: features.features,
+            binding_timeout_seconds: 600,
+            extended_resource: true,
+            node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
+        },
+    };
+    Framework::new(&profile, &mut |p| crate::plugins::build(p, &features)).expect("profile")
 }
 
 proptest! {
-    /// For a pod the fast path serves, its verdict is the full chain's: `Some(false)` exactly
-    /// when the free-device bound rejects, `Some(true)` only for nodes every filter passes, and
-    /// always for such nodes that are neither unschedulable nor tainted.
+    /// A node the summary passes passes every walk-time filter; on plain nodes (schedulable,
+    /// untainted) the summary's verdict is the filters' verdict; the device bound rejects
+    /// exactly the nodes with fewer free devices than the plan needs.
     #[test]
-    fn fast_verdict_agrees_with_filter_node(
+    fn summary_verdicts_agree_with_the_filters(
         case in node_case(),
-        request in [-1i64..9000, -1i64..9000, -1i64..9000],
+        request in [0i64..9000, 0i64..9000, 0i64..9000],
         tolerate in prop::option::of(prop_oneof![Just("a"), Just("")]),
         free in prop::option::of(0usize..4),
-        needed in 0usize..3,
-        check_bound in any::<bool>(),
     ) {
         let state = state_of(&case);
         let summary = NodeSummary::of(Some(&state), free);
@@ -125,22 +152,30 @@ proptest! {
                 ..Default::default()
             });
         }
-        let resources = Resources {
-            milli_cpu: request[0],
-            memory: request[1],
-            ephemeral_storage: request[2],
+        let mut requests = ResourceList::new();
+        requests.insert("cpu".into(), quantity(&format!("{}m", request[0])));
+        requests.insert("memory".into(), quantity(&request[1].to_string()));
+        requests.insert("ephemeral-storage".into(), quantity(&request[2].to_string()));
+        pod.spec.containers = vec![Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements { requests, ..Default::default() }),
             ..Default::default()
-        };
-        let extras = Extras { pod: &pod, claims: &[], extended: None, node_allocatable: true };
-        let verdict = fast_verdict(&summary, &request, check_bound, needed);
-        let bound_rejects = check_bound && free.is_some_and(|f| f < needed);
-        let passes = filter_node(&pod, &state, &resources, false, &[], &extras).is_none();
-        prop_assert_eq!(verdict == Some(false), bound_rejects);
-        if verdict == Some(true) {
-            prop_assert!(passes);
+        }];
+        let mut framework = walk_framework();
+        let mut cycle = Cycle::new(PodInfo::new(Arc::new(pod)));
+        let cache = Cache::default();
+        let mut store = Store::new();
+        let mut pre = PreFilterCtx { cluster: &cache, store: &mut store, now: SimTime::ZERO };
+        let restriction = framework.run_pre_filter(&mut pre, &mut cycle);
+        prop_assert!(restriction.is_ok());
+        let ctx = Ctx { cluster: &cache, now: SimTime::ZERO };
+        let (passes, full) = framework.summary_and_filters(&ctx, &mut cycle, &state, &summary);
+        let full = full.expect("no filter error");
+        if passes {
+            prop_assert!(full.is_none(), "{:?}", full);
         }
-        if !bound_rejects && summary.plain {
-            prop_assert_eq!(verdict == Some(true), passes);
+        if summary.plain {
+            prop_assert_eq!(passes, full.is_none());
         }
         prop_assert_eq!(
             summary.plain,

@@ -1,7 +1,12 @@
 //! Scenario tests: a store, a runtime with only the scheduler, hand-made claims.
 
 use super::*;
+use allot_api::core::v1::PodCondition;
 use allot_api::load::{LoadOptions, load_str};
+use allot_api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+
+/// The finalizer the scheduler puts on claims it allocates.
+const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 use allot_api::meta::v1::Condition;
 use allot_runtime::Runtime;
 
@@ -160,7 +165,8 @@ fn taints_keep_pods_away_unless_tolerated() {
     assert_eq!(node_of(&rt, "tolerant").as_deref(), Some("node-a"));
     assert_eq!(
         message(&rt, "plain"),
-        "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: true}, 2 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector.\n\
+         TaintToleration:\n  1 node(s) had untolerated taint(s):\n    node-a: taint {gpu: true} (NoSchedule) not tolerated"
     );
 }
 

@@ -1,8 +1,8 @@
 //! Object metadata validation (upstream `ValidateObjectMeta`).
 
-use allot_api::meta::v1::ObjectMeta;
+use allot_api::meta::v1::{LabelSelector, ObjectMeta};
 
-use crate::field::{FieldError, child};
+use crate::field::{FieldError, child, index};
 use crate::names::{
     is_dns1123_subdomain, is_qualified_name, validate_dns1123_label, validate_label_name,
     validate_label_value,
@@ -228,6 +228,56 @@ pub fn validate_conditions(
         }
         if condition.message.len() > 32 * 1024 {
             errs.push(FieldError::too_long(&child(&item, "message"), 32 * 1024));
+        }
+    }
+    errs
+}
+
+/// Upstream's `ValidateLabelSelector` (apimachinery `metav1validation`): labels as in
+/// `matchLabels`, each expression's operator, values and key; with
+/// `allow_invalid_label_value` the values are not checked as label values.
+pub fn validate_label_selector(
+    selector: &LabelSelector,
+    allow_invalid_label_value: bool,
+    path: &str,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let labels = child(path, "matchLabels");
+    for (key, value) in &selector.match_labels {
+        errs.extend(validate_label_name(key, &labels));
+        errs.extend(validate_label_value(value, &labels));
+    }
+    for (i, requirement) in selector.match_expressions.iter().enumerate() {
+        let item = index(&child(path, "matchExpressions"), i);
+        let values = child(&item, "values");
+        match requirement.operator.as_str() {
+            "In" | "NotIn" => {
+                if requirement.values.is_empty() {
+                    errs.push(FieldError::required(
+                        &values,
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !requirement.values.is_empty() {
+                    errs.push(FieldError::forbidden(
+                        &values,
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            other => errs.push(FieldError::invalid(
+                &child(&item, "operator"),
+                other,
+                "not a valid selector operator",
+            )),
+        }
+        errs.extend(validate_label_name(&requirement.key, &child(&item, "key")));
+        if !allow_invalid_label_value {
+            for (j, value) in requirement.values.iter().enumerate() {
+                errs.extend(validate_label_value(value, &index(&values, j)));
+            }
         }
     }
     errs

@@ -452,3 +452,41 @@ fn device_taint_rules_evict_after_the_toleration_expires() {
     assert_eq!(eviction["type"], "EvictionInProgress");
     assert_eq!(eviction["status"], "False");
 }
+
+/// Issue 16's example: required pod anti-affinity on the hostname keeps the third web pod
+/// Pending with kube-scheduler's message (and allot's explanation naming the term and the pods
+/// in the way), where allot used to place it beside another web pod.
+#[test]
+fn anti_affinity_leaves_the_third_web_pod_pending() {
+    let items = simulate_json(&[&scenario("anti-affinity-spread")]);
+    let node = |name: &str| find(&items, "Pod", name)["spec"]["nodeName"].clone();
+    assert_eq!(node("web-0"), "n1");
+    assert_eq!(node("web-1"), "n2");
+    let web2 = find(&items, "Pod", "web-2");
+    assert_eq!(web2["status"]["phase"], "Pending");
+    assert!(web2["spec"]["nodeName"].is_null(), "{web2}");
+    let scheduled = condition(web2, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled["status"], "False");
+    assert_eq!(scheduled["reason"], "Unschedulable");
+    let message = scheduled["message"].as_str().expect("message");
+    assert_eq!(
+        message.lines().next(),
+        Some("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "n1: required anti-affinity term 0 (topologyKey kubernetes.io/hostname, selector app=web) matches default/web-0 on n1 in kubernetes.io/hostname=n1"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("default/web-1 on n2"), "{message}");
+    let table = allot(&["simulate", &scenario("anti-affinity-spread")]);
+    assert!(
+        table.stdout.contains(
+            "default/web-2 (Pending): Unschedulable: 0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+        ),
+        "{}",
+        table.stdout
+    );
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::Quantity;
-use crate::meta::v1::{ObjectMeta, Time};
+use crate::meta::v1::{LabelSelector, ObjectMeta, Time};
 use crate::strenum::string_enum;
 
 mod config;
@@ -271,13 +271,13 @@ pub struct NodeStatus {
     /// Node system information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_info: Option<Opaque>,
-    /// Images on the node.
+    /// Images on the node (ImageLocality reads their names and sizes).
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "crate::serde_util::nullable"
     )]
-    pub images: Vec<Opaque>,
+    pub images: Vec<ContainerImage>,
     /// Volumes in use.
     #[serde(
         default,
@@ -312,6 +312,22 @@ pub struct NodeStatus {
         deserialize_with = "crate::serde_util::nullable"
     )]
     pub declared_features: Vec<String>,
+}
+
+/// An image present on a node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerImage {
+    /// The names the image is known by (`registry.k8s.io/pause:3.10`, digests).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub names: Vec<String>,
+    /// The image's size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<i64>,
 }
 
 /// A namespace.
@@ -462,13 +478,13 @@ pub struct PodSpec {
     /// Scheduler name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
-    /// Scheduling gates.
+    /// Scheduling gates: while any is present the scheduler does not try the pod.
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "crate::serde_util::nullable"
     )]
-    pub scheduling_gates: Vec<Opaque>,
+    pub scheduling_gates: Vec<PodSchedulingGate>,
     /// Runtime class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_class_name: Option<String>,
@@ -532,12 +548,17 @@ pub struct PodSpec {
     /// Opaque: service links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_service_links: Option<Opaque>,
-    /// Opaque: preemption policy.
+    /// Whether the pod may preempt lower-priority pods (`PreemptLowerPriority`, the default
+    /// of its priority class, or `Never`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preemption_policy: Option<Opaque>,
-    /// Opaque: topology spread constraints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology_spread_constraints: Option<Opaque>,
+    pub preemption_policy: Option<PreemptionPolicy>,
+    /// How the pod's group spreads across topology domains.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// Opaque: hostname as FQDN.
     #[serde(
         default,
@@ -566,9 +587,9 @@ pub struct Container {
     /// For init containers: `Always` makes a sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
-    /// Opaque: image.
+    /// The container image (ImageLocality compares it with the nodes' images).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<Opaque>,
+    pub image: Option<String>,
     /// Opaque: command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Opaque>,
@@ -578,9 +599,13 @@ pub struct Container {
     /// Opaque: working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_dir: Option<Opaque>,
-    /// Opaque: ports.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ports: Option<Opaque>,
+    /// Ports the container exposes; those with a `hostPort` take it on the node (NodePorts).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub ports: Vec<ContainerPort>,
     /// Opaque: environment sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_from: Option<Opaque>,
@@ -632,6 +657,104 @@ pub struct Container {
     /// Opaque: TTY.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tty: Option<Opaque>,
+}
+
+/// A network port of a container.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerPort {
+    /// An IANA_SVC_NAME unique in the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The port on the node (0 or absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_port: Option<i32>,
+    /// The port in the pod's network namespace.
+    #[serde(default)]
+    pub container_port: i32,
+    /// `TCP` (default), `UDP` or `SCTP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// The host IP to bind the host port to (absent: every address, `0.0.0.0`).
+    #[serde(default, rename = "hostIP", skip_serializing_if = "Option::is_none")]
+    pub host_ip: Option<String>,
+}
+
+/// A gate that keeps a pod from being scheduled while present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSchedulingGate {
+    /// The gate's name (a qualified name).
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub name: String,
+}
+
+string_enum! {
+    /// What the scheduler does with a pod that cannot satisfy a spread constraint.
+    pub enum UnsatisfiableConstraintAction {
+        /// Do not schedule it (a filter).
+        DoNotSchedule = "DoNotSchedule",
+        /// Schedule it anyway, preferring nodes with less skew (a score).
+        ScheduleAnyway = "ScheduleAnyway",
+    }
+}
+
+string_enum! {
+    /// Whether a spread constraint's node inclusion honours the pod's node affinity or taints.
+    pub enum NodeInclusionPolicy {
+        /// Count only nodes the pod could be placed on by this criterion.
+        Honor = "Honor",
+        /// Count every node.
+        Ignore = "Ignore",
+    }
+}
+
+/// How a group of pods spreads among topology domains.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopologySpreadConstraint {
+    /// The largest allowed difference of matching pods between two domains (at least 1).
+    #[serde(default)]
+    pub max_skew: i32,
+    /// The node label whose values are the domains.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub topology_key: String,
+    /// `DoNotSchedule` or `ScheduleAnyway`.
+    #[serde(default = "default_unsatisfiable")]
+    pub when_unsatisfiable: UnsatisfiableConstraintAction,
+    /// The pods counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// The fewest eligible domains; with fewer, the global minimum is taken as 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_domains: Option<i32>,
+    /// `Honor` (default) or `Ignore` the pod's node affinity when counting nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity_policy: Option<NodeInclusionPolicy>,
+    /// `Honor` or `Ignore` (default) node taints when counting nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_taints_policy: Option<NodeInclusionPolicy>,
+    /// Pod label keys whose values (from the incoming pod) narrow the selector.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub match_label_keys: Vec<String>,
+}
+
+/// An absent `whenUnsatisfiable` decodes as the empty value, which validation rejects as
+/// upstream does (the field is required).
+fn default_unsatisfiable() -> UnsatisfiableConstraintAction {
+    UnsatisfiableConstraintAction::Other(String::new())
+}
+
+// `string_enum!` declares the enum, so `#[derive(Default)]` cannot mark a variant.
+#[allow(clippy::derivable_impls)]
+impl Default for UnsatisfiableConstraintAction {
+    fn default() -> Self {
+        UnsatisfiableConstraintAction::DoNotSchedule
+    }
 }
 
 /// Compute resources of a container or pod.
@@ -719,12 +842,100 @@ pub struct Affinity {
     /// Node affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<NodeAffinity>,
-    /// Opaque: pod affinity.
+    /// Co-location with other pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_affinity: Option<Opaque>,
-    /// Opaque: pod anti-affinity.
+    pub pod_affinity: Option<PodAffinity>,
+    /// Separation from other pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_anti_affinity: Option<Opaque>,
+    pub pod_anti_affinity: Option<PodAntiAffinity>,
+}
+
+/// Pod affinity: the pod wants to run in the same topology domain as certain pods.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodAffinity {
+    /// Hard requirements: every term must hold.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub required_during_scheduling_ignored_during_execution: Vec<PodAffinityTerm>,
+    /// Soft preferences, weighted.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub preferred_during_scheduling_ignored_during_execution: Vec<WeightedPodAffinityTerm>,
+}
+
+/// Pod anti-affinity: the pod wants to stay out of topology domains running certain pods.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodAntiAffinity {
+    /// Hard requirements: every term must hold.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub required_during_scheduling_ignored_during_execution: Vec<PodAffinityTerm>,
+    /// Soft preferences, weighted.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub preferred_during_scheduling_ignored_during_execution: Vec<WeightedPodAffinityTerm>,
+}
+
+/// A set of pods (selector and namespaces) and the topology key whose domains they define.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodAffinityTerm {
+    /// The pods; absent matches none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    /// Namespaces of the pods; with no namespace selector either, the pod's own namespace.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub namespaces: Vec<String>,
+    /// The node label whose values are the domains.
+    #[serde(default, deserialize_with = "crate::serde_util::nullable")]
+    pub topology_key: String,
+    /// Namespaces by label; an empty selector matches every namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    /// Pod label keys whose values (from this pod) must match too (`key in (value)`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub match_label_keys: Vec<String>,
+    /// Pod label keys whose values (from this pod) must not match (`key notin (value)`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::serde_util::nullable"
+    )]
+    pub mismatch_label_keys: Vec<String>,
+}
+
+/// A pod affinity term with a weight (1..=100) added to matching nodes' scores.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WeightedPodAffinityTerm {
+    /// Weight 1..=100.
+    #[serde(default)]
+    pub weight: i32,
+    /// The term.
+    #[serde(default)]
+    pub pod_affinity_term: PodAffinityTerm,
 }
 
 /// Node affinity of a pod.

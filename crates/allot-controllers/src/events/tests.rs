@@ -88,7 +88,7 @@ fn the_kubelet_starts_and_stops_containers_and_reports_device_health() {
     p.spec.node_name = Some("n1".into());
     p.spec.containers.push(allot_api::core::v1::Container {
         name: "main".into(),
-        image: Some(serde_json::json!("busybox")),
+        image: Some("busybox".into()),
         ..Default::default()
     });
     p.status.phase = Some("Running".into());

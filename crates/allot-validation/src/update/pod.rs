@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use allot_api::core::v1::{
-    Affinity, Container, NodeAffinity, NodeSelectorTerm, Pod, PodSpec, Toleration,
+    Affinity, Container, NodeAffinity, NodeSelectorTerm, Pod, PodSchedulingGate, PodSpec,
+    Toleration,
 };
 use serde_json::Value;
 
@@ -250,7 +251,7 @@ fn annotation_updates(new: &Pod, old: &Pod) -> Vec<FieldError> {
 fn image_whitespace(containers: &[Container], path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, container) in containers.iter().enumerate() {
-        if let Some(Value::String(image)) = &container.image
+        if let Some(image) = &container.image
             && image.trim() != image
         {
             errs.push(FieldError::invalid(
@@ -325,12 +326,16 @@ fn only_added_tolerations(new: &[Toleration], old: &[Toleration], path: &str) ->
 }
 
 /// The name of a scheduling gate (`{name: ...}`).
-fn gate_name(gate: &Value) -> &str {
-    gate.get("name").and_then(Value::as_str).unwrap_or_default()
+fn gate_name(gate: &PodSchedulingGate) -> &str {
+    gate.name.as_str()
 }
 
 /// `validateOnlyDeletedSchedulingGates`: no gate may be added.
-fn only_deleted_scheduling_gates(new: &[Value], old: &[Value], path: &str) -> Vec<FieldError> {
+fn only_deleted_scheduling_gates(
+    new: &[PodSchedulingGate],
+    old: &[PodSchedulingGate],
+    path: &str,
+) -> Vec<FieldError> {
     let old_names: BTreeSet<&str> = old.iter().map(gate_name).collect();
     let mut added: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, gate) in new.iter().enumerate() {

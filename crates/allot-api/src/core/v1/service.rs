@@ -75,14 +75,14 @@ string_enum! {
 }
 
 string_enum! {
-    /// A network protocol.
+    /// A network protocol (of Service and container ports).
     pub enum Protocol {
-        /// `TCP`.
+        /// `SCTP`.
+        Sctp = "SCTP",
+        /// `TCP` (the default).
         Tcp = "TCP",
         /// `UDP`.
         Udp = "UDP",
-        /// `SCTP`.
-        Sctp = "SCTP",
     }
 }
 

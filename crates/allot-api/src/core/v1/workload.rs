@@ -9,12 +9,12 @@ use crate::meta::v1::{ObjectMeta, Time};
 use crate::strenum::string_enum;
 
 string_enum! {
-    /// Whether pods of a priority may preempt lower-priority pods.
+    /// Whether a pod (or the pods of a PriorityClass) may preempt lower-priority pods.
     pub enum PreemptionPolicy {
-        /// `PreemptLowerPriority`.
-        PreemptLowerPriority = "PreemptLowerPriority",
         /// `Never`.
         Never = "Never",
+        /// `PreemptLowerPriority` (the default).
+        PreemptLowerPriority = "PreemptLowerPriority",
     }
 }
 

@@ -1,0 +1,485 @@
+//! The extension points (upstream `framework/interface.go`): one trait per point; a plugin
+//! implements the ones it needs and hands them out through [`Plugin`].
+
+use std::any::Any;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use allot_api::core::v1::Pod;
+use allot_runtime::SimTime;
+use allot_store::{Event, ObjectKey, Store};
+
+use crate::cache::{Cache, NodeInfo, NodeSummary};
+
+use super::cycle_state::{CycleState, StateData};
+use super::status::Status;
+use super::types::{NodeScore, PodInfo, PreFilterResult};
+
+/// What plugins read during a scheduling cycle: the scheduler's view of the cluster.
+pub struct Ctx<'a> {
+    /// The cluster (nodes with their pods, slices, claims, classes, namespaces).
+    pub cluster: &'a Cache,
+    /// The simulated time.
+    pub now: SimTime,
+}
+
+/// What PreFilter plugins get: the cluster view, and the store for the few that must write
+/// before filtering (DynamicResources deallocates claims whose binding failed).
+pub struct PreFilterCtx<'a> {
+    /// The cluster view.
+    pub cluster: &'a Cache,
+    /// The store.
+    pub store: &'a mut Store,
+    /// The simulated time.
+    pub now: SimTime,
+}
+
+/// What the binding cycle's points (Reserve, Permit, PreBind, Bind, PostFilter) get.
+pub struct BindCtx<'a> {
+    /// The cluster view (as of the scheduling cycle).
+    pub cluster: &'a Cache,
+    /// The store the plugins write to.
+    pub store: &'a mut Store,
+    /// The simulated time.
+    pub now: SimTime,
+    /// `now` in RFC 3339.
+    pub stamp: &'a str,
+}
+
+/// A plugin: a name, and the extension points it implements.
+pub trait Plugin {
+    /// The name profiles use (`NodeResourcesFit`, ...).
+    fn name(&self) -> &'static str;
+    /// PreEnqueue.
+    fn as_pre_enqueue(&mut self) -> Option<&mut dyn PreEnqueuePlugin> {
+        None
+    }
+    /// QueueSort.
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    /// PreFilter (with its AddPod/RemovePod extensions).
+    fn as_pre_filter(&mut self) -> Option<&mut dyn PreFilterPlugin> {
+        None
+    }
+    /// Filter.
+    fn as_filter(&mut self) -> Option<&mut dyn FilterPlugin> {
+        None
+    }
+    /// PostFilter.
+    fn as_post_filter(&mut self) -> Option<&mut dyn PostFilterPlugin> {
+        None
+    }
+    /// PreScore.
+    fn as_pre_score(&mut self) -> Option<&mut dyn PreScorePlugin> {
+        None
+    }
+    /// Score and NormalizeScore.
+    fn as_score(&mut self) -> Option<&mut dyn ScorePlugin> {
+        None
+    }
+    /// Reserve and Unreserve.
+    fn as_reserve(&mut self) -> Option<&mut dyn ReservePlugin> {
+        None
+    }
+    /// Permit.
+    fn as_permit(&mut self) -> Option<&mut dyn PermitPlugin> {
+        None
+    }
+    /// PreBind.
+    fn as_pre_bind(&mut self) -> Option<&mut dyn PreBindPlugin> {
+        None
+    }
+    /// Bind.
+    fn as_bind(&mut self) -> Option<&mut dyn BindPlugin> {
+        None
+    }
+    /// The cluster events that may make a pod this plugin rejected schedulable.
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        None
+    }
+}
+
+/// Decides whether a pod may enter the scheduling queue at all.
+pub trait PreEnqueuePlugin {
+    /// Success lets the pod in; a rejection keeps it out (no attempt, no condition written).
+    fn pre_enqueue(&mut self, pod: &Pod) -> Status;
+}
+
+/// A pod waiting in the scheduling queue.
+#[derive(Debug, Clone)]
+pub struct QueuedPodInfo {
+    /// The pod's key.
+    pub key: ObjectKey,
+    /// The pod.
+    pub pod: Arc<Pod>,
+    /// When it was (last) added to the queue.
+    pub timestamp: SimTime,
+}
+
+/// Orders the scheduling queue (only one per profile).
+pub trait QueueSortPlugin {
+    /// Whether `a` goes before `b`. The queue breaks remaining ties by the pods' keys
+    /// (namespace, then name).
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+/// Runs once per scheduling cycle before filtering.
+pub trait PreFilterPlugin {
+    /// Computes the plugin's cycle state. `Skip` skips its Filter; a rejection makes the pod
+    /// unschedulable on every node with this message; a result may narrow the nodes.
+    fn pre_filter(
+        &mut self,
+        ctx: &mut PreFilterCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> (PreFilterResult, Status);
+
+    /// Updates the cycle state as if `added` ran on `node` (for preemption's what-ifs).
+    fn add_pod(
+        &mut self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _added: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+
+    /// Updates the cycle state as if `removed` no longer ran on `node`.
+    fn remove_pod(
+        &mut self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _removed: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+}
+
+/// When a node passes a plugin's filter for sure, judged from its [`NodeSummary`] alone (the
+/// framework's fast node walk): a plugin may offer this; correctness never depends on it, since
+/// a node for which any active plugin is unsure runs the full filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryPass {
+    /// Every node passes this plugin's filter for this pod.
+    Always,
+    /// Nodes whose summary is plain (schedulable, untainted) pass.
+    IfPlain,
+    /// Nodes with room for `[cpu, memory, ephemeral storage]` and one more pod pass (the
+    /// request has no scalar resources).
+    IfFits([i64; 3]),
+    /// The summary says nothing: run the filter.
+    Never,
+}
+
+/// A plugin's cheap verdicts for this cycle (see [`SummaryPass`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryCheck {
+    /// When a node passes.
+    pub pass: SummaryPass,
+    /// A node with fewer free devices than this fails the filter for sure (a proof the
+    /// framework uses to pass over it; its status is worked out only if the pod fits nowhere).
+    pub min_free_devices: usize,
+}
+
+impl SummaryCheck {
+    /// No cheap verdict.
+    pub const NONE: SummaryCheck = SummaryCheck {
+        pass: SummaryPass::Never,
+        min_free_devices: 0,
+    };
+
+    /// Passes every node.
+    pub const ALWAYS: SummaryCheck = SummaryCheck {
+        pass: SummaryPass::Always,
+        min_free_devices: 0,
+    };
+}
+
+/// An explanation a filter plugin gives of its rejections, beyond its reasons.
+pub struct Explanation {
+    /// The text appended to the pod's message.
+    pub text: String,
+    /// What the plugin needs to write it again for an equivalent pod (see
+    /// [`FilterPlugin::rerender`]); `None` when the text does not depend on the pod.
+    pub data: Option<Box<dyn StateData>>,
+}
+
+impl Explanation {
+    /// The usual layout, the plugin's name, then per reason (in order of first appearance)
+    /// the number of nodes and one line per node:
+    ///
+    /// ```text
+    /// NodePorts:
+    ///   2 node(s) didn't have free ports for the requested pod ports:
+    ///     n1: 8080/TCP by default/web-0
+    ///     n2: 8080/TCP by default/web-1
+    /// ```
+    ///
+    /// `detail` gives a node's line for one of its reasons (`None`: no line).
+    pub fn grouped(
+        plugin: &str,
+        rejected: &[(&NodeInfo, &Status)],
+        mut detail: impl FnMut(&NodeInfo, &str) -> Option<String>,
+    ) -> Explanation {
+        use std::fmt::Write as _;
+        let mut reasons: Vec<&str> = Vec::new();
+        for (_, status) in rejected {
+            for r in status.reasons() {
+                if !reasons.contains(&r.as_ref()) {
+                    reasons.push(r.as_ref());
+                }
+            }
+        }
+        let mut text = format!("{plugin}:");
+        for reason in reasons {
+            let nodes: Vec<&NodeInfo> = rejected
+                .iter()
+                .filter(|(_, st)| st.reasons().iter().any(|r| r.as_ref() == reason))
+                .map(|(n, _)| *n)
+                .collect();
+            let _ = write!(text, "\n  {} {reason}:", nodes.len());
+            for node in nodes {
+                if let Some(d) = detail(node, reason) {
+                    let _ = write!(text, "\n    {}: {d}", node.name);
+                }
+            }
+        }
+        Explanation { text, data: None }
+    }
+}
+
+impl Clone for Explanation {
+    fn clone(&self) -> Self {
+        Explanation {
+            text: self.text.clone(),
+            data: self.data.as_ref().map(|d| (**d).clone_data()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Explanation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Explanation")
+            .field("text", &self.text)
+            .finish()
+    }
+}
+
+/// Decides whether the pod fits on one node.
+pub trait FilterPlugin {
+    /// The node passes (Success), or why not.
+    fn filter(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+
+    /// What this plugin's filter decides from node summaries for this cycle.
+    fn summary_check(&self, _state: &CycleState, _pod: &PodInfo) -> SummaryCheck {
+        SummaryCheck::NONE
+    }
+
+    /// Whether this (expensive) filter may run after scoring, best node first, instead of on
+    /// every node: the framework does so only when no other score depends on which nodes are
+    /// feasible.
+    fn deferrable(&self, _state: &CycleState) -> bool {
+        false
+    }
+
+    /// allot's explanation of this plugin's rejections (`rejected`: every node it rejected,
+    /// in name order, with its status), appended to the pod's message. `Err` stops the
+    /// attempt with that error (a filter error found while explaining).
+    fn explain(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        Ok(None)
+    }
+
+    /// Whether this plugin's verdicts for the pod may be reused for an equivalent pod in the
+    /// same cluster state (the scheduler's failure memo).
+    fn cacheable(&self, _state: &CycleState) -> bool {
+        true
+    }
+
+    /// What, besides the pod itself, this plugin's verdicts depend on (part of the failure
+    /// memo's key).
+    fn signature(&self, _state: &CycleState) -> String {
+        String::new()
+    }
+
+    /// The explanation of an earlier, equivalent pod's failure, written for this pod.
+    fn rerender(&self, _state: &CycleState, _pod: &PodInfo, explanation: &Explanation) -> String {
+        explanation.text.clone()
+    }
+}
+
+/// Per rejected node, its status; nodes not listed were not rejected (or not looked at).
+pub type NodeStatuses = [(usize, Status)];
+
+/// Runs when no node fits (preemption).
+pub trait PostFilterPlugin {
+    /// A nominated node (`Some`) and a status whose message is appended to the pod's message.
+    fn post_filter(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        statuses: &NodeStatuses,
+    ) -> (Option<String>, Status);
+}
+
+/// Runs once per scoring round before Score.
+pub trait PreScorePlugin {
+    /// Computes the plugin's cycle state for the feasible nodes (`nodes`: their slots, in name
+    /// order); `Skip` skips its Score.
+    fn pre_score(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[usize],
+    ) -> Status;
+}
+
+/// Scores feasible nodes (0..=100 after NormalizeScore; the framework multiplies by the
+/// plugin's weight and sums).
+pub trait ScorePlugin {
+    /// The node's raw score.
+    fn score(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status>;
+
+    /// Raw scores from the node summaries alone where the plugin can tell (the framework's
+    /// fast path; must equal [`ScorePlugin::score`]): `out[i].score` for node `out[i].slot`,
+    /// left at [`UNSCORED`] where the plugin needs the full node. A plugin reads its cycle
+    /// state once for the whole batch.
+    fn score_summaries(
+        &mut self,
+        _state: &CycleState,
+        _summaries: &[NodeSummary],
+        _out: &mut [NodeScore],
+    ) {
+    }
+
+    /// NormalizeScore over every scored node.
+    fn normalize(&mut self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) {}
+
+    /// Whether NormalizeScore reads other nodes' scores (a maximum, a minimum), so that a
+    /// node's normalized score depends on which nodes are feasible.
+    fn normalize_depends_on_set(&self) -> bool {
+        false
+    }
+}
+
+/// Reserves (in memory or in the store) what the pod needs on the chosen node.
+pub trait ReservePlugin {
+    /// Reserves; a failure undoes the reservations made so far.
+    fn reserve(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status;
+    /// Undoes `reserve` (called in reverse order; must tolerate a reserve that did not run).
+    fn unreserve(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    );
+}
+
+/// Approves, denies or delays the binding.
+pub trait PermitPlugin {
+    /// Success, a rejection, or `Wait`.
+    fn permit(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status;
+}
+
+/// Prepares the binding (writes what the pod needs; may wait for other components).
+pub trait PreBindPlugin {
+    /// Success, `Wait` (asked again at the status's retry time or when an event concerns the
+    /// pod), or a failure (the framework then unreserves and the pod is scheduled again).
+    fn pre_bind(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status;
+}
+
+/// Binds the pod to the node.
+pub trait BindPlugin {
+    /// Success when bound, `Skip` to leave it to the next bind plugin.
+    fn bind(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status;
+}
+
+/// Which cluster events may make a pod a plugin rejected schedulable (upstream
+/// `EventsToRegister`, without per-pod hints).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterEvents {
+    /// A pod was bound, or a bound pod's labels changed.
+    pub assigned_pod_added_or_relabelled: bool,
+    /// A namespace's labels changed.
+    pub namespace_changed: bool,
+}
+
+/// Registration of the events that may make pods this plugin rejected schedulable, and of
+/// objects whose changes concern a pod it rejected.
+pub trait EnqueueExtensions {
+    /// The events.
+    fn events(&self) -> ClusterEvents;
+
+    /// Objects whose every change should retry the pod (claims it waits for).
+    fn wait_for(&self, _state: &CycleState) -> Vec<ObjectKey> {
+        Vec::new()
+    }
+
+    /// Whether a store event concerns this plugin's interest (beyond [`EnqueueExtensions::events`]).
+    fn concerns(&self, _event: &Event) -> bool {
+        false
+    }
+}
+
+/// A pod's plugins that rejected it, as bits of their index in the profile.
+pub type PluginSet = u64;
+
+/// Downcasting helper for [`Explanation::data`].
+pub fn explanation_data<T: Any>(explanation: &Explanation) -> Option<&T> {
+    explanation
+        .data
+        .as_ref()
+        .and_then(|d| (**d).as_any().downcast_ref())
+}
+
+/// Node names as a set (for PreFilter results).
+pub fn node_names<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> BTreeSet<String> {
+    names.into_iter().map(Into::into).collect()
+}

@@ -1,0 +1,48 @@
+//! NodeUnschedulable (Filter): a `spec.unschedulable` node takes only pods tolerating the
+//! `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use crate::cache::NodeInfo;
+use crate::filters;
+use crate::framework::{
+    Ctx, CycleState, FilterPlugin, Plugin, PodInfo, Status, SummaryCheck, SummaryPass,
+};
+
+/// The plugin's name.
+pub const NAME: &str = "NodeUnschedulable";
+
+/// The NodeUnschedulable plugin.
+#[derive(Debug, Default)]
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn as_filter(&mut self) -> Option<&mut dyn FilterPlugin> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        match filters::node_unschedulable(&pod.pod, &node.node) {
+            None => Status::success(),
+            Some(_) => Status::unresolvable(filters::REASON_UNSCHEDULABLE),
+        }
+    }
+
+    /// A plain node (schedulable, untainted) passes.
+    fn summary_check(&self, _state: &CycleState, _pod: &PodInfo) -> SummaryCheck {
+        SummaryCheck {
+            pass: SummaryPass::IfPlain,
+            min_free_devices: 0,
+        }
+    }
+}

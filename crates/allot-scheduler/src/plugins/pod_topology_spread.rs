@@ -1,0 +1,667 @@
+//! PodTopologySpread (PreFilter, Filter, PreScore, Score): a pod's `DoNotSchedule` spread
+//! constraints must hold on the node (the matching pods of the node's domain, plus the pod
+//! itself if it matches, minus the global minimum, is at most `maxSkew`); `ScheduleAnyway`
+//! constraints score nodes with fewer matching pods higher.
+//!
+//! As upstream: only nodes with every constraint's topology key count; per constraint, nodes
+//! the pod's node affinity excludes are not counted unless `nodeAffinityPolicy: Ignore`, and
+//! nodes with taints the pod does not tolerate are counted unless `nodeTaintsPolicy: Honor`;
+//! terminating pods and pods of other namespaces are not counted; with fewer eligible domains
+//! than `minDomains`, the global minimum is 0; `matchLabelKeys` add `key in (value)` for the
+//! pod's own values to the selector.
+//!
+//! System default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) apply to
+//! pods without constraints of their own through the selectors of the Services, ReplicaSets,
+//! StatefulSets and ReplicationControllers selecting the pod; allot has none of those objects
+//! yet, so [`DefaultSelector`] finds none and the defaults never apply. When those kinds arrive,
+//! a `DefaultSelector` that reads them is the only change needed.
+
+use std::collections::BTreeMap;
+
+use allot_api::core::v1::{
+    NodeInclusionPolicy, Pod, TopologySpreadConstraint, UnsatisfiableConstraintAction,
+};
+use serde::Deserialize;
+
+use crate::cache::{Cache, NodeInfo};
+use crate::filters;
+use crate::framework::{
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, MAX_NODE_SCORE,
+    NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    ScorePlugin, Status,
+};
+use crate::labels::{Operator, Requirement, Selector};
+
+use super::node_affinity::NodeAffinity;
+
+/// The plugin's name.
+pub const NAME: &str = "PodTopologySpread";
+/// A constraint's skew would exceed `maxSkew`.
+pub const REASON_CONSTRAINTS: &str = "node(s) didn't match pod topology spread constraints";
+/// The node lacks a constraint's topology key.
+pub const REASON_NODE_LABEL: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+/// The hostname label.
+const HOSTNAME: &str = "kubernetes.io/hostname";
+/// The zone label.
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// `PodTopologySpreadArgs`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Args {
+    /// Constraints for pods without their own (used with `defaultingType: List`).
+    #[serde(default)]
+    pub default_constraints: Vec<TopologySpreadConstraint>,
+    /// `System` (default: the built-in constraints) or `List`.
+    #[serde(default)]
+    pub defaulting_type: Option<String>,
+}
+
+/// Where a pod's default spreading selector comes from (upstream `helper.DefaultSelector`):
+/// the selectors of the Services, ReplicationControllers, ReplicaSets and StatefulSets that
+/// select the pod, combined.
+pub trait DefaultSelector: std::fmt::Debug {
+    /// The selector, or `None` when nothing selects the pod.
+    fn default_selector(&self, cluster: &Cache, pod: &Pod) -> Option<Selector>;
+}
+
+/// No workload objects: no default selector.
+#[derive(Debug, Default)]
+pub struct NoDefaultSelector;
+
+impl DefaultSelector for NoDefaultSelector {
+    fn default_selector(&self, _cluster: &Cache, _pod: &Pod) -> Option<Selector> {
+        None
+    }
+}
+
+/// A parsed constraint (upstream `topologySpreadConstraint`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Constraint {
+    /// Its position in the pod's `topologySpreadConstraints` (`None`: a default).
+    index: Option<usize>,
+    max_skew: i32,
+    topology_key: String,
+    selector: Selector,
+    min_domains: i32,
+    honor_affinity: bool,
+    honor_taints: bool,
+}
+
+impl Constraint {
+    /// Upstream `matchNodeInclusionPolicies`.
+    fn includes(&self, pod: &Pod, node: &NodeInfo) -> bool {
+        if self.honor_affinity && !NodeAffinity::required_matches(pod, node) {
+            return false;
+        }
+        !(self.honor_taints && filters::untolerated_taint(pod, &node.node).is_some())
+    }
+
+    fn describe(&self) -> String {
+        let which = match self.index {
+            Some(i) => format!("constraint {i}"),
+            None => "default constraint".to_string(),
+        };
+        format!(
+            "{which} (topologyKey {}, maxSkew {}, selector {})",
+            self.topology_key, self.max_skew, self.selector
+        )
+    }
+}
+
+/// The PodTopologySpread plugin.
+#[derive(Debug)]
+pub struct PodTopologySpread {
+    defaults: Vec<TopologySpreadConstraint>,
+    system_defaulted: bool,
+    default_selector: Box<dyn DefaultSelector>,
+}
+
+impl PodTopologySpread {
+    /// The plugin with its arguments.
+    pub fn new(args: Args) -> Result<Self, String> {
+        let system = args
+            .defaulting_type
+            .as_deref()
+            .is_none_or(|t| t == "System");
+        if !system && args.defaulting_type.as_deref() != Some("List") {
+            return Err(format!(
+                "defaultingType: Unsupported value: {:?}: supported values: \"List\", \"System\"",
+                args.defaulting_type.unwrap_or_default()
+            ));
+        }
+        if system && !args.default_constraints.is_empty() {
+            return Err(
+                "defaultConstraints: Invalid value: when .defaultingType is \"System\"".into(),
+            );
+        }
+        let defaults = if system {
+            let c = |key: &str, skew: i32| TopologySpreadConstraint {
+                max_skew: skew,
+                topology_key: key.into(),
+                when_unsatisfiable: UnsatisfiableConstraintAction::ScheduleAnyway,
+                ..Default::default()
+            };
+            vec![c(HOSTNAME, 3), c(ZONE, 5)]
+        } else {
+            args.default_constraints
+        };
+        Ok(PodTopologySpread {
+            defaults,
+            system_defaulted: system,
+            default_selector: Box::new(NoDefaultSelector),
+        })
+    }
+
+    /// Parses the constraints of one action: the pod's own, or, when it has none, the
+    /// defaults with the default selector.
+    fn constraints(
+        &self,
+        cluster: &Cache,
+        pod: &Pod,
+        action: &UnsatisfiableConstraintAction,
+    ) -> Result<Vec<Constraint>, String> {
+        if !pod.spec.topology_spread_constraints.is_empty() {
+            return parse(&pod.spec.topology_spread_constraints, pod, action, true);
+        }
+        let mut constraints = parse(&self.defaults, pod, action, false)?;
+        if constraints.is_empty() {
+            return Ok(constraints);
+        }
+        let Some(selector) = self.default_selector.default_selector(cluster, pod) else {
+            return Ok(Vec::new());
+        };
+        for c in &mut constraints {
+            c.selector = selector.clone();
+        }
+        Ok(constraints)
+    }
+}
+
+/// Parses constraints of one action (upstream `filterTopologySpreadConstraints`).
+fn parse(
+    constraints: &[TopologySpreadConstraint],
+    pod: &Pod,
+    action: &UnsatisfiableConstraintAction,
+    own: bool,
+) -> Result<Vec<Constraint>, String> {
+    let mut out = Vec::new();
+    for (i, c) in constraints.iter().enumerate() {
+        if &c.when_unsatisfiable != action {
+            continue;
+        }
+        let mut selector = Selector::from_api(c.label_selector.as_ref())?;
+        for key in &c.match_label_keys {
+            if let Some(value) = pod.metadata.labels.get(key) {
+                selector.add(Requirement::new(
+                    key.clone(),
+                    Operator::In,
+                    vec![value.clone()],
+                ));
+            }
+        }
+        out.push(Constraint {
+            index: own.then_some(i),
+            max_skew: c.max_skew,
+            topology_key: c.topology_key.clone(),
+            selector,
+            min_domains: c.min_domains.unwrap_or(1),
+            honor_affinity: c.node_affinity_policy != Some(NodeInclusionPolicy::Ignore),
+            honor_taints: c.node_taints_policy == Some(NodeInclusionPolicy::Honor),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a node has every constraint's topology key.
+fn has_all_keys(node: &NodeInfo, constraints: &[Constraint]) -> bool {
+    constraints
+        .iter()
+        .all(|c| node.labels().contains_key(&c.topology_key))
+}
+
+/// Upstream `countPodsMatchSelector`: non-terminating pods of the namespace matching.
+fn count_matching(node: &NodeInfo, selector: &Selector, namespace: &str) -> usize {
+    node.pods
+        .iter()
+        .filter(|p| {
+            let pod = &p.pod;
+            pod.metadata.deletion_timestamp.is_none()
+                && pod.metadata.namespace == namespace
+                && selector.matches(&pod.metadata.labels)
+        })
+        .count()
+}
+
+/// PreFilter state (upstream `preFilterState`): per constraint, the matching pods per domain
+/// and the smallest count.
+#[derive(Debug, Clone)]
+struct FilterState {
+    constraints: Vec<Constraint>,
+    /// Per constraint, matching pods per topology value.
+    counts: Vec<BTreeMap<String, i64>>,
+}
+
+impl FilterState {
+    /// The global minimum for a constraint (0 when fewer domains than `minDomains`).
+    fn min_match(&self, i: usize) -> i64 {
+        let domains = &self.counts[i];
+        if (domains.len() as i64) < i64::from(self.constraints[i].min_domains) {
+            return 0;
+        }
+        domains
+            .values()
+            .copied()
+            .min()
+            .unwrap_or(i64::from(i32::MAX))
+    }
+
+    /// The first constraint the node violates: (index, skew or `None` for a missing label).
+    fn violation(&self, pod: &Pod, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
+        for (i, c) in self.constraints.iter().enumerate() {
+            let Some(value) = node.labels().get(&c.topology_key) else {
+                return Some((i, None));
+            };
+            let self_match = i64::from(c.selector.matches(&pod.metadata.labels));
+            let matching = self.counts[i].get(value).copied().unwrap_or(0);
+            let skew = matching + self_match - self.min_match(i);
+            if skew > i64::from(c.max_skew) {
+                return Some((i, Some(skew)));
+            }
+        }
+        None
+    }
+
+    fn update(&mut self, pod: &Pod, other: &Pod, node: &NodeInfo, delta: i64) {
+        if other.metadata.namespace != pod.metadata.namespace
+            || !has_all_keys(node, &self.constraints)
+        {
+            return;
+        }
+        for (i, c) in self.constraints.iter().enumerate() {
+            if !c.selector.matches(&other.metadata.labels) || !c.includes(pod, node) {
+                continue;
+            }
+            let value = node.labels()[&c.topology_key].clone();
+            *self.counts[i].entry(value).or_insert(0) += delta;
+        }
+    }
+}
+
+/// PreScore state (upstream `preScoreState`).
+#[derive(Debug, Clone)]
+struct ScoreState {
+    constraints: Vec<Constraint>,
+    /// Scored nodes without every topology key (by slot).
+    ignored: Vec<usize>,
+    /// Per constraint, matching pods per topology value of the scored nodes (not hostname).
+    counts: Vec<BTreeMap<String, i64>>,
+    /// Per constraint, `ln(domains + 2)`.
+    weights: Vec<f64>,
+}
+
+impl Plugin for PodTopologySpread {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn as_pre_filter(&mut self) -> Option<&mut dyn PreFilterPlugin> {
+        Some(self)
+    }
+
+    fn as_filter(&mut self) -> Option<&mut dyn FilterPlugin> {
+        Some(self)
+    }
+
+    fn as_pre_score(&mut self) -> Option<&mut dyn PreScorePlugin> {
+        Some(self)
+    }
+
+    fn as_score(&mut self) -> Option<&mut dyn ScorePlugin> {
+        Some(self)
+    }
+
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+}
+
+impl EnqueueExtensions for PodTopologySpread {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents {
+            assigned_pod_added_or_relabelled: true,
+            namespace_changed: false,
+        }
+    }
+}
+
+impl PreFilterPlugin for PodTopologySpread {
+    /// Counts, per `DoNotSchedule` constraint, the matching pods of every eligible domain;
+    /// Skip without such constraints.
+    fn pre_filter(
+        &mut self,
+        ctx: &mut PreFilterCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> (PreFilterResult, Status) {
+        let pod = &pod.pod;
+        let constraints = match self.constraints(
+            ctx.cluster,
+            pod,
+            &UnsatisfiableConstraintAction::DoNotSchedule,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                return (
+                    PreFilterResult::all_nodes(),
+                    Status::error(format!("get constraints from pod: {e}")),
+                );
+            }
+        };
+        if constraints.is_empty() {
+            return (PreFilterResult::all_nodes(), Status::skip());
+        }
+        let mut counts = vec![BTreeMap::new(); constraints.len()];
+        for node in ctx.cluster.nodes_in_order() {
+            if !has_all_keys(node, &constraints) {
+                continue;
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                if !c.includes(pod, node) {
+                    continue;
+                }
+                let value = node.labels()[&c.topology_key].clone();
+                let n = count_matching(node, &c.selector, &pod.metadata.namespace) as i64;
+                *counts[i].entry(value).or_insert(0) += n;
+            }
+        }
+        state.write(FilterState {
+            constraints,
+            counts,
+        });
+        (PreFilterResult::all_nodes(), Status::success())
+    }
+
+    fn add_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<FilterState>() {
+            s.update(&pod.pod, &added.pod, node, 1);
+        }
+        Status::success()
+    }
+
+    fn remove_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<FilterState>() {
+            s.update(&pod.pod, &removed.pod, node, -1);
+        }
+        Status::success()
+    }
+}
+
+impl FilterPlugin for PodTopologySpread {
+    fn filter(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        let Some(s) = state.read::<FilterState>() else {
+            return Status::error(
+                "reading \"PreFilterPodTopologySpread\" from cycleState: not found",
+            );
+        };
+        match s.violation(&pod.pod, node) {
+            None => Status::success(),
+            Some((_, None)) => Status::unresolvable(REASON_NODE_LABEL),
+            Some((_, Some(_))) => Status::unschedulable(REASON_CONSTRAINTS),
+        }
+    }
+
+    /// Per rejected node: the constraint, the node's domain with its matching pods, the global
+    /// minimum and the skew.
+    fn explain(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        let Some(s) = state.read::<FilterState>() else {
+            return Ok(None);
+        };
+        let pod = &pod.pod;
+        Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
+            let (i, skew) = s.violation(pod, node)?;
+            let c = &s.constraints[i];
+            let Some(skew) = skew else {
+                return Some(format!(
+                    "{}: the node has no label {}",
+                    c.describe(),
+                    c.topology_key
+                ));
+            };
+            let value = &node.labels()[&c.topology_key];
+            let matching = s.counts[i].get(value).copied().unwrap_or(0);
+            let min = s.min_match(i);
+            let minimum = s.counts[i]
+                .iter()
+                .filter(|(_, n)| **n == min)
+                .map(|(v, _)| format!("{}={v}", c.topology_key))
+                .next()
+                .unwrap_or_else(|| format!("fewer than minDomains {}", c.min_domains));
+            let pods = domain_pods(ctx.cluster, pod, c, value);
+            Some(format!(
+                "{}: {}={value} has {matching} matching pod(s){}, the global minimum is {min} ({minimum}): skew {skew} > maxSkew {}",
+                c.describe(),
+                c.topology_key,
+                if pods.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", pods.join(", "))
+                },
+                c.max_skew
+            ))
+        })))
+    }
+}
+
+/// The counted pods of a domain (at most ten named).
+fn domain_pods(cluster: &Cache, pod: &Pod, c: &Constraint, value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for node in cluster.nodes_in_order() {
+        if node.labels().get(&c.topology_key).map(String::as_str) != Some(value)
+            || !c.includes(pod, node)
+        {
+            continue;
+        }
+        for p in &node.pods {
+            let other = &p.pod;
+            if other.metadata.deletion_timestamp.is_none()
+                && other.metadata.namespace == pod.metadata.namespace
+                && c.selector.matches(&other.metadata.labels)
+            {
+                out.push(p.key());
+            }
+        }
+    }
+    out.sort();
+    if out.len() > 10 {
+        let more = out.len() - 10;
+        out.truncate(10);
+        out.push(format!("and {more} more"));
+    }
+    out
+}
+
+impl PreScorePlugin for PodTopologySpread {
+    /// Counts, per `ScheduleAnyway` constraint, the matching pods of the domains of the
+    /// scored nodes; Skip without such constraints.
+    fn pre_score(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[usize],
+    ) -> Status {
+        let cluster = ctx.cluster;
+        if cluster.node_count() == 0 {
+            return Status::skip();
+        }
+        let pod = &pod.pod;
+        let constraints = match self.constraints(
+            cluster,
+            pod,
+            &UnsatisfiableConstraintAction::ScheduleAnyway,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                return Status::error(format!(
+                    "calculating preScoreState: obtaining pod's soft topology spread constraints: {e}"
+                ));
+            }
+        };
+        if constraints.is_empty() {
+            return Status::skip();
+        }
+        let require_all =
+            !pod.spec.topology_spread_constraints.is_empty() || !self.system_defaulted;
+        let mut ignored = Vec::new();
+        let mut counts: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); constraints.len()];
+        for &slot in nodes {
+            let Some(node) = cluster.node(slot) else {
+                continue;
+            };
+            if require_all && !has_all_keys(node, &constraints) {
+                ignored.push(slot);
+                continue;
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                if c.topology_key == HOSTNAME {
+                    continue;
+                }
+                let value = node
+                    .labels()
+                    .get(&c.topology_key)
+                    .cloned()
+                    .unwrap_or_default();
+                counts[i].entry(value).or_insert(0);
+            }
+        }
+        let weights = constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let size = if c.topology_key == HOSTNAME {
+                    nodes.len() - ignored.len()
+                } else {
+                    counts[i].len()
+                };
+                ((size + 2) as f64).ln()
+            })
+            .collect();
+        for node in cluster.nodes_in_order() {
+            if require_all && !has_all_keys(node, &constraints) {
+                continue;
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                if !c.includes(pod, node) {
+                    continue;
+                }
+                let value = node
+                    .labels()
+                    .get(&c.topology_key)
+                    .cloned()
+                    .unwrap_or_default();
+                let Some(count) = counts[i].get_mut(&value) else {
+                    continue;
+                };
+                *count += count_matching(node, &c.selector, &pod.metadata.namespace) as i64;
+            }
+        }
+        state.write(ScoreState {
+            constraints,
+            ignored,
+            counts,
+            weights,
+        });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for PodTopologySpread {
+    /// Per constraint whose key the node has: the domain's matching pods times the
+    /// constraint's weight, plus `maxSkew - 1`; summed and rounded.
+    fn score(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let Some(s) = state.read::<ScoreState>() else {
+            return Ok(0);
+        };
+        if s.ignored.iter().any(|slot| {
+            _ctx.cluster
+                .node(*slot)
+                .is_some_and(|n| n.name == node.name)
+        }) {
+            return Ok(0);
+        }
+        let mut score = 0f64;
+        for (i, c) in s.constraints.iter().enumerate() {
+            let Some(value) = node.labels().get(&c.topology_key) else {
+                continue;
+            };
+            let count = if c.topology_key == HOSTNAME {
+                count_matching(node, &c.selector, &pod.pod.metadata.namespace) as i64
+            } else {
+                s.counts[i].get(value).copied().unwrap_or(0)
+            };
+            score += count as f64 * s.weights[i] + f64::from(c.max_skew - 1);
+        }
+        Ok(score.round() as i64)
+    }
+
+    /// Fewer matching pods is better: `100 * (max + min - score) / max`; ignored nodes 0.
+    fn normalize(&mut self, state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) {
+        let Some(s) = state.read::<ScoreState>() else {
+            return;
+        };
+        let ignored = |slot: usize| s.ignored.contains(&slot);
+        let (mut min, mut max) = (i64::MAX, 0i64);
+        for sc in scores.iter() {
+            if ignored(sc.slot) {
+                continue;
+            }
+            min = min.min(sc.score);
+            max = max.max(sc.score);
+        }
+        for sc in scores.iter_mut() {
+            if ignored(sc.slot) {
+                sc.score = 0;
+            } else if max == 0 {
+                sc.score = MAX_NODE_SCORE;
+            } else {
+                sc.score = MAX_NODE_SCORE * (max + min - sc.score) / max;
+            }
+        }
+    }
+
+    fn normalize_depends_on_set(&self) -> bool {
+        true
+    }
+}

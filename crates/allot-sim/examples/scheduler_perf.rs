@@ -1,0 +1,101 @@
+//! Runs one of kube-scheduler's scheduler_perf workloads (see
+//! `allot_sim::scheduler_perf`) through `allot simulate`'s controllers and reports the
+//! scheduling rate next to upstream's threshold.
+//!
+//! `cargo run --release -p allot-sim --example scheduler_perf -- SchedulingBasic [nodes]`
+//! (workloads: SchedulingBasic, SchedulingPodAntiAffinity, SchedulingPodAffinity,
+//! TopologySpreading; `all` runs each).
+
+use std::time::Instant;
+
+use allot_sim::scheduler_perf::{WORKLOADS, Workload, workload};
+
+#[global_allocator]
+static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
+
+/// User plus system CPU seconds of this process so far (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+fn run(w: Workload) {
+    let started = Instant::now();
+    let mut input = match w.load() {
+        Ok(input) => input,
+        Err(err) => {
+            eprintln!("{}: {err}", w.name);
+            std::process::exit(2);
+        }
+    };
+    let loaded = started.elapsed();
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    let outcome = match allot_sim::run_moving(&mut input, &mut |_| {}) {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            eprintln!("{}: {err}", w.name);
+            std::process::exit(1);
+        }
+    };
+    let ran = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
+    let bound = outcome
+        .store
+        .list::<allot_api::core::v1::Pod>()
+        .filter(|p| p.spec.node_name.is_some())
+        .count();
+    let scheduler = outcome
+        .stats
+        .controllers
+        .iter()
+        .filter(|(name, _, _)| *name == "scheduler")
+        .map(|(_, _, nanos)| *nanos as f64 / 1e9)
+        .sum::<f64>();
+    let pods = w.pods() as f64;
+    println!(
+        "{}: {} nodes, {} pods ({} init + {} measured), {bound} bound; load {:.2}s, run {ran:.2}s wall ({} CPU), scheduler {scheduler:.2}s",
+        w.name,
+        w.nodes,
+        w.pods(),
+        w.init_pods,
+        w.measure_pods,
+        loaded.as_secs_f64(),
+        cpu.map_or("?".to_string(), |c| format!("{c:.2}s")),
+    );
+    println!(
+        "  {:.0} pods/s (run, wall), {} pods/s (run, CPU), {:.0} pods/s (scheduler only); upstream threshold {} pods/s, 10x = {}",
+        pods / ran,
+        cpu.map_or("?".to_string(), |c| format!("{:.0}", pods / c)),
+        pods / scheduler.max(1e-9),
+        w.threshold,
+        10 * w.threshold,
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let name = args.first().map_or("SchedulingBasic", String::as_str);
+    let nodes: Option<usize> = args.get(1).and_then(|n| n.parse().ok());
+    let chosen: Vec<Workload> = if name == "all" {
+        WORKLOADS.to_vec()
+    } else {
+        match workload(name) {
+            Some(w) => vec![w],
+            None => {
+                eprintln!(
+                    "unknown workload {name:?}; one of: {}",
+                    WORKLOADS.map(|w| w.name).join(", ")
+                );
+                std::process::exit(2);
+            }
+        }
+    };
+    for w in chosen {
+        run(nodes.map_or(w, |n| w.scaled(n)));
+    }
+}
