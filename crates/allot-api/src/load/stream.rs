@@ -185,6 +185,15 @@ impl<F: FnMut(LoadEvent)> Emitter<F> {
             }
             Done::Piece(piece, PieceLoaded::Invalid(err)) => {
                 self.failed = Some(piece.source);
+                // One pass parses the whole text before it converts a document: a syntax
+                // error further on is what it reports.
+                let err = if piece.end == piece.text.len() {
+                    err
+                } else {
+                    super::check_syntax(&piece.name, &piece.text[piece.start..], piece.offset)
+                        .err()
+                        .unwrap_or(err)
+                };
                 (self.sink)(LoadEvent::FileError(err));
             }
             Done::Piece(_, PieceLoaded::Panicked(payload)) => std::panic::resume_unwind(payload),
