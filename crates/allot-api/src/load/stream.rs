@@ -357,6 +357,10 @@ pub(crate) fn document_cuts(text: &str, piece_bytes: usize) -> Vec<(usize, u32)>
     let (mut at, mut lines) = (0usize, 0u32);
     let mut search = piece_bytes;
     while search < text.len() {
+        // A byte offset may fall inside a character: search from the next character.
+        while !text.is_char_boundary(search) {
+            search += 1;
+        }
         let Some(found) = text[search..].find("\n---") else {
             break;
         };
@@ -389,4 +393,19 @@ fn after_directive(before: &str) -> bool {
 
 pub(crate) fn count_lines(bytes: &[u8]) -> u32 {
     u32::try_from(bytes.iter().filter(|&&b| b == b'\n').count()).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::document_cuts;
+
+    #[test]
+    fn a_piece_size_inside_a_character_does_not_panic() {
+        // '胘' is three bytes (3..6): a piece size of 4 falls inside it.
+        let text = "a: 胘\n---\nb: 1\n";
+        let cuts = document_cuts(text, 4);
+        assert_eq!(cuts[0], (0, 0));
+        assert!(cuts.iter().all(|(at, _)| text.is_char_boundary(*at)));
+        assert_eq!(cuts.len(), 2, "{cuts:?}");
+    }
 }
