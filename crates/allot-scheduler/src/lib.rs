@@ -906,3 +906,6 @@ mod feasible_nodes_tests {
         assert_eq!(find(100, 5000), 5000);
     }
 }
+
+#[cfg(test)]
+mod volume_properties;
