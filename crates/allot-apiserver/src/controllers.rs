@@ -62,6 +62,11 @@ pub const LOOPS: &[Loop] = &[
         help: "creates StatefulSets' ordinal pods and their claims",
     },
     Loop {
+        name: "persistentvolume-binder-controller",
+        aliases: &["persistentvolume-binder"],
+        help: "binds and provisions Immediate PersistentVolumeClaims, keeps volumes' phases",
+    },
+    Loop {
         name: "daemonset-controller",
         aliases: &["daemonset"],
         help: "runs one pod of each DaemonSet per eligible node",

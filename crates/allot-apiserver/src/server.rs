@@ -377,7 +377,7 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
     }
     // The workload controllers of kube-controller-manager, as `allot simulate` runs them.
     type MakeLoop = fn() -> Box<dyn allot_runtime::Controller>;
-    let workloads: [(&str, MakeLoop); 6] = [
+    let workloads: [(&str, MakeLoop); 7] = [
         ("deployment-controller", || {
             Box::new(allot_controllers::DeploymentController::new())
         }),
@@ -386,6 +386,9 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
         }),
         ("statefulset-controller", || {
             Box::new(allot_controllers::StatefulSetController::new())
+        }),
+        ("persistentvolume-binder-controller", || {
+            Box::new(allot_controllers::PersistentVolumeController::new())
         }),
         ("daemonset-controller", || {
             Box::new(allot_controllers::DaemonSetController::new())

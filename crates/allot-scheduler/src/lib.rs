@@ -791,6 +791,17 @@ impl Controller for Scheduler {
             (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_) | Stored::PodGroup(_), _) => {
                 self.all_unschedulable()
             }
+            // The volume plugins' objects (upstream registers these events for VolumeBinding,
+            // VolumeZone, VolumeRestrictions and NodeVolumeLimits).
+            (
+                Stored::PersistentVolume(_)
+                | Stored::PersistentVolumeClaim(_)
+                | Stored::StorageClass(_)
+                | Stored::CSINode(_)
+                | Stored::CSIDriver(_)
+                | Stored::CSIStorageCapacity(_),
+                EventType::Added | EventType::Modified,
+            ) => self.all_unschedulable(),
             (Stored::Namespace(_), _) => self.unschedulable_by(self.namespace_interest),
             (Stored::ResourceClaim(claim), event_type) => {
                 // Only pods waiting here (unschedulable or in PreBind) are requeued.
@@ -895,3 +906,6 @@ mod feasible_nodes_tests {
         assert_eq!(find(100, 5000), 5000);
     }
 }
+
+#[cfg(test)]
+mod volume_properties;

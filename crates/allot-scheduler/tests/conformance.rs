@@ -49,6 +49,10 @@ struct Table {
     /// Nodes every case sees unless it lists its own.
     #[serde(default)]
     nodes: Vec<Node>,
+    /// Other objects every case sees (PersistentVolumes, claims, StorageClasses, CSINodes,
+    /// CSIDrivers, CSIStorageCapacities), by `kind`.
+    #[serde(default)]
+    objects: Vec<Value>,
     cases: Vec<Case>,
 }
 
@@ -63,6 +67,9 @@ struct Case {
     /// Pods already placed (with `spec.nodeName`).
     #[serde(default)]
     pods: Vec<Pod>,
+    /// Objects of this case, beside the table's.
+    #[serde(default)]
+    objects: Vec<Value>,
     /// The pod to schedule.
     pod: Pod,
     want: Want,
@@ -129,6 +136,9 @@ fn cluster(table: &Table, case: &Case) -> (Store, Cache) {
     for node in case.nodes.as_ref().unwrap_or(&table.nodes) {
         store.create(node.clone(), &now).expect("node");
     }
+    for object in table.objects.iter().chain(&case.objects) {
+        create_object(&mut store, object, &now);
+    }
     for (i, pod) in case.pods.iter().enumerate() {
         let mut pod = pod.clone();
         if pod.metadata.name.is_empty() {
@@ -144,6 +154,44 @@ fn cluster(table: &Table, case: &Case) -> (Store, Cache) {
     cache.sync(&store);
     cache.order();
     (store, cache)
+}
+
+/// Creates one of the volume plugins' objects from its JSON form (by `kind`).
+fn create_object(store: &mut Store, object: &Value, now: &str) {
+    use allot_api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use allot_api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+    fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> T {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("kind");
+        }
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{object}: {e}", object = "object"))
+    }
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let result = match kind {
+        "PersistentVolume" => store
+            .create(typed::<PersistentVolume>(object), now)
+            .map(|_| ()),
+        "PersistentVolumeClaim" => {
+            let mut c: PersistentVolumeClaim = typed(object);
+            if c.metadata.namespace.is_empty() {
+                c.metadata.namespace = "default".into();
+            }
+            store.create(c, now).map(|_| ())
+        }
+        "StorageClass" => store.create(typed::<StorageClass>(object), now).map(|_| ()),
+        "CSINode" => store.create(typed::<CSINode>(object), now).map(|_| ()),
+        "CSIDriver" => store.create(typed::<CSIDriver>(object), now).map(|_| ()),
+        "CSIStorageCapacity" => {
+            let mut c: CSIStorageCapacity = typed(object);
+            if c.metadata.namespace.is_empty() {
+                c.metadata.namespace = "default".into();
+            }
+            store.create(c, now).map(|_| ())
+        }
+        other => panic!("object of kind {other:?} not supported by the runner"),
+    };
+    result.unwrap_or_else(|e| panic!("{kind}: {e}"));
 }
 
 fn framework(table: &Table, case: &Case) -> Framework {

@@ -63,7 +63,8 @@ struct Controllers {
 
 /// The controllers in their fixed order: ResourceClaimController, Scheduler, one NodeAgent per
 /// node (in node name order), DeviceTaintEvictionController, PoolStatusController, the workload
-/// controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob), the
+/// controllers (Deployment, ReplicaSet, StatefulSet, the PersistentVolume binder, DaemonSet, Job,
+/// CronJob), the
 /// EventRecorder and the GarbageCollector.
 fn controllers(input: &Input, store: &Store) -> Result<Controllers, SimError> {
     controllers_for(input, store, &[], &[])
@@ -141,6 +142,9 @@ fn controllers_for(
     list.push(Box::new(allot_controllers::DeploymentController::new()));
     list.push(Box::new(allot_controllers::ReplicaSetController::new()));
     list.push(Box::new(allot_controllers::StatefulSetController::new()));
+    list.push(Box::new(
+        allot_controllers::PersistentVolumeController::new(),
+    ));
     list.push(Box::new(allot_controllers::DaemonSetController::new()));
     list.push(Box::new(allot_controllers::JobController::new()));
     list.push(Box::new(allot_controllers::CronJobController::new()));

@@ -367,6 +367,28 @@ fn examples_workloads() {
     report(failures);
 }
 
+/// Storage as kube-scheduler sees it (examples/scheduling/volumes.yaml): local volumes with
+/// node affinity, a WaitForFirstConsumer class without a provisioner and one with a CSI
+/// provisioner and allowedTopologies, CSINode volume limits, StatefulSets' claims bound by
+/// VolumeBinding, a zone-labelled volume, an unbound Immediate claim and a ReadWriteOncePod
+/// conflict.
+#[test]
+fn examples_scheduling_volumes() {
+    let failures = [
+        case(
+            "examples-scheduling-volumes-table",
+            "examples-scheduling-volumes.table.txt",
+            &["simulate", "examples/scheduling/volumes.yaml"],
+        ),
+        case(
+            "examples-scheduling-volumes-json",
+            "examples-scheduling-volumes.json",
+            &["simulate", "-o", "json", "examples/scheduling/volumes.yaml"],
+        ),
+    ];
+    report(failures);
+}
+
 /// The YAML files of `examples/spec`, by file name, sorted.
 fn spec_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(workspace_root().join("examples/spec"))

@@ -56,9 +56,9 @@ pub struct Profile {
 
 impl Profile {
     /// kube-scheduler 1.37's default profile, without the plugins allot does not have yet
-    /// (the volume plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone,
-    /// and DefaultPreemption): SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
+    /// (DefaultPreemption): SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
     /// TaintToleration (weight 3), NodeAffinity (2), NodePorts, NodeResourcesFit (1),
+    /// VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
     /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1),
     /// NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder.
     pub fn default_profile(scheduler_name: &str) -> Self {
@@ -74,6 +74,10 @@ impl Profile {
                 p("NodeAffinity").weight(2),
                 p("NodePorts"),
                 p("NodeResourcesFit").weight(1),
+                p("VolumeRestrictions"),
+                p("NodeVolumeLimits"),
+                p("VolumeBinding"),
+                p("VolumeZone"),
                 p("PodTopologySpread").weight(2),
                 p("InterPodAffinity").weight(2),
                 p("DynamicResources"),

@@ -10,10 +10,15 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_util;
+pub mod volume_zone;
 
 use serde::de::DeserializeOwned;
 
@@ -64,6 +69,10 @@ pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugi
         }
         image_locality::NAME => Box::new(image_locality::ImageLocality),
         default_binder::NAME => Box::new(default_binder::DefaultBinder),
+        volume_restrictions::NAME => Box::new(volume_restrictions::VolumeRestrictions),
+        node_volume_limits::NAME => Box::new(node_volume_limits::NodeVolumeLimits),
+        volume_binding::NAME => Box::new(volume_binding::VolumeBinding),
+        volume_zone::NAME => Box::new(volume_zone::VolumeZone),
         other => return Err(format!("plugin {other:?} does not exist")),
     })
 }
