@@ -3,6 +3,7 @@
 pub mod balanced_allocation;
 pub mod default_binder;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -64,6 +65,7 @@ pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugi
         }
         image_locality::NAME => Box::new(image_locality::ImageLocality),
         default_binder::NAME => Box::new(default_binder::DefaultBinder),
+        gang_scheduling::NAME => Box::new(gang_scheduling::GangScheduling::default()),
         other => return Err(format!("plugin {other:?} does not exist")),
     })
 }
