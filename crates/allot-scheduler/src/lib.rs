@@ -182,6 +182,8 @@ pub struct Scheduler {
     /// Pods rejected at Permit (a gang that timed out): how often, and until when they back
     /// off before their next attempt (upstream's pod backoff: 1 s, doubling, at most 10 s).
     backoff: BTreeMap<ObjectKey, (u32, SimTime)>,
+    /// The resourceVersion of the scheduler's own last status write of each PodGroup.
+    own_group_writes: BTreeMap<ObjectKey, u64>,
     /// Nodes where a pod's binding failed; tried last next time.
     avoid: BTreeMap<ObjectKey, BTreeSet<String>>,
     /// Pods waiting for an object (a claim) to appear or change.
@@ -240,6 +242,7 @@ impl Scheduler {
             waiting: BTreeMap::new(),
             permit_waiting: BTreeMap::new(),
             backoff: BTreeMap::new(),
+            own_group_writes: BTreeMap::new(),
             avoid: BTreeMap::new(),
             waiters: BTreeMap::new(),
             own_writes: BTreeMap::new(),
@@ -334,6 +337,7 @@ impl Scheduler {
         for object in wait_for {
             self.waiters.entry(object).or_default().insert(key.clone());
         }
+        self.note_gang(store, key, Err((reason, &message)), now)?;
         let stamp = self.stamp(now);
         match conditions::write_pod_scheduled(store, key, Err((reason, &message)), &stamp) {
             Ok(Some(rv)) => {
@@ -788,6 +792,61 @@ impl Scheduler {
         self.mark_not_scheduled(store, key, (reason, message), wait_for, 0, now)
     }
 
+    /// Keeps the `PodGroupScheduled` condition of a gang pod's PodGroup: False with the pod's
+    /// reason and message when it was not scheduled; True once `minCount` of the group's pods
+    /// are bound.
+    fn note_gang(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        verdict: Result<(), (&str, &str)>,
+        now: SimTime,
+    ) -> Result<(), SchedulerError> {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
+            return Ok(());
+        };
+        let Some(min_count) = plugins::gang_scheduling::gang_min_count(&self.cache, &pod) else {
+            return Ok(());
+        };
+        let Some((ns, name)) = cache::pod_group_key(&pod) else {
+            return Ok(());
+        };
+        if verdict.is_ok() {
+            let bound = self
+                .cache
+                .group_members(&ns, &name)
+                .into_iter()
+                .flatten()
+                .filter(|k| {
+                    store
+                        .get::<Pod>(&k.namespace, &k.name)
+                        .is_some_and(is_assigned)
+                })
+                .count();
+            if bound < min_count {
+                return Ok(());
+            }
+        }
+        let stamp = self.stamp(now);
+        conditions::write_pod_group_scheduled(store, &ns, &name, verdict, &stamp).map_err(
+            |source| SchedulerError::Store {
+                action: "update pod group",
+                key: format!("{ns}/{name}"),
+                source: Box::new(source),
+            },
+        )?;
+        if let Some(rv) = store
+            .get::<allot_api::scheduling::v1beta1::PodGroup>(&ns, &name)
+            .and_then(|g| g.metadata.resource_version.parse().ok())
+        {
+            self.own_group_writes.insert(
+                ObjectKey::new(Kind::PodGroup, ns.as_str(), name.as_str()),
+                rv,
+            );
+        }
+        Ok(())
+    }
+
     /// A pod waiting at Permit that was deleted or no longer wants scheduling: unreserved.
     fn reject_permit_waiting(&mut self, store: &mut Store, key: &ObjectKey, now: SimTime) {
         let Some(mut waiting) = self.permit_waiting.remove(key) else {
@@ -881,6 +940,7 @@ impl Scheduler {
                 now,
             );
         }
+        self.note_gang(store, key, Ok(()), now)?;
         Ok(Action::Done)
     }
 
@@ -990,6 +1050,9 @@ impl Controller for Scheduler {
                 self.all_unschedulable()
             }
             (Stored::PodGroup(_), _) => {
+                if self.own_group_writes.get(&event.key) == Some(&event.resource_version) {
+                    return Vec::new();
+                }
                 let mut keys = self.all_unschedulable();
                 keys.extend(self.gated_in_group(
                     store,

@@ -59,6 +59,19 @@ fn a_gang_that_fits_binds_together() {
     let mut rt = runtime(store_of(&docs));
     settle(&mut rt);
     assert_eq!(bound(&rt, &["w-0", "w-1"]), 2);
+    let (status, reason, _) = group_condition(&rt, "g");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Scheduled"));
+}
+
+fn group_condition(rt: &Runtime, name: &str) -> (String, String, String) {
+    let group = rt.store.get::<PodGroup>("default", name).unwrap();
+    let c = group
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PodGroupScheduled")
+        .expect("PodGroupScheduled");
+    (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
 #[test]
@@ -176,7 +189,11 @@ fn a_gang_that_does_not_fit_binds_nothing_and_frees_its_devices_at_the_timeout()
         .unwrap();
     assert!(rt.errors().is_empty(), "{:?}", rt.errors());
     assert_eq!(bound(&rt, &gang), 0);
-    assert!(rt.store.get::<PodGroup>("default", "g").is_some());
+    let (status, reason, _) = group_condition(&rt, "g");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "Unschedulable")
+    );
 }
 
 /// minCount below the number of pods: the first minCount bind together, the rest one by one.
@@ -190,4 +207,124 @@ fn members_beyond_min_count_bind_on_their_own() {
     let mut rt = runtime(store_of(&docs));
     settle(&mut rt);
     assert_eq!(bound(&rt, &["w-0", "w-1", "w-2"]), 2);
+}
+
+mod properties {
+    //! Random gangs on a cluster with a random number of GPUs: a gang is either bound to at
+    //! least its minCount or not at all, at every checkpoint; when the GPUs suffice for every
+    //! member that can run, a gang that timed out holds no device at the timeout.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    struct GangSpec {
+        size: usize,
+        min_count: usize,
+        /// One member asks for a zone no node has.
+        infeasible: bool,
+    }
+
+    fn gang_spec() -> impl Strategy<Value = GangSpec> {
+        (1usize..=4, any::<bool>())
+            .prop_flat_map(|(size, infeasible)| {
+                (Just(size), 1..=size, Just(infeasible && size > 1))
+            })
+            .prop_map(|(size, min_count, infeasible)| GangSpec {
+                size,
+                min_count,
+                infeasible,
+            })
+    }
+
+    fn member_names(g: usize, spec: &GangSpec) -> Vec<String> {
+        (0..spec.size).map(|i| format!("g{g}-{i}")).collect()
+    }
+
+    fn scenario(gangs: &[GangSpec], gpus: [usize; 3]) -> Vec<String> {
+        let mut docs = vec![NODES.to_string(), GPU_CLASS.to_string()];
+        for (node, count) in ["node-a", "node-b", "node-c"].iter().zip(gpus) {
+            if count == 0 {
+                continue;
+            }
+            let names: Vec<(String, &str)> =
+                (0..count).map(|i| (format!("gpu-{i}"), "a")).collect();
+            let devices: Vec<(&str, &str)> = names.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+            docs.push(slice(node, &devices, false));
+        }
+        for (g, spec) in gangs.iter().enumerate() {
+            docs.push(group(&format!("g{g}"), spec.min_count as u32));
+            for (i, name) in member_names(g, spec).iter().enumerate() {
+                let extra = if spec.infeasible && i == 0 {
+                    "  nodeSelector: {zone: z9}\n"
+                } else {
+                    ""
+                };
+                docs.extend(gpu_member(name, &format!("g{g}"), extra));
+            }
+        }
+        docs
+    }
+
+    fn check_all_or_nothing(rt: &Runtime, gangs: &[GangSpec]) -> Result<(), TestCaseError> {
+        for (g, spec) in gangs.iter().enumerate() {
+            let names = member_names(g, spec);
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let n = bound(rt, &refs);
+            prop_assert!(
+                n == 0 || n >= spec.min_count,
+                "gang g{g} (minCount {}) has {n} pods bound",
+                spec.min_count
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn gangs_bind_all_or_nothing_and_free_what_they_held(
+            gangs in prop::collection::vec(gang_spec(), 1..=3),
+            gpus in [0usize..=4, 0usize..=4, 0usize..=4],
+        ) {
+            let mut rt = runtime(store_of(&scenario(&gangs, gpus)));
+            rt.run_due(100_000).unwrap();
+            prop_assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+            check_all_or_nothing(&rt, &gangs)?;
+            let feasible: usize = gangs
+                .iter()
+                .map(|g| g.size - usize::from(g.infeasible))
+                .sum();
+            let plenty = gpus.iter().sum::<usize>() >= feasible;
+            // Gangs unbound just before the timeout.
+            rt.advance_to(SimTime::ZERO.plus_seconds(299), 100_000).unwrap();
+            check_all_or_nothing(&rt, &gangs)?;
+            let unbound: Vec<usize> = (0..gangs.len())
+                .filter(|&g| {
+                    let names = member_names(g, &gangs[g]);
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    bound(&rt, &refs) == 0
+                })
+                .collect();
+            rt.advance_to(SimTime::ZERO.plus_seconds(300), 100_000).unwrap();
+            prop_assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+            check_all_or_nothing(&rt, &gangs)?;
+            if plenty {
+                for &g in &unbound {
+                    for name in member_names(g, &gangs[g]) {
+                        prop_assert!(
+                            !allocated(&rt, &format!("{name}-gpu")),
+                            "{name} of timed-out gang g{g} still holds a device"
+                        );
+                    }
+                }
+            }
+            for t in [301, 900, 2000] {
+                rt.advance_to(SimTime::ZERO.plus_seconds(t), 100_000).unwrap();
+                prop_assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+                check_all_or_nothing(&rt, &gangs)?;
+            }
+        }
+    }
 }
