@@ -121,6 +121,11 @@ pub struct Args {
     /// At most this many copies for --what-if.
     #[arg(long = "what-if-limit", default_value_t = 1000)]
     pub what_if_limit: usize,
+    /// How long the run goes on after the last Timeline event (a Go duration: 90m, 4h, 1h30m)
+    /// before it stops, pods still running or not; it stops earlier when nothing is left to
+    /// happen. Overrides the Timeline's `horizon` (default 1h).
+    #[arg(long = "horizon", value_name = "DURATION", value_parser = parse_horizon)]
+    pub horizon: Option<u64>,
     /// Write each phase's time (load, validate, run, write) and the summary line on stderr
     /// even when it is not a terminal (on a terminal they are always shown).
     #[arg(long)]
@@ -398,6 +403,12 @@ fn what_if(
     Ok(if answer.placed == 0 { 1 } else { 0 })
 }
 
+/// `--horizon`: a Go duration in milliseconds.
+fn parse_horizon(text: &str) -> Result<u64, String> {
+    allot_sim::timeline::parse_duration_millis(text)
+        .ok_or_else(|| format!("{text:?} is not a duration (examples: 90m, 4h, 1h30m)"))
+}
+
 /// The final state in the chosen format.
 fn write_output(
     args: &Args,
@@ -497,6 +508,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
             return Ok(2);
         }
     };
+    if let Some(horizon) = args.horizon {
+        input.horizon_millis = horizon;
+    }
     let mut workload = None;
     if let Some(path) = &args.what_if {
         match capacity::what_if_file(path)? {
