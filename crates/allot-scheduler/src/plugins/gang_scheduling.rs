@@ -237,7 +237,7 @@ pub fn go_duration(millis: u64) -> String {
     let hours = millis / 3_600_000;
     let minutes = millis / 60_000 % 60;
     let ms = millis % 60_000;
-    let seconds = if ms % 1000 == 0 {
+    let seconds = if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         let text = format!("{}.{:03}", ms / 1000, ms % 1000);
