@@ -9,11 +9,11 @@ fn group(name: &str, min_count: u32) -> String {
     )
 }
 
-/// A gang member with one claim of `gpus` devices (its own claim `<name>-gpu`).
+/// A gang member of 100m CPU (so CPUs never decide where it fits).
 fn member(name: &str, group: &str, extra: &str) -> String {
     pod(
         name,
-        "1",
+        "100m",
         &format!("  schedulingGroup: {{podGroupName: {group}}}\n{extra}"),
     )
 }
@@ -212,7 +212,8 @@ fn members_beyond_min_count_bind_on_their_own() {
 mod properties {
     //! Random gangs on a cluster with a random number of GPUs: a gang is either bound to at
     //! least its minCount or not at all, at every checkpoint; when the GPUs suffice for every
-    //! member that can run, a gang that timed out holds no device at the timeout.
+    //! member that can run (CPUs never limit: members ask for 100m), a gang that timed out holds
+    //! no device at the timeout (its members back off, and nothing else of it can fit).
 
     use super::*;
     use proptest::prelude::*;
