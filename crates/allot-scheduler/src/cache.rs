@@ -10,6 +10,7 @@ use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice, SmolStr,
 };
+use allot_api::scheduling::v1beta1::PodGroup;
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::framework::{HostPort, PodInfo, host_ports};
@@ -303,6 +304,20 @@ pub struct Cache {
     image_nodes: HashMap<String, usize>,
     /// Pods that arrived unassigned since the scheduler last took them.
     new_pending: Vec<(ObjectKey, Arc<Pod>)>,
+    /// PodGroups by (namespace, name).
+    pod_groups: BTreeMap<(String, String), Arc<PodGroup>>,
+    /// Per PodGroup (namespace, name), the pods naming it in `spec.schedulingGroup` that are
+    /// neither terminal nor being deleted.
+    group_members: BTreeMap<(String, String), BTreeSet<ObjectKey>>,
+    /// Pods assumed on a node (counted there) before they are bound (upstream's assumed pods:
+    /// a pod waiting at Permit).
+    assumed: BTreeSet<ObjectKey>,
+}
+
+/// The PodGroup a pod names in `spec.schedulingGroup`: (namespace, name).
+pub fn pod_group_key(pod: &Pod) -> Option<(String, String)> {
+    let group = pod.spec.scheduling_group.as_ref()?;
+    Some((pod.metadata.namespace.clone(), group.pod_group_name.clone()))
 }
 
 impl Cache {
@@ -323,6 +338,7 @@ impl Cache {
                 Kind::DeviceClass => classes_dirty = true,
                 Kind::DeviceTaintRule => rules_dirty = true,
                 Kind::Namespace => namespaces_dirty = true,
+                Kind::PodGroup => self.pod_group_event(event),
                 _ => {}
             }
         }
@@ -708,11 +724,136 @@ impl Cache {
         self.claim_pools.insert(key, entries);
     }
 
+    fn pod_group_event(&mut self, event: &Event) {
+        let Stored::PodGroup(group) = &event.object else {
+            return;
+        };
+        let key = (event.key.namespace.to_string(), event.key.name.to_string());
+        if event.event_type == EventType::Deleted {
+            self.pod_groups.remove(&key);
+        } else {
+            self.pod_groups.insert(key, Arc::clone(group));
+        }
+        self.epoch += 1;
+    }
+
+    fn track_member(&mut self, event: &Event, pod: &Pod) {
+        let Some(group) = pod_group_key(pod) else {
+            return;
+        };
+        let gone = event.event_type == EventType::Deleted
+            || is_terminal(pod)
+            || pod.metadata.deletion_timestamp.is_some();
+        if gone {
+            if let Some(members) = self.group_members.get_mut(&group) {
+                members.remove(&event.key);
+                if members.is_empty() {
+                    self.group_members.remove(&group);
+                }
+            }
+        } else {
+            self.group_members
+                .entry(group)
+                .or_default()
+                .insert(event.key.clone());
+        }
+    }
+
+    /// A PodGroup by namespace and name.
+    pub fn pod_group(&self, namespace: &str, name: &str) -> Option<&Arc<PodGroup>> {
+        self.pod_groups
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// The pods of a PodGroup that are neither terminal nor being deleted, in key order.
+    pub fn group_members(&self, namespace: &str, name: &str) -> Option<&BTreeSet<ObjectKey>> {
+        self.group_members
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Whether a pod is bound (or assumed) to a node in the cache's view.
+    pub fn is_assigned_or_assumed(&self, key: &ObjectKey) -> bool {
+        self.assigned.contains_key(key)
+    }
+
+    /// Whether a pod is assumed (counted on a node, not yet bound).
+    pub fn is_assumed(&self, key: &ObjectKey) -> bool {
+        self.assumed.contains(key)
+    }
+
+    /// Counts `pod` on `node` before it is bound (upstream `AssumePod`): the next scheduling
+    /// cycles see its resources taken. Its binding (a store event with `spec.nodeName`) or
+    /// [`Cache::forget`] ends the assumption.
+    pub fn assume(&mut self, key: &ObjectKey, pod: &Pod, node: &str) {
+        let mut bound = pod.clone();
+        bound.spec.node_name = Some(node.to_string());
+        self.forget(key);
+        self.remove_assigned(key);
+        self.add_assigned(key, Arc::new(bound));
+        self.assumed.insert(key.clone());
+        self.epoch += 1;
+        self.refresh_summaries();
+    }
+
+    /// Ends an assumption that did not lead to a binding (upstream `ForgetPod`).
+    pub fn forget(&mut self, key: &ObjectKey) {
+        if self.assumed.remove(key) {
+            self.remove_assigned(key);
+            self.epoch += 1;
+            self.refresh_summaries();
+        }
+    }
+
+    fn remove_assigned(&mut self, key: &ObjectKey) {
+        let Some(old) = self.assigned.remove(key) else {
+            return;
+        };
+        self.count_affinity(&old.info, false);
+        if let Some(slot) = self.node_index.get(&old.node).copied() {
+            self.dirty.push(slot);
+            if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                state.remove_pod(key, &old.requests, old.non_zero);
+            }
+        }
+    }
+
+    fn add_assigned(&mut self, key: &ObjectKey, pod: Arc<Pod>) {
+        let node = pod.spec.node_name.clone().unwrap_or_default();
+        let requests = pod_requests(&pod);
+        let non_zero = pod_non_zero_requests_with(&pod, &requests);
+        let info = Arc::new(PodInfo::new(pod));
+        self.count_affinity(&info, true);
+        if let Some(slot) = self.node_index.get(&node).copied() {
+            self.dirty.push(slot);
+            if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
+                state.add_pod(Arc::clone(&info), &requests, non_zero);
+            }
+        }
+        self.assigned.insert(
+            key.clone(),
+            Assigned {
+                node,
+                requests,
+                non_zero,
+                info,
+            },
+        );
+    }
+
     fn pod_event(&mut self, event: &Event) {
         let Stored::Pod(pod) = &event.object else {
             return;
         };
+        self.track_member(event, pod);
         let now_assigned = event.event_type != EventType::Deleted && is_assigned(pod);
+        let was_assumed = self.assumed.contains(&event.key);
+        if was_assumed {
+            if event.event_type != EventType::Deleted && !now_assigned {
+                // A write of an assumed pod's status: it stays assumed.
+                return;
+            }
+            self.assumed.remove(&event.key);
+        }
         if event.event_type == EventType::Added
             && !now_assigned
             && !is_terminal(pod)
@@ -727,6 +868,7 @@ impl Cache {
             (requests, non_zero)
         });
         if let Some((requests, non_zero)) = &counted
+            && !was_assumed
             && let Some(a) = self.assigned.get_mut(&event.key)
             && a.node == node
             && a.requests == *requests

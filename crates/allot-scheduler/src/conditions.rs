@@ -62,3 +62,64 @@ pub fn write_pod_scheduled(
         Err(e) => Err(e),
     }
 }
+
+/// The condition the scheduler keeps on a gang's PodGroup (`status.conditions`).
+pub const POD_GROUP_SCHEDULED: &str = "PodGroupScheduled";
+
+/// Writes a PodGroup's `PodGroupScheduled` condition: `Ok(())` is True with reason
+/// `Scheduled` (the gang's first minCount pods passed Permit together), `Err((reason,
+/// message))` False. The condition tells the scheduler's initial decision: once True it is not
+/// set back to False. Nothing is written when nothing changes (or the group is gone).
+pub fn write_pod_group_scheduled(
+    store: &mut Store,
+    namespace: &str,
+    name: &str,
+    verdict: Result<(), (&str, &str)>,
+    stamp: &str,
+) -> Result<(), StoreError> {
+    use allot_api::meta::v1::Condition;
+    use allot_api::scheduling::v1beta1::PodGroup;
+    let Some(group) = store.get::<PodGroup>(namespace, name) else {
+        return Ok(());
+    };
+    let (status, reason, message) = match verdict {
+        Ok(()) => ("True", "Scheduled", ""),
+        Err((reason, message)) => ("False", reason, message),
+    };
+    let existing = group
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == POD_GROUP_SCHEDULED);
+    if let Some(c) = existing
+        && (c.status == "True"
+            || (c.status == status && c.reason == reason && c.message == message))
+    {
+        return Ok(());
+    }
+    let generation = group.metadata.generation;
+    store.modify::<PodGroup, _>(namespace, name, |group| {
+        let condition = Condition {
+            type_: POD_GROUP_SCHEDULED.into(),
+            status: status.into(),
+            observed_generation: generation,
+            last_transition_time: stamp.to_string(),
+            reason: reason.into(),
+            message: message.into(),
+        };
+        match group
+            .status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == POD_GROUP_SCHEDULED)
+        {
+            Some(c) if c.status == condition.status => {
+                let since = std::mem::take(&mut c.last_transition_time);
+                *c = condition;
+                c.last_transition_time = since;
+            }
+            Some(c) => *c = condition,
+            None => group.status.conditions.push(condition),
+        }
+    })
+}

@@ -144,6 +144,16 @@ struct Waiting {
     cycle: Cycle,
 }
 
+/// A pod waiting at Permit (upstream's `waitingPod`): reserved and assumed on `node` until a
+/// plugin allows it or `deadline` passes.
+struct PermitWaiting {
+    node: String,
+    cycle: Cycle,
+    since: SimTime,
+    deadline: SimTime,
+    plugin: &'static str,
+}
+
 /// A remembered scheduling failure (an equivalence class of pods, valid for one cache epoch).
 #[derive(Debug, Clone)]
 struct Failure {
@@ -167,6 +177,13 @@ pub struct Scheduler {
     gated: BTreeSet<ObjectKey>,
     /// Pods in PreBind.
     waiting: BTreeMap<ObjectKey, Waiting>,
+    /// Pods waiting at Permit.
+    permit_waiting: BTreeMap<ObjectKey, PermitWaiting>,
+    /// Pods rejected at Permit (a gang that timed out): how often, and until when they back
+    /// off before their next attempt (upstream's pod backoff: 1 s, doubling, at most 10 s).
+    backoff: BTreeMap<ObjectKey, (u32, SimTime)>,
+    /// The resourceVersion of the scheduler's own last status write of each PodGroup.
+    own_group_writes: BTreeMap<ObjectKey, u64>,
     /// Nodes where a pod's binding failed; tried last next time.
     avoid: BTreeMap<ObjectKey, BTreeSet<String>>,
     /// Pods waiting for an object (a claim) to appear or change.
@@ -223,6 +240,9 @@ impl Scheduler {
             unschedulable: BTreeMap::new(),
             gated: BTreeSet::new(),
             waiting: BTreeMap::new(),
+            permit_waiting: BTreeMap::new(),
+            backoff: BTreeMap::new(),
+            own_group_writes: BTreeMap::new(),
             avoid: BTreeMap::new(),
             waiters: BTreeMap::new(),
             own_writes: BTreeMap::new(),
@@ -317,6 +337,7 @@ impl Scheduler {
         for object in wait_for {
             self.waiters.entry(object).or_default().insert(key.clone());
         }
+        self.note_gang(store, key, Err((reason, &message)), now)?;
         let stamp = self.stamp(now);
         match conditions::write_pod_scheduled(store, key, Err((reason, &message)), &stamp) {
             Ok(Some(rv)) => {
@@ -334,7 +355,11 @@ impl Scheduler {
 
     /// Queues a pod for an attempt (unless a PreEnqueue plugin keeps it out).
     fn enqueue(&mut self, key: ObjectKey, pod: Arc<Pod>, now: SimTime) {
-        if !self.framework.run_pre_enqueue(&pod).is_success() {
+        if !self
+            .framework
+            .run_pre_enqueue(&self.cache, &pod)
+            .is_success()
+        {
             self.gated.insert(key.clone());
             self.active.remove(&key);
             return;
@@ -362,8 +387,17 @@ impl Scheduler {
             self.gated.remove(key);
             self.waiting.remove(key);
             self.avoid.remove(key);
+            self.backoff.remove(key);
+            self.reject_permit_waiting(store, key, now);
             return Ok(Action::Done);
         };
+        if self.permit_waiting.contains_key(key) {
+            if !self.wants(&pod) {
+                self.reject_permit_waiting(store, key, now);
+                return Ok(Action::Done);
+            }
+            return self.permit_again(store, key, now);
+        }
         if !self.wants(&pod) {
             self.forget(key);
             self.active.remove(key);
@@ -386,6 +420,12 @@ impl Scheduler {
         if let Some(waiting) = self.waiting.remove(key) {
             return self.binding_cycle(store, key, waiting.cycle, waiting.node, now);
         }
+        if let Some((_, until)) = self.backoff.get(key)
+            && *until > now
+        {
+            self.active.remove(key);
+            return Ok(Action::RequeueAfterMillis(until.0 - now.0));
+        }
         if !self.active.contains(key) {
             self.enqueue(key.clone(), pod, now);
         }
@@ -403,7 +443,16 @@ impl Scheduler {
             let alive = store
                 .get_shared::<Pod>(&next.key.namespace, &next.key.name)
                 .is_some_and(|p| self.wants(p));
-            let action = if alive && !self.waiting.contains_key(&next.key) {
+            let busy = self.waiting.contains_key(&next.key)
+                || self.permit_waiting.contains_key(&next.key)
+                || self
+                    .backoff
+                    .get(&next.key)
+                    .is_some_and(|(_, until)| *until > now);
+            let action = if alive && !busy {
+                // Earlier attempts of this loop may have bound or assumed pods.
+                self.cache.sync(store);
+                self.cache.order();
                 self.attempt(store, &next.key, now)?
             } else {
                 Action::Done
@@ -550,6 +599,9 @@ impl Scheduler {
                         reserved
                     }
                 };
+                if status.is_wait() {
+                    return Ok(self.wait_on_permit(key, cycle, node, &status, now));
+                }
                 if !status.is_success() && !status.is_wait() {
                     let wait_for = self.framework.wait_for(&cycle);
                     let reason = if status.is_rejected() {
@@ -566,7 +618,9 @@ impl Scheduler {
                         now,
                     );
                 }
-                self.binding_cycle(store, key, cycle, node, now)
+                let action = self.binding_cycle(store, key, cycle, node, now)?;
+                self.allow_waiting(store, now)?;
+                Ok(action)
             }
             CycleOutcome::Error(message) => {
                 let wait_for = self.framework.wait_for(&cycle);
@@ -629,6 +683,187 @@ impl Scheduler {
         }
     }
 
+    /// Parks a pod a Permit plugin asked to wait: assumed on its node (its resources held)
+    /// until it is allowed or its deadline passes.
+    fn wait_on_permit(
+        &mut self,
+        key: &ObjectKey,
+        cycle: Cycle,
+        node: String,
+        status: &framework::Status,
+        now: SimTime,
+    ) -> Action {
+        let deadline = status.retry_at().unwrap_or(now);
+        self.unschedulable.remove(key);
+        self.cache.assume(key, &cycle.pod.pod, &node);
+        self.permit_waiting.insert(
+            key.clone(),
+            PermitWaiting {
+                node,
+                cycle,
+                since: now,
+                deadline,
+                plugin: status.plugin(),
+            },
+        );
+        Action::RequeueAfterMillis(deadline.0.saturating_sub(now.0))
+    }
+
+    /// Asks the Permit plugins again for every pod waiting at Permit (another pod passed
+    /// Permit and may have completed their quorum): those allowed go on to binding.
+    fn allow_waiting(&mut self, store: &mut Store, now: SimTime) -> Result<(), SchedulerError> {
+        if self.permit_waiting.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<ObjectKey> = self.permit_waiting.keys().cloned().collect();
+        for key in keys {
+            if self.permit_waiting.contains_key(&key) {
+                self.permit_again(store, &key, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A pod waiting at Permit: Permit again; allowed → binding; still waiting past its
+    /// deadline → rejected (upstream's "rejected due to timeout after waiting ... at plugin
+    /// ..."), unreserved and back to the queue as unschedulable.
+    fn permit_again(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
+        let Some(mut waiting) = self.permit_waiting.remove(key) else {
+            return Ok(Action::Done);
+        };
+        let stamp = self.stamp(now);
+        let status = {
+            let mut ctx = BindCtx {
+                cluster: &self.cache,
+                store,
+                now,
+                stamp: &stamp,
+            };
+            self.framework
+                .run_permit(&mut ctx, &mut waiting.cycle, &waiting.node)
+        };
+        if status.is_success() {
+            let action = self.binding_cycle(store, key, waiting.cycle, waiting.node, now)?;
+            self.allow_waiting(store, now)?;
+            return Ok(action);
+        }
+        if status.is_wait() && now < waiting.deadline {
+            let at = waiting.deadline;
+            self.permit_waiting.insert(key.clone(), waiting);
+            return Ok(Action::RequeueAfterMillis(at.0.saturating_sub(now.0)));
+        }
+        let message = if status.is_wait() {
+            format!(
+                "rejected due to timeout after waiting {} at plugin {}",
+                plugins::gang_scheduling::go_duration(
+                    waiting.deadline.0.saturating_sub(waiting.since.0)
+                ),
+                waiting.plugin
+            )
+        } else {
+            status.message()
+        };
+        self.cache.forget(key);
+        {
+            let mut ctx = BindCtx {
+                cluster: &self.cache,
+                store,
+                now,
+                stamp: &stamp,
+            };
+            self.framework
+                .run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
+        }
+        let attempts = self.backoff.get(key).map_or(0, |(n, _)| *n) + 1;
+        let backoff_ms = (1000u64 << (attempts - 1).min(4)).min(10_000);
+        self.backoff
+            .insert(key.clone(), (attempts, now.plus_millis(backoff_ms)));
+        let wait_for = self.framework.wait_for(&waiting.cycle);
+        let reason = if status.is_wait() || status.is_rejected() {
+            POD_UNSCHEDULABLE
+        } else {
+            POD_SCHEDULER_ERROR
+        };
+        self.mark_not_scheduled(store, key, (reason, message), wait_for, 0, now)
+    }
+
+    /// Keeps the `PodGroupScheduled` condition of a gang pod's PodGroup: False with the pod's
+    /// reason and message when it was not scheduled; True once `minCount` of the group's pods
+    /// are bound.
+    fn note_gang(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        verdict: Result<(), (&str, &str)>,
+        now: SimTime,
+    ) -> Result<(), SchedulerError> {
+        let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
+            return Ok(());
+        };
+        let Some(min_count) = plugins::gang_scheduling::gang_min_count(&self.cache, &pod) else {
+            return Ok(());
+        };
+        let Some((ns, name)) = cache::pod_group_key(&pod) else {
+            return Ok(());
+        };
+        if verdict.is_ok() {
+            let bound = self
+                .cache
+                .group_members(&ns, &name)
+                .into_iter()
+                .flatten()
+                .filter(|k| {
+                    store
+                        .get::<Pod>(&k.namespace, &k.name)
+                        .is_some_and(is_assigned)
+                })
+                .count();
+            if bound < min_count {
+                return Ok(());
+            }
+        }
+        let stamp = self.stamp(now);
+        conditions::write_pod_group_scheduled(store, &ns, &name, verdict, &stamp).map_err(
+            |source| SchedulerError::Store {
+                action: "update pod group",
+                key: format!("{ns}/{name}"),
+                source: Box::new(source),
+            },
+        )?;
+        if let Some(rv) = store
+            .get::<allot_api::scheduling::v1beta1::PodGroup>(&ns, &name)
+            .and_then(|g| g.metadata.resource_version.parse().ok())
+        {
+            self.own_group_writes.insert(
+                ObjectKey::new(Kind::PodGroup, ns.as_str(), name.as_str()),
+                rv,
+            );
+        }
+        Ok(())
+    }
+
+    /// A pod waiting at Permit that was deleted or no longer wants scheduling: unreserved.
+    fn reject_permit_waiting(&mut self, store: &mut Store, key: &ObjectKey, now: SimTime) {
+        let Some(mut waiting) = self.permit_waiting.remove(key) else {
+            return;
+        };
+        self.cache.forget(key);
+        let stamp = self.stamp(now);
+        let mut ctx = BindCtx {
+            cluster: &self.cache,
+            store,
+            now,
+            stamp: &stamp,
+        };
+        self.framework
+            .run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
+    }
+
     /// PreBind and Bind for a pod reserved on `node`: bound, waiting (asked again at the wait's
     /// deadline or when an event concerns the pod), or, when PreBind fails, unreserved and
     /// scheduled again preferring other nodes.
@@ -683,6 +918,7 @@ impl Scheduler {
         }
         self.forget(key);
         self.avoid.remove(key);
+        self.backoff.remove(key);
         let status = {
             let mut ctx = BindCtx {
                 cluster: &self.cache,
@@ -704,7 +940,25 @@ impl Scheduler {
                 now,
             );
         }
+        self.note_gang(store, key, Ok(()), now)?;
         Ok(Action::Done)
+    }
+
+    /// Pods kept out of the queue by PreEnqueue that belong to `group`: a new pod or a change
+    /// of the PodGroup may let them in.
+    fn gated_in_group(&self, store: &Store, group: Option<(String, String)>) -> Vec<ObjectKey> {
+        let Some(group) = group else {
+            return Vec::new();
+        };
+        self.gated
+            .iter()
+            .filter(|k| {
+                store
+                    .get::<Pod>(&k.namespace, &k.name)
+                    .is_some_and(|p| cache::pod_group_key(p).as_ref() == Some(&group))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Pods to wake for an assigned pod's event: those rejected by a plugin that cares about
@@ -736,12 +990,13 @@ impl Controller for Scheduler {
         "scheduler"
     }
 
-    fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
+    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
         match (&event.object, event.event_type) {
             (Stored::Pod(pod), EventType::Deleted) => {
                 let mut keys = Vec::new();
                 if self.unschedulable.contains_key(&event.key)
                     || self.waiting.contains_key(&event.key)
+                    || self.permit_waiting.contains_key(&event.key)
                 {
                     keys.push(event.key.clone());
                 }
@@ -750,8 +1005,11 @@ impl Controller for Scheduler {
                 }
                 keys
             }
-            (Stored::Pod(pod), _) => {
+            (Stored::Pod(pod), event_type) => {
                 let mut keys = self.assigned_pod_wakes(&event.key, pod);
+                if event_type == EventType::Added {
+                    keys.extend(self.gated_in_group(store, cache::pod_group_key(pod)));
+                }
                 if self
                     .own_writes
                     .get(&event.key)
@@ -759,7 +1017,10 @@ impl Controller for Scheduler {
                 {
                     return keys;
                 }
-                if self.wants(pod) || self.waiting.contains_key(&event.key) {
+                if self.wants(pod)
+                    || self.waiting.contains_key(&event.key)
+                    || self.permit_waiting.contains_key(&event.key)
+                {
                     keys.push(event.key.clone());
                 } else if is_terminal(pod) && pod.spec.node_name.is_some() {
                     keys.extend(self.all_unschedulable());
@@ -788,8 +1049,18 @@ impl Controller for Scheduler {
             (Stored::ResourceSlice(_), EventType::Added | EventType::Modified) => {
                 self.all_unschedulable()
             }
-            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_) | Stored::PodGroup(_), _) => {
-                self.all_unschedulable()
+            (Stored::PodGroup(_), _) => {
+                if self.own_group_writes.get(&event.key) == Some(&event.resource_version) {
+                    return Vec::new();
+                }
+                let mut keys = self.all_unschedulable();
+                keys.extend(self.gated_in_group(
+                    store,
+                    Some((event.key.namespace.to_string(), event.key.name.to_string())),
+                ));
+                keys.sort_unstable();
+                keys.dedup();
+                keys
             }
             // The volume plugins' objects (upstream registers these events for VolumeBinding,
             // VolumeZone, VolumeRestrictions and NodeVolumeLimits).
@@ -802,6 +1073,7 @@ impl Controller for Scheduler {
                 | Stored::CSIStorageCapacity(_),
                 EventType::Added | EventType::Modified,
             ) => self.all_unschedulable(),
+            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_), _) => self.all_unschedulable(),
             (Stored::Namespace(_), _) => self.unschedulable_by(self.namespace_interest),
             (Stored::ResourceClaim(claim), event_type) => {
                 // Only pods waiting here (unschedulable or in PreBind) are requeued.

@@ -823,3 +823,5 @@ fn an_allocation_that_runs_out_of_its_budget_is_upstreams_filter_timeout() {
         "{m}"
     );
 }
+
+mod gang;

@@ -270,6 +270,26 @@ pub fn workload(answer: &WorkloadFit) -> String {
         answer.placed.len(),
         count(answer.pods, "pod", "pods")
     );
+    for gang in &answer.gangs {
+        let _ = writeln!(
+            out,
+            "  gang {}/{} (minCount {}): {}",
+            gang.namespace,
+            gang.name,
+            gang.min_count,
+            if gang.scheduled {
+                "fits as a unit".to_string()
+            } else {
+                format!(
+                    "does not fit (a gang is placed as a unit or not at all): {}",
+                    gang.reason
+                        .clone()
+                        .unwrap_or_default()
+                        .replace('\n', "\n      ")
+                )
+            }
+        );
+    }
     for placement in &answer.placed {
         let _ = writeln!(out, "    {} on {}", placement.pod, placement.node);
     }

@@ -791,6 +791,9 @@ pub struct WorkloadFit {
     pub reasons: Vec<ReasonGroup>,
     /// Pods of the cluster itself that the workload pushed out (placed before, not after).
     pub displaced: Vec<String>,
+    /// The workload's gangs, each judged as a unit (a gang fits entirely or not at all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<crate::gangs::Gang>,
 }
 
 /// Runs the input, creates the workload's objects at the end (all at once, so a gang or a set
@@ -802,45 +805,30 @@ pub fn workload_fit(
 ) -> Result<WorkloadFit, SimError> {
     let mut session = Session::start(input, SessionOptions::default(), progress)?;
     let before = judge(session.store());
+    let names = copies::pod_names(session.store());
     session.create(workload.to_vec())?;
     session.settle(progress)?;
     let after = judge(session.store());
-    let keys: BTreeSet<String> = workload_pods(workload)
-        .iter()
-        .map(|k| format!("{}/{}", k.namespace, k.name))
-        .collect();
-    let placed: Vec<Placement> = after
-        .placements
-        .iter()
-        .filter(|(pod, _)| keys.contains(*pod))
-        .map(|(pod, node)| Placement {
-            pod: pod.clone(),
-            node: node.clone(),
-        })
-        .collect();
-    let unfit: Vec<Unfit> = after
-        .unfit
-        .iter()
-        .filter(|u| keys.contains(&u.pod))
-        .cloned()
-        .collect();
+    let judged = copies::judge_workload(session.store(), &names, workload);
     let displaced = before
         .placements
         .keys()
         .filter(|pod| !after.placements.contains_key(*pod))
         .cloned()
         .collect();
-    let verdict = match (placed.len(), keys.len()) {
-        (p, n) if p == n => Verdict::Entirely,
+    // Units: a gang is one (it fits when minCount of its pods are bound), every other pod one.
+    let verdict = match (judged.units_fit, judged.units) {
+        (f, n) if f == n && n > 0 => Verdict::Entirely,
         (0, _) => Verdict::Not,
         _ => Verdict::Partly,
     };
     Ok(WorkloadFit {
         verdict,
-        pods: keys.len(),
-        placed,
-        reasons: group_reasons(&unfit),
+        pods: judged.placed.len() + judged.unfit.len(),
+        placed: judged.placed,
+        reasons: group_reasons(&judged.unfit),
         displaced,
+        gangs: judged.gangs,
     })
 }
 
@@ -867,6 +855,8 @@ pub fn workload_pods(objects: &Workload) -> Vec<ObjectKey> {
         .map(crate::input::stored_key)
         .collect()
 }
+
+pub mod copies;
 
 #[cfg(test)]
 mod tests;

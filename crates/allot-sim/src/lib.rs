@@ -15,6 +15,7 @@ pub mod answers;
 pub mod capacity;
 pub mod example;
 pub mod fragmentation;
+pub mod gangs;
 pub mod generate;
 pub mod input;
 pub mod invariants;

@@ -472,6 +472,9 @@ pub struct Report {
     /// Devices running pods hold at the end, per class (the record's running count).
     #[serde(skip)]
     pub devices_in_use: BTreeMap<String, i64>,
+    /// Every gang (PodGroup with a gang policy) at the end: scheduled as a unit or why not.
+    #[serde(skip)]
+    pub gangs: Vec<crate::gangs::Gang>,
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -492,13 +495,17 @@ impl Report {
     /// SimulationReport`, with the pods `keep` selects.
     pub fn to_json(&self, keep: &dyn Fn(&PodRecord) -> bool) -> serde_json::Value {
         let pods: Vec<&PodRecord> = self.pods.iter().filter(|p| keep(p)).collect();
-        serde_json::json!({
+        let mut out = serde_json::json!({
             "apiVersion": crate::timeline::API_VERSION,
             "kind": crate::timeline::REPORT_KIND,
             "metadata": {"name": "report"},
             "summary": self.summary,
             "pods": pods,
-        })
+        });
+        if !self.gangs.is_empty() {
+            out["gangs"] = serde_json::json!(self.gangs);
+        }
+        out
     }
 
     /// Whether anything in the run played out over time: a pod that finished or was deleted.
@@ -565,6 +572,7 @@ impl Report {
             pods,
             events: data.events.clone(),
             devices_in_use,
+            gangs: crate::gangs::gangs(store),
         }
     }
 }

@@ -363,7 +363,24 @@ pub fn table(store: &Store, input: Option<&crate::Input>, options: &TableOptions
         DEFAULT_WIDTH
     };
     let mut out = render(&rows, devices_column, width);
-    for (title, lines) in [("Not running:", problems), ("NUMA (!):", numa_notes)] {
+    let shown: BTreeSet<(String, String)> = store
+        .list::<Pod>()
+        .filter(|p| (options.pods)(p))
+        .filter_map(|p| {
+            let g = p.spec.scheduling_group.as_ref()?;
+            Some((p.metadata.namespace.clone(), g.pod_group_name.clone()))
+        })
+        .collect();
+    let gangs: Vec<crate::gangs::Gang> = crate::gangs::gangs(store)
+        .into_iter()
+        .filter(|g| g.pods == 0 || shown.contains(&(g.namespace.clone(), g.name.clone())))
+        .collect();
+    let gang_lines = crate::gangs::lines(&gangs);
+    for (title, lines) in [
+        ("Gangs:", gang_lines),
+        ("Not running:", problems),
+        ("NUMA (!):", numa_notes),
+    ] {
         if lines.is_empty() {
             continue;
         }

@@ -389,6 +389,31 @@ fn examples_scheduling_volumes() {
     report(failures);
 }
 
+/// Gang scheduling (examples/workloads/gang): the PodGroup demo's shape (a Deployment whose pods
+/// share the claim of their PodGroup, bound together) and a gang that does not fit (reported as
+/// one unit with the reason, none of its pods bound, its devices let go at the timeout).
+#[test]
+fn examples_gangs() {
+    let failures = [
+        case(
+            "examples-gangs-table",
+            "examples-gangs.table.txt",
+            &["simulate", "examples/workloads/gang"],
+        ),
+        case(
+            "examples-gangs-events",
+            "examples-gangs.events.txt",
+            &["simulate", "-o", "events", "examples/workloads/gang"],
+        ),
+        case(
+            "examples-gangs-json",
+            "examples-gangs.json",
+            &["simulate", "-o", "json", "examples/workloads/gang"],
+        ),
+    ];
+    report(failures);
+}
+
 /// The YAML files of `examples/spec`, by file name, sorted.
 fn spec_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(workspace_root().join("examples/spec"))

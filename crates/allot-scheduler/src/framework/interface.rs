@@ -103,7 +103,8 @@ pub trait Plugin {
 /// Decides whether a pod may enter the scheduling queue at all.
 pub trait PreEnqueuePlugin {
     /// Success lets the pod in; a rejection keeps it out (no attempt, no condition written).
-    fn pre_enqueue(&mut self, pod: &Pod) -> Status;
+    /// `cluster` is the scheduler's view (PodGroups and their pods, for GangScheduling).
+    fn pre_enqueue(&mut self, cluster: &Cache, pod: &Pod) -> Status;
 }
 
 /// A pod waiting in the scheduling queue.

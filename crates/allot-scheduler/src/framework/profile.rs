@@ -60,7 +60,8 @@ impl Profile {
     /// TaintToleration (weight 3), NodeAffinity (2), NodePorts, NodeResourcesFit (1),
     /// VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
     /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1),
-    /// NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder.
+    /// NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, and
+    /// GangScheduling (upstream adds it with the GangScheduling feature, which allot has on).
     pub fn default_profile(scheduler_name: &str) -> Self {
         let p = PluginConfig::new;
         Profile {
@@ -84,6 +85,7 @@ impl Profile {
                 p("NodeResourcesBalancedAllocation").weight(1),
                 p("ImageLocality").weight(1),
                 p("DefaultBinder"),
+                p("GangScheduling"),
             ],
             percentage_of_nodes_to_score: 0,
         }

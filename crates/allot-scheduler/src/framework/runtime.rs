@@ -242,11 +242,15 @@ impl Framework {
     }
 
     /// Runs PreEnqueue: the first plugin that does not succeed, with its status.
-    pub fn run_pre_enqueue(&mut self, pod: &allot_api::core::v1::Pod) -> Status {
+    pub fn run_pre_enqueue(
+        &mut self,
+        cluster: &crate::cache::Cache,
+        pod: &allot_api::core::v1::Pod,
+    ) -> Status {
         for &i in &self.points.pre_enqueue {
             let name = self.names[i];
             if let Some(p) = self.plugins[i].as_pre_enqueue() {
-                let status = p.pre_enqueue(pod);
+                let status = p.pre_enqueue(cluster, pod);
                 if !status.is_success() {
                     return status.with_plugin(name);
                 }

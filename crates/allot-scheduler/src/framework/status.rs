@@ -123,6 +123,16 @@ impl Status {
         }
     }
 
+    /// `Wait` until `at`, with a reason (shown while the pod waits).
+    pub fn wait_until_because(at: SimTime, reason: impl Into<Reason>) -> Self {
+        Status {
+            code: Code::Wait,
+            reasons: vec![reason.into()],
+            plugin: "",
+            retry_at: Some(at),
+        }
+    }
+
     /// The code.
     pub fn code(&self) -> Code {
         self.code

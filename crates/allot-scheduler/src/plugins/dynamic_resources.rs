@@ -1008,16 +1008,18 @@ impl ScorePlugin for DynamicResources {
 }
 
 impl ReservePlugin for DynamicResources {
-    /// Nothing to hold in memory here (the cache learns of the allocations from the store):
-    /// the claims are written in PreBind.
+    /// Writes the allocations and reservations (upstream assumes them in memory here and
+    /// writes them in PreBind; allot's store is the scheduler's cache of record, so the
+    /// write is the assumption): the next scheduling cycles see the devices taken, also while
+    /// the pod waits at Permit (a gang), and Unreserve gives them back.
     fn reserve(
         &mut self,
-        _ctx: &mut BindCtx<'_>,
-        _state: &mut CycleState,
-        _pod: &PodInfo,
-        _node: &str,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
     ) -> Status {
-        Status::success()
+        self.write_once(ctx, state, pod, node)
     }
 
     /// Removes the pod from its claims' `reservedFor` (deallocating claims nobody else
@@ -1062,24 +1064,9 @@ impl PreBindPlugin for DynamicResources {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
-        let Some(s) = state.read::<State>() else {
-            return Status::success();
-        };
-        if !s.written {
-            let slot = ctx.cluster.slot_of(node);
-            let results = slot
-                .and_then(|slot| s.results.get(&slot).cloned())
-                .unwrap_or_default();
-            let needs_wait = match self.write_claims(ctx, s, &pod.pod, slot, results) {
-                Ok(wait) => wait,
-                Err(message) => return Status::error(message),
-            };
-            let deadline = (needs_wait && self.with_timestamp())
-                .then(|| ctx.now.plus_seconds(self.config.binding_timeout_seconds));
-            if let Some(s) = state.read_mut::<State>() {
-                s.written = true;
-                s.deadline = deadline;
-            }
+        let written = self.write_once(ctx, state, pod, node);
+        if !written.is_success() {
+            return written;
         }
         let Some(deadline) = state.read::<State>().and_then(|s| s.deadline) else {
             return Status::success();
@@ -1124,6 +1111,38 @@ impl PreBindPlugin for DynamicResources {
 }
 
 impl DynamicResources {
+    /// Writes the pod's claims once per cycle (Reserve, or PreBind when Reserve did not run),
+    /// and starts the binding-condition wait when a device has conditions.
+    fn write_once(
+        &mut self,
+        ctx: &mut BindCtx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
+        let Some(s) = state.read::<State>() else {
+            return Status::success();
+        };
+        if s.written {
+            return Status::success();
+        }
+        let slot = ctx.cluster.slot_of(node);
+        let results = slot
+            .and_then(|slot| s.results.get(&slot).cloned())
+            .unwrap_or_default();
+        let needs_wait = match self.write_claims(ctx, s, &pod.pod, slot, results) {
+            Ok(wait) => wait,
+            Err(message) => return Status::error(message),
+        };
+        let deadline = (needs_wait && self.with_timestamp())
+            .then(|| ctx.now.plus_seconds(self.config.binding_timeout_seconds));
+        if let Some(s) = state.read_mut::<State>() {
+            s.written = true;
+            s.deadline = deadline;
+        }
+        Status::success()
+    }
+
     /// Writes the allocations and reservations of the pod's claims on the chosen node, then
     /// the DRA extras; `Ok(true)` when some device has binding conditions to wait for.
     fn write_claims(

@@ -3,6 +3,7 @@
 pub mod balanced_allocation;
 pub mod default_binder;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -73,6 +74,7 @@ pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugi
         node_volume_limits::NAME => Box::new(node_volume_limits::NodeVolumeLimits),
         volume_binding::NAME => Box::new(volume_binding::VolumeBinding),
         volume_zone::NAME => Box::new(volume_zone::VolumeZone),
+        gang_scheduling::NAME => Box::new(gang_scheduling::GangScheduling::default()),
         other => return Err(format!("plugin {other:?} does not exist")),
     })
 }

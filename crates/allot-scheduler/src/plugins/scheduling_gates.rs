@@ -3,6 +3,7 @@
 
 use allot_api::core::v1::Pod;
 
+use crate::cache::Cache;
 use crate::framework::{Plugin, PreEnqueuePlugin, Status};
 
 /// The plugin's name.
@@ -24,7 +25,7 @@ impl Plugin for SchedulingGates {
 
 impl PreEnqueuePlugin for SchedulingGates {
     /// Upstream's message lists the gates as Go prints a string slice: `[a b]`.
-    fn pre_enqueue(&mut self, pod: &Pod) -> Status {
+    fn pre_enqueue(&mut self, _cluster: &Cache, pod: &Pod) -> Status {
         if pod.spec.scheduling_gates.is_empty() {
             return Status::success();
         }
@@ -49,14 +50,18 @@ mod tests {
     #[test]
     fn gated_pods_wait() {
         let mut pod = Pod::default();
-        assert!(SchedulingGates.pre_enqueue(&pod).is_success());
+        assert!(
+            SchedulingGates
+                .pre_enqueue(&Cache::default(), &pod)
+                .is_success()
+        );
         pod.spec.scheduling_gates = vec![
             PodSchedulingGate {
                 name: "a.io/one".into(),
             },
             PodSchedulingGate { name: "two".into() },
         ];
-        let status = SchedulingGates.pre_enqueue(&pod);
+        let status = SchedulingGates.pre_enqueue(&Cache::default(), &pod);
         assert_eq!(
             status.code(),
             crate::framework::Code::UnschedulableAndUnresolvable

@@ -121,6 +121,16 @@ pub struct Args {
     /// At most this many copies for --what-if.
     #[arg(long = "what-if-limit", default_value_t = 1000)]
     pub what_if_limit: usize,
+    /// With --what-if: keep adding copies of the workload (a Pod, a Deployment, StatefulSet,
+    /// Job, a gang: every object renamed `<name>-what-if-<n>`) until one does not fit entirely
+    /// or --what-if-limit copies fit, and report how many fit and why the next did not.
+    #[arg(long, requires = "what_if")]
+    pub max: bool,
+    /// How long the run goes on after the last Timeline event (a Go duration: 90m, 4h, 1h30m)
+    /// before it stops, pods still running or not; it stops earlier when nothing is left to
+    /// happen. Overrides the Timeline's `horizon` (default 1h).
+    #[arg(long = "horizon", value_name = "DURATION", value_parser = parse_horizon)]
+    pub horizon: Option<u64>,
     /// Write each phase's time (load, validate, run, write) and the summary line on stderr
     /// even when it is not a terminal (on a terminal they are always shown).
     #[arg(long)]
@@ -398,6 +408,57 @@ fn what_if(
     Ok(if answer.placed == 0 { 1 } else { 0 })
 }
 
+/// `--what-if WORKLOAD --max`: copies of the workload until one does not fit.
+fn what_if_max(
+    args: &Args,
+    input: &allot_sim::Input,
+    workload: &[allot_store::Stored],
+    display: &mut ProgressDisplay,
+) -> anyhow::Result<u8> {
+    display.start(Phase::Run, "copies of the workload");
+    let answer =
+        allot_sim::capacity::copies::workload_max(input, workload, args.what_if_limit, &mut |p| {
+            display.update(p)
+        })?;
+    display.start(Phase::Write, "");
+    match args.output {
+        Output::Json => crate::out::print_json(&answer)?,
+        Output::Yaml => crate::out::print_yaml(&answer)?,
+        Output::Table | Output::Wide | Output::Name | Output::Events => {
+            let mut out = format!(
+                "{} of the workload fit{}\n",
+                crate::out::count(answer.copies, "copy", "copies"),
+                if answer.per_node.is_empty() { "" } else { ":" }
+            );
+            for (node, count) in &answer.per_node {
+                out.push_str(&format!(
+                    "  {node}: {}\n",
+                    crate::out::count(*count, "pod", "pods")
+                ));
+            }
+            match &answer.stopped_because {
+                Some(reason) => out.push_str(&format!("the next copy does not fit: {reason}\n")),
+                None => out.push_str(&format!(
+                    "stopped at the limit of {}\n",
+                    crate::out::count(args.what_if_limit, "copy", "copies")
+                )),
+            }
+            crate::out::print(&out)?;
+        }
+    }
+    display.finish(&format!(
+        "what-if: {} placed",
+        crate::out::count(answer.copies, "copy", "copies")
+    ));
+    Ok(if answer.copies == 0 { 1 } else { 0 })
+}
+
+/// `--horizon`: a Go duration in milliseconds.
+fn parse_horizon(text: &str) -> Result<u64, String> {
+    allot_sim::timeline::parse_duration_millis(text)
+        .ok_or_else(|| format!("{text:?} is not a duration (examples: 90m, 4h, 1h30m)"))
+}
+
 /// The final state in the chosen format.
 fn write_output(
     args: &Args,
@@ -497,6 +558,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
             return Ok(2);
         }
     };
+    if let Some(horizon) = args.horizon {
+        input.horizon_millis = horizon;
+    }
     let mut workload = None;
     if let Some(path) = &args.what_if {
         match capacity::what_if_file(path)? {
@@ -507,6 +571,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
                 workload = Some(allot_sim::capacity::workload_objects(vec![Stored::Pod(
                     std::sync::Arc::new(*pod),
                 )]));
+            }
+            Ok(capacity::WhatIfFile::Workload(objects)) if args.max => {
+                return what_if_max(&args, &input, &objects, &mut display);
             }
             Ok(capacity::WhatIfFile::Workload(objects)) => workload = Some(objects),
             Err(message) => {

@@ -13,7 +13,7 @@ use allot_sim::report::Summary;
 use allot_sim::run::session::{Session, SessionOptions};
 use allot_sim::shape::NodeShape;
 use allot_sim::usage::{Series, UsageRecorder};
-use allot_store::Stored;
+use allot_store::{Kind, Stored};
 use anyhow::Context;
 use serde::Serialize;
 
@@ -55,9 +55,21 @@ pub(super) fn what_if_file(path: &Path) -> anyhow::Result<Result<WhatIfFile, Str
         Err(err) => return Ok(Err(err.to_string())),
     };
     let objects = allot_sim::capacity::workload_objects(input.objects);
-    if allot_sim::capacity::workload_pods(&objects).is_empty() {
+    let makes_pods = objects.iter().any(|o| {
+        matches!(
+            allot_sim::input::stored_key(o).kind,
+            Kind::Pod
+                | Kind::Deployment
+                | Kind::ReplicaSet
+                | Kind::StatefulSet
+                | Kind::DaemonSet
+                | Kind::Job
+                | Kind::CronJob
+        )
+    });
+    if !makes_pods {
         return Ok(Err(format!(
-            "{}: expected at least one Pod, found none",
+            "{}: expected at least one Pod or workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob), found none",
             path.display()
         )));
     }
