@@ -310,6 +310,11 @@ struct FilterState {
     constraints: Vec<Constraint>,
     /// Per constraint, matching pods per topology value (under the constraint's key).
     counts: Vec<Arc<PairCounts>>,
+    /// Per constraint, the global minimum (see [`FilterState::min_match`]), kept with the
+    /// counts.
+    mins: Vec<i64>,
+    /// Per constraint, 1 when the pod itself matches its selector.
+    self_match: Vec<i64>,
 }
 
 impl FilterState {
@@ -320,6 +325,21 @@ impl FilterState {
             .into_iter()
             .flatten()
             .map(|(value, c)| (value, c.sum))
+    }
+
+    fn new(pod: &Pod, constraints: Vec<Constraint>, counts: Vec<Arc<PairCounts>>) -> Self {
+        let self_match = constraints
+            .iter()
+            .map(|c| i64::from(c.selector.matches(&pod.metadata.labels)))
+            .collect();
+        let mut s = FilterState {
+            constraints,
+            counts,
+            mins: Vec::new(),
+            self_match,
+        };
+        s.mins = (0..s.constraints.len()).map(|i| s.min_match(i)).collect();
+        s
     }
 
     /// The global minimum for a constraint (0 when fewer domains than `minDomains`).
@@ -337,14 +357,13 @@ impl FilterState {
     }
 
     /// The first constraint the node violates: (index, skew or `None` for a missing label).
-    fn violation(&self, pod: &Pod, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
+    fn violation(&self, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
         for (i, c) in self.constraints.iter().enumerate() {
             let Some(value) = node.labels().get(&c.topology_key) else {
                 return Some((i, None));
             };
-            let self_match = i64::from(c.selector.matches(&pod.metadata.labels));
             let matching = self.counts[i].get(&c.topology_key, value);
-            let skew = matching + self_match - self.min_match(i);
+            let skew = matching + self.self_match[i] - self.mins[i];
             if skew > i64::from(c.max_skew) {
                 return Some((i, Some(skew)));
             }
@@ -365,6 +384,9 @@ impl FilterState {
             let value = &node.labels()[&c.topology_key];
             Arc::make_mut(&mut self.counts[i]).add(&c.topology_key, value, 1, delta);
         }
+        self.mins = (0..self.constraints.len())
+            .map(|i| self.min_match(i))
+            .collect();
     }
 }
 
@@ -453,10 +475,7 @@ impl PreFilterPlugin for PodTopologySpread {
                 self.tallies.counts(ctx.cluster, counter.id(), &counter)
             })
             .collect();
-        state.write(FilterState {
-            constraints,
-            counts,
-        });
+        state.write(FilterState::new(pod, constraints, counts));
         (PreFilterResult::all_nodes(), Status::success())
     }
 
@@ -492,7 +511,7 @@ impl FilterPlugin for PodTopologySpread {
         &mut self,
         _ctx: &Ctx<'_>,
         state: &mut CycleState,
-        pod: &PodInfo,
+        _pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
         let Some(s) = state.read::<FilterState>() else {
@@ -500,7 +519,7 @@ impl FilterPlugin for PodTopologySpread {
                 "reading \"PreFilterPodTopologySpread\" from cycleState: not found",
             );
         };
-        match s.violation(&pod.pod, node) {
+        match s.violation(node) {
             None => Status::success(),
             Some((_, None)) => Status::unresolvable(REASON_NODE_LABEL),
             Some((_, Some(_))) => Status::unschedulable(REASON_CONSTRAINTS),
@@ -521,7 +540,7 @@ impl FilterPlugin for PodTopologySpread {
         };
         let pod = &pod.pod;
         Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
-            let (i, skew) = s.violation(pod, node)?;
+            let (i, skew) = s.violation(node)?;
             let c = &s.constraints[i];
             let Some(skew) = skew else {
                 return Some(format!(
