@@ -98,8 +98,11 @@ fn main() {
         cpu.map_or("?".to_string(), |c| format!("{c:.2}s")),
     );
     let mut stats = outcome.stats.controllers.clone();
-    stats.sort_by(|a, b| b.2.cmp(&a.2));
+    stats.sort_by_key(|s| std::cmp::Reverse(s.2));
     for (name, reconciles, nanos) in stats.iter().take(8) {
-        println!("  {name}: {reconciles} reconciles, {:.2}s", *nanos as f64 / 1e9);
+        println!(
+            "  {name}: {reconciles} reconciles, {:.2}s",
+            *nanos as f64 / 1e9
+        );
     }
 }
