@@ -186,6 +186,9 @@ impl PoolState {
     }
 }
 
+/// The cache's log of pod list changes keeps at least this many.
+const POD_LOG_KEEP: usize = 4096;
+
 /// `NodeSummary::free` of a node whose free devices cannot be bounded cheaply.
 pub const UNBOUNDED: usize = usize::MAX;
 
@@ -312,6 +315,28 @@ pub struct Cache {
     /// Pods assumed on a node (counted there) before they are bound (upstream's assumed pods:
     /// a pod waiting at Permit).
     assumed: BTreeSet<ObjectKey>,
+    /// This cache among others (see [`Cache::instance`]).
+    instance: Instance,
+    /// Bumped when a node is added or removed or its labels or taints change.
+    topology_version: u64,
+    /// Pods added to (1) and removed from (-1) nodes' pod lists, by slot, oldest first.
+    pod_log: Vec<PodChange>,
+    /// The position of `pod_log[0]` in the whole history of changes.
+    pod_log_base: u64,
+}
+
+/// A pod added to (sign 1) or removed from (sign -1) the node in a slot.
+pub type PodChange = (usize, Arc<PodInfo>, i64);
+
+/// A number told apart from every other cache's.
+#[derive(Debug)]
+struct Instance(u64);
+
+impl Default for Instance {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Instance(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// The PodGroup a pod names in `spec.schedulingGroup`: (namespace, name).
@@ -541,6 +566,14 @@ impl Cache {
         self.epoch += 1;
         if let Some(old) = self.node_by_name(&name).map(|s| Arc::clone(&s.node)) {
             self.count_images(&old, false);
+            if event.event_type == EventType::Deleted
+                || old.metadata.labels != node.metadata.labels
+                || old.spec.taints != node.spec.taints
+            {
+                self.topology_version += 1;
+            }
+        } else {
+            self.topology_version += 1;
         }
         if event.event_type == EventType::Deleted {
             if let Some(index) = self.node_index.remove(&name) {
@@ -813,6 +846,7 @@ impl Cache {
             self.dirty.push(slot);
             if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
                 state.remove_pod(key, &old.requests, old.non_zero);
+                self.log_pod(slot, Arc::clone(&old.info), -1);
             }
         }
     }
@@ -827,6 +861,7 @@ impl Cache {
             self.dirty.push(slot);
             if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
                 state.add_pod(Arc::clone(&info), &requests, non_zero);
+                self.log_pod(slot, Arc::clone(&info), 1);
             }
         }
         self.assigned.insert(
@@ -876,8 +911,23 @@ impl Cache {
             && same_placement_inputs(&a.info.pod, pod)
         {
             // A write that leaves an assigned pod's node, requests, labels, affinity and ports
-            // as they were (its status, mostly): nothing to recount.
+            // as they were (its status, mostly): nothing to recount, but the pod's new version
+            // replaces the old one, which would otherwise stay in memory beside the store's.
             self.epoch += 1;
+            if !Arc::ptr_eq(&a.info.pod, pod) {
+                let old = Arc::clone(&a.info);
+                let info = Arc::new(old.with_pod(Arc::clone(pod)));
+                a.info = Arc::clone(&info);
+                if let Some(state) = self
+                    .node_index
+                    .get(node)
+                    .and_then(|slot| self.nodes.get_mut(*slot))
+                    .and_then(Option::as_mut)
+                    && let Some(entry) = state.pods.iter_mut().find(|p| Arc::ptr_eq(p, &old))
+                {
+                    *entry = info;
+                }
+            }
             return;
         }
         let old = self.assigned.remove(&event.key);
@@ -891,6 +941,7 @@ impl Cache {
                 self.dirty.push(slot);
                 if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
                     state.remove_pod(&event.key, &old.requests, old.non_zero);
+                    self.log_pod(slot, Arc::clone(&old.info), -1);
                 }
             }
         }
@@ -911,6 +962,7 @@ impl Cache {
                         &assigned.requests,
                         assigned.non_zero,
                     );
+                    self.log_pod(slot, Arc::clone(&assigned.info), 1);
                 }
             }
             self.assigned.insert(event.key.clone(), assigned);
@@ -1046,6 +1098,48 @@ impl Cache {
     /// The assigned pod under a key, as the cache counted it.
     pub fn assigned_pod(&self, key: &ObjectKey) -> Option<&Arc<PodInfo>> {
         self.assigned.get(key).map(|a| &a.info)
+    }
+
+    /// Records a change of a node's pod list; the log keeps the last [`POD_LOG_KEEP`] to
+    /// twice as many changes (a reader further behind recounts).
+    fn log_pod(&mut self, slot: usize, info: Arc<PodInfo>, sign: i64) {
+        self.pod_log.push((slot, info, sign));
+        if self.pod_log.len() > 2 * POD_LOG_KEEP {
+            let drop = self.pod_log.len() - POD_LOG_KEEP;
+            self.pod_log.drain(..drop);
+            self.pod_log_base += drop as u64;
+        }
+    }
+
+    /// This cache's number: different for every cache made in the process, so that counts
+    /// kept against one cache are never taken for another's.
+    pub fn instance(&self) -> u64 {
+        self.instance.0
+    }
+
+    /// Bumped whenever a node is added or removed or its labels or taints change (counts
+    /// per node label are then recounted).
+    pub fn topology_version(&self) -> u64 {
+        self.topology_version
+    }
+
+    /// The position after the last change of the nodes' pod lists.
+    pub fn pod_changes_end(&self) -> u64 {
+        self.pod_log_base + self.pod_log.len() as u64
+    }
+
+    /// The changes of the nodes' pod lists from position `from` on (see
+    /// [`Cache::pod_changes_end`]), in order; `None` when the log no longer reaches back to
+    /// it. Replaying them over counts taken at `from` gives the counts of now, provided the
+    /// [`Cache::topology_version`] stayed the same.
+    pub fn pod_changes_since(&self, from: u64) -> Option<&[PodChange]> {
+        let start = from.checked_sub(self.pod_log_base)?;
+        self.pod_log.get(usize::try_from(start).ok()?..)
+    }
+
+    /// How many pods are assigned to nodes (or to nodes not known yet).
+    pub fn assigned_pod_total(&self) -> usize {
+        self.assigned.len()
     }
 
     fn next_generation(&mut self) -> u64 {

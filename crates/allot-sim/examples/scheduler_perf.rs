@@ -78,6 +78,8 @@ fn run(w: Workload) {
 }
 
 fn main() {
+    // As the `allot` binary does.
+    allot_sim::memory::disable_transparent_huge_pages();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let name = args.first().map_or("SchedulingBasic", String::as_str);
     let nodes: Option<usize> = args.get(1).and_then(|n| n.parse().ok());

@@ -137,14 +137,57 @@ pub fn cluster(options: GenOptions) -> Vec<Value> {
     out
 }
 
-/// The most documents one generated text holds: the YAML parser limits documents per stream.
-pub const DOCUMENTS_PER_TEXT: usize = 1000;
+/// A generated cluster (every pod of `options` placed when it fits) plus `pending` pods
+/// asking for one GPU each through the template, named `extra-NNNNNN`: the scale-up case of
+/// issue 20 (1,000 nodes x 8 GPUs, 8,000 pods, 5,000 pending), as loadable texts.
+pub fn scale_up_texts(options: GenOptions, pending: usize) -> Vec<(String, String)> {
+    let mut documents = cluster(options);
+    for p in 0..pending {
+        documents.push(json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": format!("extra-{p:06}"), "namespace": "default"},
+            "spec": {
+                "containers": [{
+                    "name": "main",
+                    "image": "registry.example.com/worker:1",
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "1Gi"},
+                        "claims": [{"name": "gpu"}],
+                    },
+                }],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            },
+        }));
+    }
+    texts(&documents, "scale-up")
+}
 
-/// The cluster as texts of at most [`DOCUMENTS_PER_TEXT`] documents each, one JSON object per
-/// document (JSON is YAML), named `generated-NNNN.yaml`; the loader reads them like any
-/// manifests.
-pub fn cluster_texts(options: GenOptions) -> Vec<(String, String)> {
-    cluster(options)
+/// A `NodeShape` file of generated nodes with `devices` GPUs (see [`crate::shape`]).
+pub fn node_shape_text(name: &str, devices: usize) -> String {
+    let mut documents = cluster(GenOptions {
+        nodes: 1,
+        devices_per_node: devices,
+        pods: 0,
+    });
+    // The node and its slice; the class, template and topology are the cluster's.
+    documents.retain(|d| d["kind"] == "Node" || d["kind"] == "ResourceSlice");
+    let mut text =
+        format!("apiVersion: allot.dev/v1alpha1\nkind: NodeShape\nmetadata: {{name: {name}}}\n");
+    for document in documents {
+        text.push_str("---\n");
+        text.push_str(
+            &document
+                .to_string()
+                .replace(&node_name(0), crate::shape::NODE_NAME),
+        );
+        text.push('\n');
+    }
+    text
+}
+
+fn texts(documents: &[Value], prefix: &str) -> Vec<(String, String)> {
+    documents
         .chunks(DOCUMENTS_PER_TEXT)
         .enumerate()
         .map(|(index, chunk)| {
@@ -154,9 +197,19 @@ pub fn cluster_texts(options: GenOptions) -> Vec<(String, String)> {
                 text.push_str(&document.to_string());
                 text.push('\n');
             }
-            (format!("generated-{index:04}.yaml"), text)
+            (format!("{prefix}-{index:04}.yaml"), text)
         })
         .collect()
+}
+
+/// The most documents one generated text holds: the YAML parser limits documents per stream.
+pub const DOCUMENTS_PER_TEXT: usize = 1000;
+
+/// The cluster as texts of at most [`DOCUMENTS_PER_TEXT`] documents each, one JSON object per
+/// document (JSON is YAML), named `generated-NNNN.yaml`; the loader reads them like any
+/// manifests.
+pub fn cluster_texts(options: GenOptions) -> Vec<(String, String)> {
+    texts(&cluster(options), "generated")
 }
 
 /// Loads a generated cluster.

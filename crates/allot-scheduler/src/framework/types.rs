@@ -257,6 +257,15 @@ impl PodInfo {
         }
     }
 
+    /// The same terms for a newer version of the pod whose labels, namespace and affinity
+    /// are those this was parsed from.
+    pub fn with_pod(&self, pod: Arc<Pod>) -> PodInfo {
+        PodInfo {
+            pod,
+            ..self.clone()
+        }
+    }
+
     /// Whether the pod has any pod affinity or anti-affinity term (upstream's
     /// `PodsWithAffinity` membership).
     pub fn has_affinity(&self) -> bool {

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use allot_api::core::v1::Pod;
 use serde::Deserialize;
@@ -26,6 +27,8 @@ use crate::framework::{
     MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status, WeightedAffinityTerm,
 };
+
+use super::pair_counts::{Counter, PairCounts, Tallies};
 
 /// The plugin's name.
 pub const NAME: &str = "InterPodAffinity";
@@ -67,6 +70,8 @@ impl Default for Args {
 #[derive(Debug)]
 pub struct InterPodAffinity {
     args: Args,
+    /// Counts kept across cycles.
+    tallies: Tallies,
 }
 
 impl InterPodAffinity {
@@ -78,15 +83,11 @@ impl InterPodAffinity {
                 args.hard_pod_affinity_weight
             ));
         }
-        Ok(InterPodAffinity { args })
+        Ok(InterPodAffinity {
+            args,
+            tallies: Tallies::default(),
+        })
     }
-}
-
-/// A topology pair: (key, value).
-type Pair = (String, String);
-
-fn pair(node: &NodeInfo, key: &str) -> Option<Pair> {
-    node.labels().get(key).map(|v| (key.to_string(), v.clone()))
 }
 
 /// The cluster's namespaces with their labels (for namespace selectors).
@@ -103,6 +104,52 @@ fn matches_all(terms: &[AffinityTerm], pod: &Pod, ns_labels: &BTreeMap<String, S
     !terms.is_empty() && terms.iter().all(|t| t.matches(pod, ns_labels))
 }
 
+/// The labels of a placed pod's namespace as the pod's own terms see them: none (their
+/// namespace selectors are resolved to names up front).
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+/// Placed pods matching all of the pod's required affinity terms, once under each term's key.
+struct AffinityCounter<'a>(&'a [AffinityTerm]);
+
+impl Counter for AffinityCounter<'_> {
+    fn contribute(&self, other: &PodInfo, _node: &NodeInfo, add: &mut dyn FnMut(&str, i64)) {
+        if matches_all(self.0, &other.pod, &NO_LABELS) {
+            for t in self.0 {
+                add(&t.topology_key, 1);
+            }
+        }
+    }
+}
+
+/// Placed pods matching each of the pod's required anti-affinity terms, under its key.
+struct AntiAffinityCounter<'a>(&'a [AffinityTerm]);
+
+impl Counter for AntiAffinityCounter<'_> {
+    fn contribute(&self, other: &PodInfo, _node: &NodeInfo, add: &mut dyn FnMut(&str, i64)) {
+        for t in self.0 {
+            if t.matches(&other.pod, &NO_LABELS) {
+                add(&t.topology_key, 1);
+            }
+        }
+    }
+}
+
+/// Placed pods' required anti-affinity terms matching the incoming pod, under their keys.
+struct ExistingAntiAffinityCounter<'a> {
+    pod: &'a Pod,
+    namespace_labels: &'a BTreeMap<String, String>,
+}
+
+impl Counter for ExistingAntiAffinityCounter<'_> {
+    fn contribute(&self, other: &PodInfo, _node: &NodeInfo, add: &mut dyn FnMut(&str, i64)) {
+        for t in &other.required_anti_affinity_terms {
+            if t.matches(self.pod, self.namespace_labels) {
+                add(&t.topology_key, 1);
+            }
+        }
+    }
+}
+
 /// PreFilter state (upstream `preFilterState`).
 #[derive(Debug, Clone)]
 struct FilterState {
@@ -113,51 +160,34 @@ struct FilterState {
     /// The labels of the pod's namespace.
     namespace_labels: BTreeMap<String, String>,
     /// Placed pods whose required anti-affinity terms match the pod, per pair.
-    existing_anti: BTreeMap<Pair, i64>,
+    existing_anti: Arc<PairCounts>,
     /// Placed pods matching all of the pod's affinity terms, per pair.
-    affinity_counts: BTreeMap<Pair, i64>,
+    affinity_counts: Arc<PairCounts>,
     /// Placed pods matching one of the pod's anti-affinity terms, per pair (once per term).
-    anti_counts: BTreeMap<Pair, i64>,
+    anti_counts: Arc<PairCounts>,
 }
 
 impl FilterState {
-    fn add(map: &mut BTreeMap<Pair, i64>, node: &NodeInfo, key: &str, delta: i64) {
-        if let Some(p) = pair(node, key) {
-            let entry = map.entry(p.clone()).or_insert(0);
-            *entry += delta;
-            if *entry == 0 {
-                map.remove(&p);
-            }
-        }
-    }
-
     /// Counts one placed pod on `node` (upstream `updateWithPod`).
     fn update(&mut self, pod: &Pod, other: &PodInfo, node: &NodeInfo, delta: i64) {
-        for t in &other.required_anti_affinity_terms {
-            if t.matches(pod, &self.namespace_labels) {
-                Self::add(&mut self.existing_anti, node, &t.topology_key, delta);
-            }
-        }
-        let empty = BTreeMap::new();
-        if matches_all(&self.affinity, &other.pod, &empty) {
-            for t in &self.affinity {
-                Self::add(&mut self.affinity_counts, node, &t.topology_key, delta);
-            }
-        }
-        for t in &self.anti_affinity {
-            if t.matches(&other.pod, &empty) {
-                Self::add(&mut self.anti_counts, node, &t.topology_key, delta);
-            }
-        }
+        let existing = ExistingAntiAffinityCounter {
+            pod,
+            namespace_labels: &self.namespace_labels,
+        };
+        Arc::make_mut(&mut self.existing_anti).apply(&existing, other, node, delta);
+        let affinity = AffinityCounter(&self.affinity);
+        Arc::make_mut(&mut self.affinity_counts).apply(&affinity, other, node, delta);
+        let anti = AntiAffinityCounter(&self.anti_affinity);
+        Arc::make_mut(&mut self.anti_counts).apply(&anti, other, node, delta);
     }
 
     /// Upstream `satisfyPodAffinity`.
     fn affinity_ok(&self, pod: &Pod, node: &NodeInfo) -> bool {
         let mut pods_exist = true;
         for t in &self.affinity {
-            match pair(node, &t.topology_key) {
-                Some(p) => {
-                    if self.affinity_counts.get(&p).copied().unwrap_or(0) <= 0 {
+            match node.labels().get(&t.topology_key) {
+                Some(value) => {
+                    if self.affinity_counts.get(&t.topology_key, value) <= 0 {
                         pods_exist = false;
                     }
                 }
@@ -166,8 +196,7 @@ impl FilterState {
             }
         }
         pods_exist
-            || (self.affinity_counts.is_empty()
-                && matches_all(&self.affinity, pod, &BTreeMap::new()))
+            || (self.affinity_counts.is_empty() && matches_all(&self.affinity, pod, &NO_LABELS))
     }
 
     /// The first of the pod's anti-affinity terms placed pods in the node's domain match.
@@ -176,21 +205,20 @@ impl FilterState {
             return None;
         }
         self.anti_affinity.iter().find(|t| {
-            pair(node, &t.topology_key)
-                .is_some_and(|p| self.anti_counts.get(&p).copied().unwrap_or(0) > 0)
+            node.labels()
+                .get(&t.topology_key)
+                .is_some_and(|v| self.anti_counts.get(&t.topology_key, v) > 0)
         })
     }
 
     /// Upstream `satisfyExistingPodsAntiAffinity`: no pair of the node's labels has a placed
     /// pod whose anti-affinity matches the pod.
     fn existing_ok(&self, node: &NodeInfo) -> bool {
-        if self.existing_anti.is_empty() {
-            return true;
-        }
-        !node.labels().iter().any(|(k, v)| {
-            self.existing_anti
-                .get(&(k.clone(), v.clone()))
-                .is_some_and(|n| *n > 0)
+        !self.existing_anti.iter().any(|(key, values)| {
+            node.labels()
+                .get(key)
+                .and_then(|v| values.get(v))
+                .is_some_and(|c| c.sum > 0)
         })
     }
 }
@@ -263,43 +291,45 @@ impl PreFilterPlugin for InterPodAffinity {
                 .collect()
         };
         let incoming = &pod.pod;
-        let mut s = FilterState {
-            affinity: resolve(&pod.required_affinity_terms),
-            anti_affinity: resolve(&pod.required_anti_affinity_terms),
-            namespace_labels: cluster
-                .namespace_labels(&incoming.metadata.namespace)
-                .clone(),
-            existing_anti: BTreeMap::new(),
-            affinity_counts: BTreeMap::new(),
-            anti_counts: BTreeMap::new(),
+        let affinity = resolve(&pod.required_affinity_terms);
+        let anti_affinity = resolve(&pod.required_anti_affinity_terms);
+        let namespace_labels = cluster.namespace_labels(&incoming.metadata.namespace);
+        let empty = || Arc::new(PairCounts::default());
+        let existing_anti = if cluster.anti_affinity_pod_count() == 0 {
+            empty()
+        } else {
+            let id = format!(
+                "existing-anti {} {:?} {:?}",
+                incoming.metadata.namespace, incoming.metadata.labels, namespace_labels
+            );
+            let counter = ExistingAntiAffinityCounter {
+                pod: incoming,
+                namespace_labels,
+            };
+            self.tallies.counts(cluster, id, &counter)
         };
-        let empty = BTreeMap::new();
-        for node in cluster.nodes_in_order() {
-            if node.anti_affinity_pods > 0 {
-                for other in &node.pods {
-                    for t in &other.required_anti_affinity_terms {
-                        if t.matches(incoming, &s.namespace_labels) {
-                            FilterState::add(&mut s.existing_anti, node, &t.topology_key, 1);
-                        }
-                    }
-                }
-            }
-            if !has_own {
-                continue;
-            }
-            for other in &node.pods {
-                if matches_all(&s.affinity, &other.pod, &empty) {
-                    for t in &s.affinity {
-                        FilterState::add(&mut s.affinity_counts, node, &t.topology_key, 1);
-                    }
-                }
-                for t in &s.anti_affinity {
-                    if t.matches(&other.pod, &empty) {
-                        FilterState::add(&mut s.anti_counts, node, &t.topology_key, 1);
-                    }
-                }
-            }
-        }
+        let affinity_counts = if affinity.is_empty() {
+            empty()
+        } else {
+            let id = format!("affinity {affinity:?}");
+            self.tallies
+                .counts(cluster, id, &AffinityCounter(&affinity))
+        };
+        let anti_counts = if anti_affinity.is_empty() {
+            empty()
+        } else {
+            let id = format!("anti-affinity {anti_affinity:?}");
+            self.tallies
+                .counts(cluster, id, &AntiAffinityCounter(&anti_affinity))
+        };
+        let s = FilterState {
+            affinity,
+            anti_affinity,
+            namespace_labels: namespace_labels.clone(),
+            existing_anti,
+            affinity_counts,
+            anti_counts,
+        };
         if s.existing_anti.is_empty() && !has_own {
             return (PreFilterResult::all_nodes(), Status::skip());
         }
@@ -430,7 +460,7 @@ fn domain_pods(
 
 fn explain_affinity(s: &FilterState, node: &NodeInfo) -> String {
     for t in &s.affinity {
-        match pair(node, &t.topology_key) {
+        match node.labels().get(&t.topology_key) {
             None => {
                 return format!(
                     "required affinity term {} ({}): the node has no label {}",
@@ -439,13 +469,12 @@ fn explain_affinity(s: &FilterState, node: &NodeInfo) -> String {
                     t.topology_key
                 );
             }
-            Some(p) if s.affinity_counts.get(&p).copied().unwrap_or(0) <= 0 => {
+            Some(value) if s.affinity_counts.get(&t.topology_key, value) <= 0 => {
                 return format!(
-                    "required affinity term {} ({}): no pod matching every required affinity term runs in {}={}",
+                    "required affinity term {} ({}): no pod matching every required affinity term runs in {}={value}",
                     t.index,
                     t.describe(),
-                    p.0,
-                    p.1
+                    t.topology_key,
                 );
             }
             Some(_) => {}
@@ -477,11 +506,7 @@ fn explain_anti(cluster: &Cache, s: &FilterState, node: &NodeInfo) -> String {
 fn explain_existing(cluster: &Cache, pod: &Pod, s: &FilterState, node: &NodeInfo) -> String {
     let mut parts = Vec::new();
     for (key, value) in node.labels() {
-        let counted = s
-            .existing_anti
-            .get(&(key.clone(), value.clone()))
-            .is_some_and(|n| *n > 0);
-        if !counted {
+        if s.existing_anti.get(key, value) <= 0 {
             continue;
         }
         let pods = domain_pods(cluster, node, key, &|p| {
@@ -500,34 +525,59 @@ fn explain_existing(cluster: &Cache, pod: &Pod, s: &FilterState, node: &NodeInfo
 /// PreScore state: per topology key and value, the summed weights.
 #[derive(Debug, Clone)]
 struct ScoreState {
-    scores: BTreeMap<String, BTreeMap<String, i64>>,
+    scores: Arc<PairCounts>,
 }
 
-impl ScoreState {
-    fn add(&mut self, term: &AffinityTerm, weight: i64, node: &NodeInfo) {
-        if let Some(value) = node.labels().get(&term.topology_key) {
-            *self
-                .scores
-                .entry(term.topology_key.clone())
-                .or_default()
-                .entry(value.clone())
-                .or_insert(0) += weight;
+/// What a placed pod adds to the incoming pod's scores (upstream `processExistingPod`): the
+/// weights of the incoming pod's preferred terms it matches, and of its own terms matching
+/// the incoming pod (required affinity with the hard pod affinity weight).
+struct ScoreCounter<'a> {
+    affinity: &'a [WeightedAffinityTerm],
+    anti_affinity: &'a [WeightedAffinityTerm],
+    pod: &'a Pod,
+    namespace_labels: &'a BTreeMap<String, String>,
+    hard: i64,
+}
+
+fn add_terms(
+    terms: &[WeightedAffinityTerm],
+    pod: &Pod,
+    ns_labels: &BTreeMap<String, String>,
+    sign: i64,
+    add: &mut dyn FnMut(&str, i64),
+) {
+    for t in terms {
+        if t.term.matches(pod, ns_labels) {
+            add(&t.term.topology_key, sign * i64::from(t.weight));
         }
     }
+}
 
-    fn add_terms(
-        &mut self,
-        terms: &[WeightedAffinityTerm],
-        pod: &Pod,
-        ns_labels: &BTreeMap<String, String>,
-        node: &NodeInfo,
-        sign: i64,
-    ) {
-        for t in terms {
-            if t.term.matches(pod, ns_labels) {
-                self.add(&t.term, sign * i64::from(t.weight), node);
+impl Counter for ScoreCounter<'_> {
+    fn contribute(&self, other: &PodInfo, _node: &NodeInfo, add: &mut dyn FnMut(&str, i64)) {
+        add_terms(self.affinity, &other.pod, &NO_LABELS, 1, add);
+        add_terms(self.anti_affinity, &other.pod, &NO_LABELS, -1, add);
+        if self.hard > 0 {
+            for t in &other.required_affinity_terms {
+                if t.matches(self.pod, self.namespace_labels) {
+                    add(&t.topology_key, self.hard);
+                }
             }
         }
+        add_terms(
+            &other.preferred_affinity_terms,
+            self.pod,
+            self.namespace_labels,
+            1,
+            add,
+        );
+        add_terms(
+            &other.preferred_anti_affinity_terms,
+            self.pod,
+            self.namespace_labels,
+            -1,
+            add,
+        );
     }
 }
 
@@ -563,51 +613,26 @@ impl PreScorePlugin for InterPodAffinity {
                 .collect()
         };
         let affinity = resolve(&pod.preferred_affinity_terms);
-        let anti = resolve(&pod.preferred_anti_affinity_terms);
+        let anti_affinity = resolve(&pod.preferred_anti_affinity_terms);
         let incoming = &pod.pod;
-        let ns_labels = cluster.namespace_labels(&incoming.metadata.namespace);
-        let empty = BTreeMap::new();
+        let namespace_labels = cluster.namespace_labels(&incoming.metadata.namespace);
         let hard = i64::from(self.args.hard_pod_affinity_weight);
-        let mut s = ScoreState {
-            scores: BTreeMap::new(),
+        let id = format!(
+            "score {hard} {affinity:?} {anti_affinity:?} {} {:?} {namespace_labels:?}",
+            incoming.metadata.namespace, incoming.metadata.labels
+        );
+        let counter = ScoreCounter {
+            affinity: &affinity,
+            anti_affinity: &anti_affinity,
+            pod: incoming,
+            namespace_labels,
+            hard,
         };
-        for node in cluster.nodes_in_order() {
-            if node.labels().is_empty() || (!has_own && node.affinity_pods == 0) {
-                continue;
-            }
-            for other in &node.pods {
-                if !has_own && !other.has_affinity() {
-                    continue;
-                }
-                s.add_terms(&affinity, &other.pod, &empty, node, 1);
-                s.add_terms(&anti, &other.pod, &empty, node, -1);
-                if hard > 0 {
-                    for t in &other.required_affinity_terms {
-                        if t.matches(incoming, ns_labels) {
-                            s.add(t, hard, node);
-                        }
-                    }
-                }
-                s.add_terms(
-                    &other.preferred_affinity_terms,
-                    incoming,
-                    ns_labels,
-                    node,
-                    1,
-                );
-                s.add_terms(
-                    &other.preferred_anti_affinity_terms,
-                    incoming,
-                    ns_labels,
-                    node,
-                    -1,
-                );
-            }
-        }
-        if s.scores.is_empty() {
+        let scores = self.tallies.counts(cluster, id, &counter);
+        if scores.is_empty() {
             return Status::skip();
         }
-        state.write(s);
+        state.write(ScoreState { scores });
         Status::success()
     }
 }
@@ -627,6 +652,7 @@ impl ScorePlugin for InterPodAffinity {
         Ok(s.scores
             .iter()
             .filter_map(|(key, values)| node.labels().get(key).and_then(|v| values.get(v)))
+            .map(|c| c.sum)
             .sum())
     }
 

@@ -17,6 +17,7 @@
 //! a `DefaultSelector` that reads them is the only change needed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use allot_api::core::v1::{
     NodeInclusionPolicy, Pod, TopologySpreadConstraint, UnsatisfiableConstraintAction,
@@ -33,6 +34,7 @@ use crate::framework::{
 use crate::labels::{Operator, Requirement, Selector};
 
 use super::node_affinity::NodeAffinity;
+use super::pair_counts::{Counter, PairCounts, Tallies};
 
 /// The plugin's name.
 pub const NAME: &str = "PodTopologySpread";
@@ -116,6 +118,8 @@ pub struct PodTopologySpread {
     defaults: Vec<TopologySpreadConstraint>,
     system_defaulted: bool,
     default_selector: Box<dyn DefaultSelector>,
+    /// Counts kept across cycles.
+    tallies: Tallies,
 }
 
 impl PodTopologySpread {
@@ -151,6 +155,7 @@ impl PodTopologySpread {
             defaults,
             system_defaulted: system,
             default_selector: Box::new(NoDefaultSelector),
+            tallies: Tallies::default(),
         })
     }
 
@@ -165,13 +170,19 @@ impl PodTopologySpread {
         if !pod.spec.topology_spread_constraints.is_empty() {
             return parse(&pod.spec.topology_spread_constraints, pod, action, true);
         }
-        let mut constraints = parse(&self.defaults, pod, action, false)?;
-        if constraints.is_empty() {
-            return Ok(constraints);
+        if !self
+            .defaults
+            .iter()
+            .any(|c| &c.when_unsatisfiable == action)
+        {
+            return Ok(Vec::new());
         }
+        // Nothing selects the pod (always, until allot has the workload kinds): no defaults,
+        // without parsing them for every pod.
         let Some(selector) = self.default_selector.default_selector(cluster, pod) else {
             return Ok(Vec::new());
         };
+        let mut constraints = parse(&self.defaults, pod, action, false)?;
         for c in &mut constraints {
             c.selector = selector.clone();
         }
@@ -225,13 +236,71 @@ fn has_all_keys(node: &NodeInfo, constraints: &[Constraint]) -> bool {
 fn count_matching(node: &NodeInfo, selector: &Selector, namespace: &str) -> usize {
     node.pods
         .iter()
-        .filter(|p| {
-            let pod = &p.pod;
-            pod.metadata.deletion_timestamp.is_none()
-                && pod.metadata.namespace == namespace
-                && selector.matches(&pod.metadata.labels)
-        })
+        .filter(|p| counted(&p.pod, selector, namespace))
         .count()
+}
+
+/// Whether a placed pod counts for a constraint: not terminating, in the namespace, matching.
+fn counted(other: &Pod, selector: &Selector, namespace: &str) -> bool {
+    other.metadata.deletion_timestamp.is_none()
+        && other.metadata.namespace == namespace
+        && selector.matches(&other.metadata.labels)
+}
+
+/// One constraint's matching pods per domain of the eligible nodes (those with every
+/// constraint's key that the constraint includes for the pod), every such domain present.
+struct ConstraintCounter<'a> {
+    pod: &'a Pod,
+    constraint: &'a Constraint,
+    all: &'a [Constraint],
+    /// Only nodes with every constraint's key count (always for filtering; for scoring
+    /// unless the constraints are the system defaults).
+    require_all: bool,
+}
+
+impl ConstraintCounter<'_> {
+    fn eligible(&self, node: &NodeInfo) -> bool {
+        (!self.require_all || has_all_keys(node, self.all))
+            && self.constraint.includes(self.pod, node)
+    }
+
+    /// Names everything the counts depend on.
+    fn id(&self) -> String {
+        let c = self.constraint;
+        let keys: Vec<&str> = self.all.iter().map(|c| c.topology_key.as_str()).collect();
+        let spec = &self.pod.spec;
+        let affinity = c.honor_affinity.then(|| {
+            let required = spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref());
+            format!("{:?} {required:?}", spec.node_selector)
+        });
+        let taints = c.honor_taints.then(|| format!("{:?}", spec.tolerations));
+        format!(
+            "spread {} {} {} {keys:?} {} {affinity:?} {taints:?}",
+            self.pod.metadata.namespace, c.topology_key, c.selector, self.require_all
+        )
+    }
+}
+
+impl Counter for ConstraintCounter<'_> {
+    fn contribute(&self, other: &PodInfo, node: &NodeInfo, add: &mut dyn FnMut(&str, i64)) {
+        let c = self.constraint;
+        if self.eligible(node) && counted(&other.pod, &c.selector, &self.pod.metadata.namespace) {
+            add(&c.topology_key, 1);
+        }
+    }
+
+    fn seeds(&self, node: &NodeInfo, seed: &mut dyn FnMut(&str)) {
+        if self.eligible(node) {
+            seed(&self.constraint.topology_key);
+        }
+    }
+
+    fn keep_empty(&self) -> bool {
+        true
+    }
 }
 
 /// PreFilter state (upstream `preFilterState`): per constraint, the matching pods per domain
@@ -239,33 +308,62 @@ fn count_matching(node: &NodeInfo, selector: &Selector, namespace: &str) -> usiz
 #[derive(Debug, Clone)]
 struct FilterState {
     constraints: Vec<Constraint>,
-    /// Per constraint, matching pods per topology value.
-    counts: Vec<BTreeMap<String, i64>>,
+    /// Per constraint, matching pods per topology value (under the constraint's key).
+    counts: Vec<Arc<PairCounts>>,
+    /// Per constraint, the global minimum (see [`FilterState::min_match`]), kept with the
+    /// counts.
+    mins: Vec<i64>,
+    /// Per constraint, 1 when the pod itself matches its selector.
+    self_match: Vec<i64>,
 }
 
 impl FilterState {
+    /// Constraint `i`'s matching pods per domain.
+    fn domains(&self, i: usize) -> impl Iterator<Item = (&String, i64)> {
+        self.counts[i]
+            .domains(&self.constraints[i].topology_key)
+            .into_iter()
+            .flatten()
+            .map(|(value, c)| (value, c.sum))
+    }
+
+    fn new(pod: &Pod, constraints: Vec<Constraint>, counts: Vec<Arc<PairCounts>>) -> Self {
+        let self_match = constraints
+            .iter()
+            .map(|c| i64::from(c.selector.matches(&pod.metadata.labels)))
+            .collect();
+        let mut s = FilterState {
+            constraints,
+            counts,
+            mins: Vec::new(),
+            self_match,
+        };
+        s.mins = (0..s.constraints.len()).map(|i| s.min_match(i)).collect();
+        s
+    }
+
     /// The global minimum for a constraint (0 when fewer domains than `minDomains`).
     fn min_match(&self, i: usize) -> i64 {
-        let domains = &self.counts[i];
-        if (domains.len() as i64) < i64::from(self.constraints[i].min_domains) {
+        let domains = self.counts[i]
+            .domains(&self.constraints[i].topology_key)
+            .map_or(0, BTreeMap::len);
+        if (domains as i64) < i64::from(self.constraints[i].min_domains) {
             return 0;
         }
-        domains
-            .values()
-            .copied()
+        self.domains(i)
+            .map(|(_, n)| n)
             .min()
             .unwrap_or(i64::from(i32::MAX))
     }
 
     /// The first constraint the node violates: (index, skew or `None` for a missing label).
-    fn violation(&self, pod: &Pod, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
+    fn violation(&self, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
         for (i, c) in self.constraints.iter().enumerate() {
             let Some(value) = node.labels().get(&c.topology_key) else {
                 return Some((i, None));
             };
-            let self_match = i64::from(c.selector.matches(&pod.metadata.labels));
-            let matching = self.counts[i].get(value).copied().unwrap_or(0);
-            let skew = matching + self_match - self.min_match(i);
+            let matching = self.counts[i].get(&c.topology_key, value);
+            let skew = matching + self.self_match[i] - self.mins[i];
             if skew > i64::from(c.max_skew) {
                 return Some((i, Some(skew)));
             }
@@ -283,9 +381,12 @@ impl FilterState {
             if !c.selector.matches(&other.metadata.labels) || !c.includes(pod, node) {
                 continue;
             }
-            let value = node.labels()[&c.topology_key].clone();
-            *self.counts[i].entry(value).or_insert(0) += delta;
+            let value = &node.labels()[&c.topology_key];
+            Arc::make_mut(&mut self.counts[i]).add(&c.topology_key, value, 1, delta);
         }
+        self.mins = (0..self.constraints.len())
+            .map(|i| self.min_match(i))
+            .collect();
     }
 }
 
@@ -362,24 +463,19 @@ impl PreFilterPlugin for PodTopologySpread {
         if constraints.is_empty() {
             return (PreFilterResult::all_nodes(), Status::skip());
         }
-        let mut counts = vec![BTreeMap::new(); constraints.len()];
-        for node in ctx.cluster.nodes_in_order() {
-            if !has_all_keys(node, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.includes(pod, node) {
-                    continue;
-                }
-                let value = node.labels()[&c.topology_key].clone();
-                let n = count_matching(node, &c.selector, &pod.metadata.namespace) as i64;
-                *counts[i].entry(value).or_insert(0) += n;
-            }
-        }
-        state.write(FilterState {
-            constraints,
-            counts,
-        });
+        let counts = constraints
+            .iter()
+            .map(|constraint| {
+                let counter = ConstraintCounter {
+                    pod,
+                    constraint,
+                    all: &constraints,
+                    require_all: true,
+                };
+                self.tallies.counts(ctx.cluster, counter.id(), &counter)
+            })
+            .collect();
+        state.write(FilterState::new(pod, constraints, counts));
         (PreFilterResult::all_nodes(), Status::success())
     }
 
@@ -415,7 +511,7 @@ impl FilterPlugin for PodTopologySpread {
         &mut self,
         _ctx: &Ctx<'_>,
         state: &mut CycleState,
-        pod: &PodInfo,
+        _pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
         let Some(s) = state.read::<FilterState>() else {
@@ -423,7 +519,7 @@ impl FilterPlugin for PodTopologySpread {
                 "reading \"PreFilterPodTopologySpread\" from cycleState: not found",
             );
         };
-        match s.violation(&pod.pod, node) {
+        match s.violation(node) {
             None => Status::success(),
             Some((_, None)) => Status::unresolvable(REASON_NODE_LABEL),
             Some((_, Some(_))) => Status::unschedulable(REASON_CONSTRAINTS),
@@ -444,7 +540,7 @@ impl FilterPlugin for PodTopologySpread {
         };
         let pod = &pod.pod;
         Ok(Some(Explanation::grouped(NAME, rejected, |node, _| {
-            let (i, skew) = s.violation(pod, node)?;
+            let (i, skew) = s.violation(node)?;
             let c = &s.constraints[i];
             let Some(skew) = skew else {
                 return Some(format!(
@@ -454,11 +550,11 @@ impl FilterPlugin for PodTopologySpread {
                 ));
             };
             let value = &node.labels()[&c.topology_key];
-            let matching = s.counts[i].get(value).copied().unwrap_or(0);
+            let matching = s.counts[i].get(&c.topology_key, value);
             let min = s.min_match(i);
-            let minimum = s.counts[i]
-                .iter()
-                .filter(|(_, n)| **n == min)
+            let minimum = s
+                .domains(i)
+                .filter(|(_, n)| *n == min)
                 .map(|(v, _)| format!("{}={v}", c.topology_key))
                 .next()
                 .unwrap_or_else(|| format!("fewer than minDomains {}", c.min_domains));
@@ -488,11 +584,7 @@ fn domain_pods(cluster: &Cache, pod: &Pod, c: &Constraint, value: &str) -> Vec<S
             continue;
         }
         for p in &node.pods {
-            let other = &p.pod;
-            if other.metadata.deletion_timestamp.is_none()
-                && other.metadata.namespace == pod.metadata.namespace
-                && c.selector.matches(&other.metadata.labels)
-            {
+            if counted(&p.pod, &c.selector, &pod.metadata.namespace) {
                 out.push(p.key());
             }
         }
@@ -572,23 +664,20 @@ impl PreScorePlugin for PodTopologySpread {
                 ((size + 2) as f64).ln()
             })
             .collect();
-        for node in cluster.nodes_in_order() {
-            if require_all && !has_all_keys(node, &constraints) {
+        for (i, constraint) in constraints.iter().enumerate() {
+            // Hostname domains are counted per node when scoring.
+            if constraint.topology_key == HOSTNAME {
                 continue;
             }
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.includes(pod, node) {
-                    continue;
-                }
-                let value = node
-                    .labels()
-                    .get(&c.topology_key)
-                    .cloned()
-                    .unwrap_or_default();
-                let Some(count) = counts[i].get_mut(&value) else {
-                    continue;
-                };
-                *count += count_matching(node, &c.selector, &pod.metadata.namespace) as i64;
+            let counter = ConstraintCounter {
+                pod,
+                constraint,
+                all: &constraints,
+                require_all,
+            };
+            let totals = self.tallies.counts(cluster, counter.id(), &counter);
+            for (value, count) in counts[i].iter_mut() {
+                *count += totals.get(&constraint.topology_key, value);
             }
         }
         state.write(ScoreState {
