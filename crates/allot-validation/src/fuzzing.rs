@@ -21,7 +21,7 @@ const FILE: &str = "fuzz.yaml";
 /// - every validation error's field resolves to a line of the file.
 pub fn load_and_validate(bytes: &[u8]) {
     let options = LoadOptions::default();
-    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
+    let lines = yaml_lines(bytes);
     let one_pass = load_bytes_in_pieces(FILE, bytes.to_vec(), &options, 1, usize::MAX);
     let cut = load_bytes_in_pieces(FILE, bytes.to_vec(), &options, 3, 7);
     assert_eq!(one_pass, cut, "cut into pieces, the text loads differently");
@@ -42,6 +42,17 @@ pub fn load_and_validate(bytes: &[u8]) {
             );
         }
     }
+}
+
+/// The number of lines of `bytes` as YAML counts them (and editors show them): a line ends at
+/// `\r\n`, `\n` or a lone `\r`.
+fn yaml_lines(bytes: &[u8]) -> u32 {
+    let breaks = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
+        .count();
+    u32::try_from(breaks).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// Words of the libraries' internals (Rust debug output, parser options) that an error for
