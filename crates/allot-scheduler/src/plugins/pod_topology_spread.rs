@@ -26,9 +26,9 @@ use serde::Deserialize;
 use crate::cache::{Cache, NodeInfo};
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, MAX_NODE_SCORE,
-    NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    ScorePlugin, Status,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
+    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status, queueing,
 };
 use crate::labels::{Operator, Requirement, Selector};
 
@@ -328,6 +328,16 @@ impl Plugin for PodTopologySpread {
 }
 
 impl EnqueueExtensions for PodTopologySpread {
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_ADDED
+            | queueing::ASSIGNED_POD_LABEL
+            | queueing::ASSIGNED_POD_DELETED
+            | queueing::NODE_ADDED
+            | queueing::NODE_LABEL
+            | queueing::NODE_TAINT
+            | queueing::NODE_DELETED
+    }
+
     fn events(&self) -> ClusterEvents {
         ClusterEvents {
             assigned_pod_added_or_relabelled: true,
