@@ -261,9 +261,21 @@ impl Scheduler {
 
     /// A scheduler running the configured profile, or why the profile is invalid.
     pub fn try_new(config: SchedulerConfig) -> Result<Self, String> {
-        let features = config.plugin_features();
         let mut frameworks = Vec::new();
         for (i, profile) in config.profiles().iter().enumerate() {
+            let mut features = config.plugin_features();
+            // A profile's DynamicResources `bindingTimeout` is its PreBind wait.
+            if let Some(ms) = config
+                .configuration
+                .as_ref()
+                .and_then(|c| c.plugin_args.get(i))
+                .and_then(|args| args.get(plugins::dynamic_resources::NAME))
+                .and_then(|args| args.get("bindingTimeout"))
+                .and_then(serde_json::Value::as_str)
+                .and_then(config_args::duration_millis)
+            {
+                features.dra.binding_timeout_seconds = (ms.max(0) as u64).div_ceil(1000);
+            }
             let framework = Framework::new(profile, &mut |plugin| {
                 plugins::build(plugin, &features)
                     .map_err(|e| format!("initializing plugin {:?}: {e}", plugin.name))
@@ -584,9 +596,10 @@ impl Scheduler {
     fn signature(&mut self, p: usize, cycle: &Cycle) -> String {
         let pod = &cycle.pod.pod;
         format!(
-            "{p}|{}|{:?}|{:?}{}",
+            "{p}|{}|{:?}|{:?}|{:?}{}",
             pod.metadata.namespace,
             pod.metadata.labels,
+            pod.metadata.owner_references,
             pod.spec,
             self.frameworks[p].signature(cycle)
         )
@@ -1078,6 +1091,9 @@ mod tests;
 
 #[cfg(test)]
 mod summary_tests;
+
+#[cfg(test)]
+mod queue_tests;
 
 #[cfg(test)]
 mod properties;

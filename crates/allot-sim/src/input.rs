@@ -131,6 +131,8 @@ pub struct Input {
     pub binding_timeout_seconds: u64,
     /// The driver health timeout, in milliseconds.
     pub driver_health_timeout_millis: u64,
+    /// The KubeSchedulerConfiguration document, read (`None`: the default profile).
+    pub scheduler_configuration: Option<allot_scheduler::config::SchedulerConfiguration>,
 }
 
 impl Input {
@@ -526,6 +528,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     let mut default_kubelet_config: Option<(String, KubeletConfiguration)> = None;
     let mut timelines: Vec<(RawDocument, Timeline)> = Vec::new();
     let mut options: Option<(RawDocument, SimulationOptions)> = None;
+    let mut scheduler_configs = Vec::new();
     for document in documents {
         let Document { raw, object } = document;
         match (&object, raw.api_version.as_str(), raw.kind.as_str()) {
@@ -638,9 +641,11 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             // A previous run's report (the last item of `-o json|yaml`) is output: a run fed
             // its own output ignores it.
             (Object::Extension, API_VERSION, REPORT_KIND) => {}
-            // Scheduler configuration and allocation options are accepted; the simulator's
-            // own options carry what it uses.
-            (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}
+            (Object::KubeSchedulerConfiguration(config), _, _) => {
+                scheduler_configs.push((raw, config.clone()));
+            }
+            // Allocation options are accepted; the simulator's own options carry what it uses.
+            (Object::AllocationOptions(_), _, _) => {}
             _ => {
                 if let Some(stored) = admit(object, &raw, &namespaces, &mut errors, None) {
                     let key = stored_key(&stored);
@@ -911,6 +916,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         }
     }
     check_group_overlaps(&nodes, &topologies, &kubelet_configs, &mut errors);
+    let scheduler_configuration = crate::scheduler_config::read(&scheduler_configs, &mut errors);
     let topologies: Vec<TopologyEntry> = topologies.into_iter().map(|(t, _)| t).collect();
 
     if !errors.is_empty() {
@@ -928,6 +934,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         horizon_millis,
         binding_timeout_seconds,
         driver_health_timeout_millis,
+        scheduler_configuration,
     })
 }
 
