@@ -39,6 +39,7 @@ pub mod rbac_kinds;
 pub mod request_log;
 pub mod resources;
 pub mod scale;
+pub mod scheduler_config;
 pub mod selector;
 pub mod server;
 pub mod storage;
