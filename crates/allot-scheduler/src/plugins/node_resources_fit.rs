@@ -556,6 +556,23 @@ impl ScorePlugin for NodeResourcesFit {
     }
 }
 
+impl EnqueueExtensions for NodeResourcesFit {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_DELETED
+            | queueing::NODE_ADDED
+            | queueing::NODE_ALLOCATABLE
+            | if self.extended_resource {
+                queueing::DRA
+            } else {
+                0
+            }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,22 +596,5 @@ mod tests {
         assert_eq!(broken_linear(&[(10, 20), (50, 60)], 5), 20);
         assert_eq!(broken_linear(&[(10, 20), (50, 60)], 30), 40);
         assert_eq!(broken_linear(&[(10, 20), (50, 60)], 90), 60);
-    }
-}
-
-impl EnqueueExtensions for NodeResourcesFit {
-    fn events(&self) -> ClusterEvents {
-        ClusterEvents::default()
-    }
-
-    fn requeue_on(&self) -> EventSet {
-        queueing::ASSIGNED_POD_DELETED
-            | queueing::NODE_ADDED
-            | queueing::NODE_ALLOCATABLE
-            | if self.extended_resource {
-                queueing::DRA
-            } else {
-                0
-            }
     }
 }
