@@ -40,6 +40,7 @@ pub mod rbac_kinds;
 pub mod request_log;
 pub mod resources;
 pub mod scale;
+pub mod scheduler_config;
 pub mod selector;
 pub mod server;
 pub mod storage;

@@ -58,6 +58,9 @@ pub struct ServeOptions {
     pub controllers: crate::controllers::Enabled,
     /// Where to log every request (`--request-log`).
     pub request_log: Option<PathBuf>,
+    /// The scheduler's KubeSchedulerConfiguration (`--scheduler-config`); `None`: the
+    /// default profile.
+    pub scheduler_configuration: Option<allot_scheduler::config::SchedulerConfiguration>,
 }
 
 impl ServeOptions {
@@ -78,6 +81,7 @@ impl ServeOptions {
             preload: Vec::new(),
             controllers: crate::controllers::Enabled::default(),
             request_log: None,
+            scheduler_configuration: None,
         }
     }
 }
@@ -339,6 +343,7 @@ fn controllers(options: &ServeOptions) -> Vec<Box<dyn allot_runtime::Controller>
                     features,
                     extended_resource: gates.enabled("DRAExtendedResource"),
                     node_allocatable_resources: gates.enabled("DRANodeAllocatableResources"),
+                    configuration: options.scheduler_configuration.clone(),
                     ..allot_scheduler::SchedulerConfig::default()
                 },
             )),

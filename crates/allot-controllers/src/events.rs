@@ -431,7 +431,12 @@ fn pod_event_object(pod: &Pod, event: &PodEvent, now: &str) -> CoreEvent {
         &event.reason,
         &event.message,
         Source {
-            component: event.component,
+            // The scheduler reports as the pod's profile (upstream: one recorder per
+            // profile, named after its schedulerName).
+            component: match pod.spec.scheduler_name.as_deref() {
+                Some(name) if event.component == SCHEDULER && !name.is_empty() => name,
+                _ => event.component,
+            },
             host: event.host.as_deref(),
         },
         now,

@@ -278,6 +278,9 @@ pub struct Cache {
     pub taint_rules: Vec<DeviceTaintRule>,
     /// Namespaces, in name order.
     pub namespaces: Vec<Namespace>,
+    /// The pod selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets
+    /// (for PodTopologySpread's system default constraints).
+    pub workloads: Workloads,
     orphans: BTreeMap<String, Arc<ResourceSlice>>,
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
     claim_pools: BTreeMap<ObjectKey, Vec<(usize, SmolStr, bool)>>,
@@ -345,6 +348,49 @@ pub fn pod_group_key(pod: &Pod) -> Option<(String, String)> {
     Some((pod.metadata.namespace.clone(), group.pod_group_name.clone()))
 }
 
+/// The selectors of the objects that group pods for spreading (upstream
+/// `helper.DefaultSelector` reads Services, ReplicationControllers, ReplicaSets and
+/// StatefulSets).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workloads {
+    /// Per namespace, the selectors of its Services that have one.
+    pub services: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+    /// ReplicationControllers' selectors by (namespace, name).
+    pub replication_controllers: BTreeMap<(String, String), BTreeMap<String, String>>,
+    /// ReplicaSets' selectors by (namespace, name).
+    pub replica_sets: BTreeMap<(String, String), Option<allot_api::meta::v1::LabelSelector>>,
+    /// StatefulSets' selectors by (namespace, name).
+    pub stateful_sets: BTreeMap<(String, String), Option<allot_api::meta::v1::LabelSelector>>,
+}
+
+impl Workloads {
+    fn from_store(store: &Store) -> Self {
+        let mut out = Workloads::default();
+        for s in store.list::<allot_api::core::v1::Service>() {
+            if !s.spec.selector.is_empty() {
+                out.services
+                    .entry(s.metadata.namespace.clone())
+                    .or_default()
+                    .push(s.spec.selector.clone());
+            }
+        }
+        for rc in store.list::<allot_api::core::v1::ReplicationController>() {
+            let key = (rc.metadata.namespace.clone(), rc.metadata.name.clone());
+            out.replication_controllers
+                .insert(key, rc.spec.selector.clone());
+        }
+        for rs in store.list::<allot_api::apps::v1::ReplicaSet>() {
+            let key = (rs.metadata.namespace.clone(), rs.metadata.name.clone());
+            out.replica_sets.insert(key, rs.spec.selector.clone());
+        }
+        for ss in store.list::<allot_api::apps::v1::StatefulSet>() {
+            let key = (ss.metadata.namespace.clone(), ss.metadata.name.clone());
+            out.stateful_sets.insert(key, ss.spec.selector.clone());
+        }
+        out
+    }
+}
+
 impl Cache {
     /// Applies every store event since the last call.
     pub fn sync(&mut self, store: &Store) {
@@ -354,6 +400,7 @@ impl Cache {
         let mut classes_dirty = false;
         let mut rules_dirty = false;
         let mut namespaces_dirty = false;
+        let mut workloads_dirty = false;
         for event in events {
             match event.key.kind {
                 Kind::Node => self.node_event(event),
@@ -364,6 +411,10 @@ impl Cache {
                 Kind::DeviceTaintRule => rules_dirty = true,
                 Kind::Namespace => namespaces_dirty = true,
                 Kind::PodGroup => self.pod_group_event(event),
+                Kind::Service
+                | Kind::ReplicationController
+                | Kind::ReplicaSet
+                | Kind::StatefulSet => workloads_dirty = true,
                 _ => {}
             }
         }
@@ -374,6 +425,13 @@ impl Cache {
         if rules_dirty {
             self.taint_rules = store.list::<DeviceTaintRule>().cloned().collect();
             self.epoch += 1;
+        }
+        if workloads_dirty {
+            let workloads = Workloads::from_store(store);
+            if workloads != self.workloads {
+                self.workloads = workloads;
+                self.epoch += 1;
+            }
         }
         if namespaces_dirty {
             self.namespaces = store.list::<Namespace>().cloned().collect();

@@ -27,6 +27,8 @@
 
 pub mod cache;
 mod conditions;
+pub mod config;
+mod config_args;
 pub mod extended;
 pub mod filters;
 pub mod framework;
@@ -35,6 +37,7 @@ pub mod nodealloc;
 pub mod plugins;
 pub mod resources;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -48,8 +51,8 @@ pub use plugins::dynamic_resources::RESERVED_FOR_MAX;
 
 use crate::cache::Cache;
 use crate::framework::{
-    ActiveQueue, BindCtx, Ctx, Cycle, CycleOutcome, Explanation, Framework, PluginSet, PodInfo,
-    PreFilterCtx, Profile, QueuedPodInfo,
+    ActiveQueue, BindCtx, Ctx, Cycle, CycleOutcome, EventSet, Explanation, Framework, PluginSet,
+    PodInfo, PreFilterCtx, Profile, QueuedPodInfo, queueing,
 };
 
 /// The name pods use in `spec.schedulerName` for this scheduler.
@@ -83,6 +86,9 @@ pub struct SchedulerConfig {
     /// The allocator's budget per node and attempt, allot's counterpart of upstream's
     /// DynamicResources `filterTimeout` (counted in search steps, not time).
     pub allocation_budget: allot_dra::Budget,
+    /// A KubeSchedulerConfiguration: its profiles replace `profile`, and it sets the queue's
+    /// backoff.
+    pub configuration: Option<config::SchedulerConfiguration>,
 }
 
 impl Default for SchedulerConfig {
@@ -96,6 +102,7 @@ impl Default for SchedulerConfig {
             node_allocatable_resources: true,
             profile: None,
             allocation_budget: allot_dra::Budget::default(),
+            configuration: None,
         }
     }
 }
@@ -108,6 +115,25 @@ impl SchedulerConfig {
             profile.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score;
             profile
         })
+    }
+
+    /// The profiles this configuration runs: the KubeSchedulerConfiguration's, else one.
+    pub fn profiles(&self) -> Vec<Profile> {
+        match &self.configuration {
+            Some(c) => c.profiles.clone(),
+            None => vec![self.profile()],
+        }
+    }
+
+    /// The queue's initial and longest backoff, in milliseconds.
+    fn backoff_millis(&self) -> (u64, u64) {
+        match &self.configuration {
+            Some(c) => (
+                c.pod_initial_backoff_seconds * 1000,
+                c.pod_max_backoff_seconds * 1000,
+            ),
+            None => (1000, 10_000),
+        }
     }
 
     fn plugin_features(&self) -> plugins::Features {
@@ -140,6 +166,7 @@ pub enum SchedulerError {
 
 /// A pod waiting in PreBind.
 struct Waiting {
+    profile: usize,
     node: String,
     cycle: Cycle,
 }
@@ -147,11 +174,43 @@ struct Waiting {
 /// A pod waiting at Permit (upstream's `waitingPod`): reserved and assumed on `node` until a
 /// plugin allows it or `deadline` passes.
 struct PermitWaiting {
+    /// The profile (framework) that scheduled it.
+    profile: usize,
     node: String,
     cycle: Cycle,
     since: SimTime,
     deadline: SimTime,
     plugin: &'static str,
+}
+
+/// How long a pod stays among the unschedulable pods before it is tried again without an
+/// event for it (upstream `podMaxInUnschedulablePodsDuration`).
+const MAX_UNSCHEDULABLE_MILLIS: u64 = 5 * 60 * 1000;
+
+/// A pod the last attempt found unschedulable (upstream's unschedulablePods), or moved out of
+/// there and waiting for its backoff to end (backoffQ).
+#[derive(Debug, Clone)]
+struct Parked {
+    /// It waits for a claim that does not exist: upstream's DynamicResources PreEnqueue keeps
+    /// such a pod out of the queue, and it skips the backoff when the claim appears.
+    gated: bool,
+    /// The cluster events that may make it fit (see [`Framework::requeue_events`]).
+    requeue_on: EventSet,
+    /// When it was parked.
+    at: SimTime,
+    /// An event its hints do not name happened: it is tried again at `at` + 5 minutes.
+    flush: bool,
+    /// Moved out (by an event its hints name, or the flush): waits for the backoff's end.
+    moved: bool,
+}
+
+/// Why a parked pod was woken (recorded by `keys_for`, read by the reconcile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// An event its hints name, or an update of the pod itself.
+    Hinted,
+    /// Some other event (arms the flush).
+    Unhinted,
 }
 
 /// A remembered scheduling failure (an equivalence class of pods, valid for one cache epoch).
@@ -167,12 +226,20 @@ struct Failure {
 /// The scheduler controller.
 pub struct Scheduler {
     config: SchedulerConfig,
-    framework: Framework,
+    /// One framework per profile; pods choose by `spec.schedulerName`.
+    frameworks: Vec<Framework>,
+    /// Where the next attempt starts walking nodes, shared by the profiles (upstream
+    /// `nextStartNodeIndex`).
+    next_start: usize,
     cache: Cache,
-    /// Pods waiting for an attempt.
+    /// Pods waiting for an attempt (activeQ).
     active: ActiveQueue,
-    /// Pods the last attempt found unschedulable, with the plugins that rejected them.
-    unschedulable: BTreeMap<ObjectKey, PluginSet>,
+    /// Pods the last attempt found unschedulable (unschedulablePods and backoffQ).
+    unschedulable: BTreeMap<ObjectKey, Parked>,
+    /// Failed attempts per pod since it was last bound (the backoff doubles with each).
+    attempts: BTreeMap<ObjectKey, u32>,
+    /// Parked pods woken by events since their last reconcile.
+    wakes: RefCell<BTreeMap<ObjectKey, Wake>>,
     /// Pods a PreEnqueue plugin keeps out of the queue.
     gated: BTreeSet<ObjectKey>,
     /// Pods in PreBind.
@@ -193,10 +260,6 @@ pub struct Scheduler {
     own_writes: BTreeMap<ObjectKey, Option<u64>>,
     /// Failures by pod signature.
     failures: BTreeMap<String, Failure>,
-    /// The plugins interested in assigned pods appearing or changing labels.
-    assigned_pod_interest: PluginSet,
-    /// The plugins interested in namespace changes.
-    namespace_interest: PluginSet,
     /// The last time formatted by [`Scheduler::stamp`].
     stamp_memo: Option<(SimTime, String)>,
 }
@@ -217,27 +280,42 @@ impl Scheduler {
 
     /// A scheduler running the configured profile, or why the profile is invalid.
     pub fn try_new(config: SchedulerConfig) -> Result<Self, String> {
-        let features = config.plugin_features();
-        let framework = Framework::new(&config.profile(), &mut |plugin| {
-            plugins::build(plugin, &features)
-        })?;
-        let mut assigned_pod_interest = 0;
-        let mut namespace_interest = 0;
-        for i in 0..64 {
-            let events = framework.events_for(1 << i);
-            if events.assigned_pod_added_or_relabelled {
-                assigned_pod_interest |= 1 << i;
+        let mut frameworks = Vec::new();
+        for (i, profile) in config.profiles().iter().enumerate() {
+            let mut features = config.plugin_features();
+            // A profile's DynamicResources `bindingTimeout` is its PreBind wait.
+            if let Some(ms) = config
+                .configuration
+                .as_ref()
+                .and_then(|c| c.plugin_args.get(i))
+                .and_then(|args| args.get(plugins::dynamic_resources::NAME))
+                .and_then(|args| args.get("bindingTimeout"))
+                .and_then(serde_json::Value::as_str)
+                .and_then(config_args::duration_millis)
+            {
+                features.dra.binding_timeout_seconds = (ms.max(0) as u64).div_ceil(1000);
             }
-            if events.namespace_changed {
-                namespace_interest |= 1 << i;
-            }
+            let framework = Framework::new(profile, &mut |plugin| {
+                plugins::build(plugin, &features)
+                    .map_err(|e| format!("initializing plugin {:?}: {e}", plugin.name))
+            })
+            .map_err(|e| {
+                format!(
+                    "profiles[{i}]: creating profile for scheduler name {:?}: {e}",
+                    profile.scheduler_name
+                )
+            })?;
+            frameworks.push(framework);
         }
         Ok(Scheduler {
             config,
-            framework,
+            frameworks,
+            next_start: 0,
             cache: Cache::default(),
             active: ActiveQueue::new(),
             unschedulable: BTreeMap::new(),
+            attempts: BTreeMap::new(),
+            wakes: RefCell::new(BTreeMap::new()),
             gated: BTreeSet::new(),
             waiting: BTreeMap::new(),
             permit_waiting: BTreeMap::new(),
@@ -247,8 +325,6 @@ impl Scheduler {
             waiters: BTreeMap::new(),
             own_writes: BTreeMap::new(),
             failures: BTreeMap::new(),
-            assigned_pod_interest,
-            namespace_interest,
             stamp_memo: None,
         })
     }
@@ -277,41 +353,76 @@ impl Scheduler {
 
     /// How many nodes to find feasible among `all` (upstream `numFeasibleNodesToFind`).
     pub fn nodes_to_find(&self, all: usize) -> usize {
-        self.framework.nodes_to_find(all)
+        self.frameworks[0].nodes_to_find(all)
     }
 
-    fn is_mine(&self, pod: &Pod) -> bool {
-        match pod.spec.scheduler_name.as_deref() {
-            None | Some("") => true,
-            Some(name) => name == self.framework.scheduler_name(),
-        }
+    /// The profile of a pod: the one named by `spec.schedulerName` (`default-scheduler` when
+    /// empty, as the API server defaults it); `None` for a name no profile has (upstream
+    /// leaves such pods to another scheduler).
+    fn profile_of(&self, pod: &Pod) -> Option<usize> {
+        let name = match pod.spec.scheduler_name.as_deref() {
+            None | Some("") => DEFAULT_SCHEDULER_NAME,
+            Some(name) => name,
+        };
+        self.frameworks
+            .iter()
+            .position(|f| f.scheduler_name() == name)
     }
 
     fn wants(&self, pod: &Pod) -> bool {
         pod.spec.node_name.as_deref().is_none_or(str::is_empty)
             && !is_terminal(pod)
             && pod.metadata.deletion_timestamp.is_none()
-            && self.is_mine(pod)
+            && self.profile_of(pod).is_some()
     }
 
-    fn all_unschedulable(&self) -> Vec<ObjectKey> {
-        self.unschedulable.keys().cloned().collect()
-    }
-
-    /// Unschedulable pods rejected by one of `plugins`.
-    fn unschedulable_by(&self, plugins: PluginSet) -> Vec<ObjectKey> {
-        if plugins == 0 {
-            return Vec::new();
+    /// Parked pods an event of kinds `events` concerns: woken as hinted when their hints
+    /// name one of the events, else (once per parking) as unhinted to arm their flush.
+    fn wake_parked(&self, events: EventSet) -> Vec<ObjectKey> {
+        let mut wakes = self.wakes.borrow_mut();
+        let mut out = Vec::new();
+        for (key, parked) in &self.unschedulable {
+            if parked.moved {
+                continue;
+            }
+            if parked.requeue_on & events != 0 {
+                wakes.insert(key.clone(), Wake::Hinted);
+                out.push(key.clone());
+            } else if !parked.flush && !wakes.contains_key(key) {
+                wakes.insert(key.clone(), Wake::Unhinted);
+                out.push(key.clone());
+            }
         }
-        self.unschedulable
-            .iter()
-            .filter(|(_, by)| **by & plugins != 0)
-            .map(|(k, _)| k.clone())
-            .collect()
+        out
+    }
+
+    /// Marks parked pods woken as hinted (an event concerning them directly).
+    fn wake_hinted(&self, keys: &[ObjectKey]) {
+        let mut wakes = self.wakes.borrow_mut();
+        for key in keys {
+            if self.unschedulable.contains_key(key) {
+                wakes.insert(key.clone(), Wake::Hinted);
+            }
+        }
+    }
+
+    /// Upstream `calculateBackoffDuration`: the initial backoff doubled per earlier failed
+    /// attempt, at most the longest.
+    fn backoff_millis(&self, attempts: u32) -> u64 {
+        let (initial, max) = self.config.backoff_millis();
+        let mut d = initial;
+        for _ in 1..attempts {
+            d = d.saturating_mul(2);
+            if d >= max {
+                return max;
+            }
+        }
+        d.min(max)
     }
 
     fn forget(&mut self, key: &ObjectKey) {
         self.unschedulable.remove(key);
+        self.wakes.borrow_mut().remove(key);
         self.own_writes.remove(key);
         self.waiters.retain(|_, pods| {
             pods.remove(key);
@@ -330,10 +441,27 @@ impl Scheduler {
         key: &ObjectKey,
         (reason, message): (&'static str, String),
         wait_for: Vec<ObjectKey>,
-        rejected_by: PluginSet,
+        (profile, rejected_by): (usize, PluginSet),
         now: SimTime,
     ) -> Result<Action, SchedulerError> {
-        self.unschedulable.insert(key.clone(), rejected_by);
+        let requeue_on = self.frameworks[profile].requeue_events(rejected_by);
+        let gated = wait_for.iter().any(|k| {
+            k.kind == Kind::ResourceClaim
+                && store
+                    .get::<allot_api::resource::v1::ResourceClaim>(&k.namespace, &k.name)
+                    .is_none()
+        });
+        self.unschedulable.insert(
+            key.clone(),
+            Parked {
+                gated,
+                requeue_on,
+                at: now,
+                flush: false,
+                moved: false,
+            },
+        );
+        self.wakes.borrow_mut().remove(key);
         for object in wait_for {
             self.waiters.entry(object).or_default().insert(key.clone());
         }
@@ -355,8 +483,10 @@ impl Scheduler {
 
     /// Queues a pod for an attempt (unless a PreEnqueue plugin keeps it out).
     fn enqueue(&mut self, key: ObjectKey, pod: Arc<Pod>, now: SimTime) {
-        if !self
-            .framework
+        let Some(p) = self.profile_of(&pod) else {
+            return;
+        };
+        if !self.frameworks[p]
             .run_pre_enqueue(&self.cache, &pod)
             .is_success()
         {
@@ -370,7 +500,7 @@ impl Scheduler {
             pod,
             timestamp: now,
         };
-        self.active.push(info, self.framework.queue_sort());
+        self.active.push(info, self.frameworks[0].queue_sort());
     }
 
     /// A reconcile of a pod: its binding cycle if it waits in PreBind, else an attempt for it,
@@ -412,13 +542,25 @@ impl Scheduler {
                     now,
                     stamp: &stamp,
                 };
-                self.framework
-                    .run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
+                self.frameworks[waiting.profile].run_unreserve(
+                    &mut ctx,
+                    &mut waiting.cycle,
+                    &waiting.node,
+                );
             }
             return Ok(Action::Done);
         }
         if let Some(waiting) = self.waiting.remove(key) {
-            return self.binding_cycle(store, key, waiting.cycle, waiting.node, now);
+            return self.binding_cycle(
+                store,
+                key,
+                (waiting.profile, waiting.cycle),
+                waiting.node,
+                now,
+            );
+        }
+        if let Some(action) = self.parked_gate(key, now) {
+            return Ok(action);
         }
         if let Some((_, until)) = self.backoff.get(key)
             && *until > now
@@ -436,7 +578,7 @@ impl Scheduler {
         // The queued pods that go before this one are tried first (they were queued by events
         // that also woke them; their own reconciles find them done or try them again).
         loop {
-            let Some(next) = self.active.pop(self.framework.queue_sort()) else {
+            let Some(next) = self.active.pop(self.frameworks[0].queue_sort()) else {
                 return Ok(Action::Done);
             };
             let is_key = next.key == *key;
@@ -463,20 +605,58 @@ impl Scheduler {
         }
     }
 
+    /// The queue for a parked pod: `None` when it is due for an attempt (it leaves the
+    /// unschedulable pods), else what to do now. A hinted wake, or the flush after 5 minutes,
+    /// moves it out; it is tried when its backoff (from its parking, doubling per failed
+    /// attempt) has passed, as upstream's backoffQ. An unhinted wake arms the flush.
+    fn parked_gate(&mut self, key: &ObjectKey, now: SimTime) -> Option<Action> {
+        let wake = self.wakes.borrow_mut().remove(key);
+        let attempts = self.attempts.get(key).copied().unwrap_or(1);
+        let backoff = self.backoff_millis(attempts);
+        let parked = self.unschedulable.get_mut(key)?;
+        let flush_at = parked.at.plus_millis(MAX_UNSCHEDULABLE_MILLIS);
+        if wake == Some(Wake::Hinted) || (parked.flush && now >= flush_at) {
+            parked.moved = true;
+        } else if wake == Some(Wake::Unhinted) {
+            parked.flush = true;
+            if now >= flush_at {
+                parked.moved = true;
+            }
+        }
+        if parked.moved {
+            let expiry = if parked.gated {
+                parked.at
+            } else {
+                parked.at.plus_millis(backoff)
+            };
+            if now >= expiry {
+                self.unschedulable.remove(key);
+                return None;
+            }
+            return Some(Action::RequeueAfterMillis(expiry.0 - now.0));
+        }
+        if parked.flush {
+            return Some(Action::RequeueAfterMillis(flush_at.0 - now.0));
+        }
+        Some(Action::Done)
+    }
+
     /// The signature of a pod for the failure memo: everything filters read of the pod, and
     /// each plugin's part (none when a plugin's verdict cannot be reused).
-    fn signature(&mut self, cycle: &Cycle) -> String {
+    fn signature(&mut self, p: usize, cycle: &Cycle) -> String {
         let pod = &cycle.pod.pod;
         format!(
-            "{}|{:?}|{:?}{}",
+            "{p}|{}|{:?}|{:?}|{:?}{}",
             pod.metadata.namespace,
             pod.metadata.labels,
+            pod.metadata.owner_references,
             pod.spec,
-            self.framework.signature(cycle)
+            self.frameworks[p].signature(cycle)
         )
     }
 
-    /// One scheduling cycle for a pod.
+    /// One scheduling cycle for a pod (with its profile; the profiles share where the walk
+    /// over nodes starts).
     fn attempt(
         &mut self,
         store: &mut Store,
@@ -486,6 +666,24 @@ impl Scheduler {
         let Some(pod) = store.get_shared::<Pod>(&key.namespace, &key.name).cloned() else {
             return Ok(Action::Done);
         };
+        let Some(p) = self.profile_of(&pod) else {
+            return Ok(Action::Done);
+        };
+        *self.attempts.entry(key.clone()).or_insert(0) += 1;
+        self.frameworks[p].next_start = self.next_start;
+        let result = self.attempt_with(store, key, pod, p, now);
+        self.next_start = self.frameworks[p].next_start;
+        result
+    }
+
+    fn attempt_with(
+        &mut self,
+        store: &mut Store,
+        key: &ObjectKey,
+        pod: Arc<Pod>,
+        p: usize,
+        now: SimTime,
+    ) -> Result<Action, SchedulerError> {
         let mut cycle = Cycle::new(PodInfo::new(pod));
         let pre = {
             let mut ctx = PreFilterCtx {
@@ -493,26 +691,26 @@ impl Scheduler {
                 store,
                 now,
             };
-            self.framework.run_pre_filter(&mut ctx, &mut cycle)
+            self.frameworks[p].run_pre_filter(&mut ctx, &mut cycle)
         };
         let restriction = match pre {
             Ok(r) => r,
-            Err(outcome) => return self.finish(store, key, cycle, *outcome, None, now),
+            Err(outcome) => return self.finish(store, key, (p, cycle), *outcome, None, now),
         };
         let n = self.cache.node_count();
         if n == 0 {
-            let wait_for = self.framework.wait_for(&cycle);
+            let wait_for = self.frameworks[p].wait_for(&cycle);
             return self.mark_not_scheduled(
                 store,
                 key,
                 (POD_UNSCHEDULABLE, "0/0 nodes are available.".into()),
                 wait_for,
-                0,
+                (p, 0),
                 now,
             );
         }
         // A pod that failed before in the same cluster state fails the same way again.
-        let cacheable = !self.avoid.contains_key(key) && self.framework.cacheable(&cycle);
+        let cacheable = !self.avoid.contains_key(key) && self.frameworks[p].cacheable(&cycle);
         if self
             .failures
             .first_key_value()
@@ -520,7 +718,7 @@ impl Scheduler {
         {
             self.failures.clear();
         }
-        let signature = (cacheable && !self.failures.is_empty()).then(|| self.signature(&cycle));
+        let signature = (cacheable && !self.failures.is_empty()).then(|| self.signature(p, &cycle));
         if let Some(signature) = &signature
             && let Some(failure) = self.failures.get(signature).cloned()
             && failure.epoch == self.cache.epoch
@@ -528,16 +726,16 @@ impl Scheduler {
             let mut message = failure.message.clone();
             for (i, e) in &failure.explanations {
                 message.push('\n');
-                message.push_str(&self.framework.rerender(*i, &cycle, e));
+                message.push_str(&self.frameworks[p].rerender(*i, &cycle, e));
             }
-            self.framework.next_start = (self.framework.next_start + failure.processed) % n;
-            let wait_for = self.framework.wait_for(&cycle);
+            self.frameworks[p].next_start = (self.frameworks[p].next_start + failure.processed) % n;
+            let wait_for = self.frameworks[p].wait_for(&cycle);
             return self.mark_not_scheduled(
                 store,
                 key,
                 (POD_UNSCHEDULABLE, message),
                 wait_for,
-                failure.rejected_by,
+                (p, failure.rejected_by),
                 now,
             );
         }
@@ -553,14 +751,15 @@ impl Scheduler {
                 cluster: &self.cache,
                 now,
             };
-            self.framework
-                .find_node(&ctx, &mut cycle, restriction, &avoid)
+            self.frameworks[p].find_node(&ctx, &mut cycle, restriction, &avoid)
         };
         let signature = match (&outcome, signature) {
-            (CycleOutcome::Unschedulable { .. }, None) if cacheable => Some(self.signature(&cycle)),
+            (CycleOutcome::Unschedulable { .. }, None) if cacheable => {
+                Some(self.signature(p, &cycle))
+            }
             (_, signature) => signature,
         };
-        self.finish(store, key, cycle, outcome, signature, now)
+        self.finish(store, key, (p, cycle), outcome, signature, now)
     }
 
     /// Acts on a cycle's outcome: the binding cycle for a node, or the pod's condition.
@@ -568,7 +767,7 @@ impl Scheduler {
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
-        mut cycle: Cycle,
+        (p, mut cycle): (usize, Cycle),
         outcome: CycleOutcome,
         signature: Option<String>,
         now: SimTime,
@@ -588,11 +787,11 @@ impl Scheduler {
                         now,
                         stamp: &stamp,
                     };
-                    let reserved = self.framework.run_reserve(&mut ctx, &mut cycle, &node);
+                    let reserved = self.frameworks[p].run_reserve(&mut ctx, &mut cycle, &node);
                     if reserved.is_success() {
-                        let permit = self.framework.run_permit(&mut ctx, &mut cycle, &node);
+                        let permit = self.frameworks[p].run_permit(&mut ctx, &mut cycle, &node);
                         if !permit.is_success() && !permit.is_wait() {
-                            self.framework.run_unreserve(&mut ctx, &mut cycle, &node);
+                            self.frameworks[p].run_unreserve(&mut ctx, &mut cycle, &node);
                         }
                         permit
                     } else {
@@ -600,10 +799,10 @@ impl Scheduler {
                     }
                 };
                 if status.is_wait() {
-                    return Ok(self.wait_on_permit(key, cycle, node, &status, now));
+                    return Ok(self.wait_on_permit(key, (p, cycle), node, &status, now));
                 }
                 if !status.is_success() && !status.is_wait() {
-                    let wait_for = self.framework.wait_for(&cycle);
+                    let wait_for = self.frameworks[p].wait_for(&cycle);
                     let reason = if status.is_rejected() {
                         POD_UNSCHEDULABLE
                     } else {
@@ -614,22 +813,22 @@ impl Scheduler {
                         key,
                         (reason, status.message()),
                         wait_for,
-                        0,
+                        (p, 0),
                         now,
                     );
                 }
-                let action = self.binding_cycle(store, key, cycle, node, now)?;
+                let action = self.binding_cycle(store, key, (p, cycle), node, now)?;
                 self.allow_waiting(store, now)?;
                 Ok(action)
             }
             CycleOutcome::Error(message) => {
-                let wait_for = self.framework.wait_for(&cycle);
+                let wait_for = self.frameworks[p].wait_for(&cycle);
                 self.mark_not_scheduled(
                     store,
                     key,
                     (POD_SCHEDULER_ERROR, message),
                     wait_for,
-                    0,
+                    (p, 0),
                     now,
                 )
             }
@@ -648,8 +847,7 @@ impl Scheduler {
                         stamp: &stamp,
                     };
                     let statuses = error.diagnosis.node_statuses.clone();
-                    self.framework
-                        .run_post_filter(&mut ctx, &mut cycle, &statuses)
+                    self.frameworks[p].run_post_filter(&mut ctx, &mut cycle, &statuses)
                 };
                 error.diagnosis.post_filter_msg = post;
                 let head = error.message();
@@ -670,13 +868,13 @@ impl Scheduler {
                         },
                     );
                 }
-                let wait_for = self.framework.wait_for(&cycle);
+                let wait_for = self.frameworks[p].wait_for(&cycle);
                 self.mark_not_scheduled(
                     store,
                     key,
                     (POD_UNSCHEDULABLE, message),
                     wait_for,
-                    rejected_by,
+                    (p, rejected_by),
                     now,
                 )
             }
@@ -688,7 +886,7 @@ impl Scheduler {
     fn wait_on_permit(
         &mut self,
         key: &ObjectKey,
-        cycle: Cycle,
+        (profile, cycle): (usize, Cycle),
         node: String,
         status: &framework::Status,
         now: SimTime,
@@ -699,6 +897,7 @@ impl Scheduler {
         self.permit_waiting.insert(
             key.clone(),
             PermitWaiting {
+                profile,
                 node,
                 cycle,
                 since: now,
@@ -744,11 +943,16 @@ impl Scheduler {
                 now,
                 stamp: &stamp,
             };
-            self.framework
-                .run_permit(&mut ctx, &mut waiting.cycle, &waiting.node)
+            self.frameworks[waiting.profile].run_permit(&mut ctx, &mut waiting.cycle, &waiting.node)
         };
         if status.is_success() {
-            let action = self.binding_cycle(store, key, waiting.cycle, waiting.node, now)?;
+            let action = self.binding_cycle(
+                store,
+                key,
+                (waiting.profile, waiting.cycle),
+                waiting.node,
+                now,
+            )?;
             self.allow_waiting(store, now)?;
             return Ok(action);
         }
@@ -776,20 +980,30 @@ impl Scheduler {
                 now,
                 stamp: &stamp,
             };
-            self.framework
-                .run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
+            self.frameworks[waiting.profile].run_unreserve(
+                &mut ctx,
+                &mut waiting.cycle,
+                &waiting.node,
+            );
         }
         let attempts = self.backoff.get(key).map_or(0, |(n, _)| *n) + 1;
         let backoff_ms = (1000u64 << (attempts - 1).min(4)).min(10_000);
         self.backoff
             .insert(key.clone(), (attempts, now.plus_millis(backoff_ms)));
-        let wait_for = self.framework.wait_for(&waiting.cycle);
+        let wait_for = self.frameworks[waiting.profile].wait_for(&waiting.cycle);
         let reason = if status.is_wait() || status.is_rejected() {
             POD_UNSCHEDULABLE
         } else {
             POD_SCHEDULER_ERROR
         };
-        self.mark_not_scheduled(store, key, (reason, message), wait_for, 0, now)
+        self.mark_not_scheduled(
+            store,
+            key,
+            (reason, message),
+            wait_for,
+            (waiting.profile, 0),
+            now,
+        )
     }
 
     /// Keeps the `PodGroupScheduled` condition of a gang pod's PodGroup: False with the pod's
@@ -860,8 +1074,7 @@ impl Scheduler {
             now,
             stamp: &stamp,
         };
-        self.framework
-            .run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
+        self.frameworks[waiting.profile].run_unreserve(&mut ctx, &mut waiting.cycle, &waiting.node);
     }
 
     /// PreBind and Bind for a pod reserved on `node`: bound, waiting (asked again at the wait's
@@ -871,7 +1084,7 @@ impl Scheduler {
         &mut self,
         store: &mut Store,
         key: &ObjectKey,
-        mut cycle: Cycle,
+        (p, mut cycle): (usize, Cycle),
         node: String,
         now: SimTime,
     ) -> Result<Action, SchedulerError> {
@@ -884,7 +1097,7 @@ impl Scheduler {
                 now,
                 stamp: &stamp,
             };
-            self.framework.run_pre_bind(&mut ctx, &mut cycle, &node)
+            self.frameworks[p].run_pre_bind(&mut ctx, &mut cycle, &node)
         };
         let after = pod_rv(store, key);
         if after != before
@@ -895,10 +1108,17 @@ impl Scheduler {
         if status.is_wait() {
             let at = status.retry_at().unwrap_or(now);
             self.unschedulable.remove(key);
-            for object in self.framework.wait_for(&cycle) {
+            for object in self.frameworks[p].wait_for(&cycle) {
                 self.waiters.entry(object).or_default().insert(key.clone());
             }
-            self.waiting.insert(key.clone(), Waiting { node, cycle });
+            self.waiting.insert(
+                key.clone(),
+                Waiting {
+                    profile: p,
+                    node,
+                    cycle,
+                },
+            );
             return Ok(Action::RequeueAfterMillis(at.0.saturating_sub(now.0)));
         }
         if !status.is_success() {
@@ -913,7 +1133,7 @@ impl Scheduler {
                 now,
                 stamp: &stamp,
             };
-            self.framework.run_unreserve(&mut ctx, &mut cycle, &node);
+            self.frameworks[p].run_unreserve(&mut ctx, &mut cycle, &node);
             return self.attempt(store, key, now);
         }
         self.forget(key);
@@ -926,17 +1146,17 @@ impl Scheduler {
                 now,
                 stamp: &stamp,
             };
-            self.framework.run_bind(&mut ctx, &mut cycle, &node)
+            self.frameworks[p].run_bind(&mut ctx, &mut cycle, &node)
         };
         self.own_writes.remove(key);
         if !status.is_success() {
-            let wait_for = self.framework.wait_for(&cycle);
+            let wait_for = self.frameworks[p].wait_for(&cycle);
             return self.mark_not_scheduled(
                 store,
                 key,
                 (POD_SCHEDULER_ERROR, status.message()),
                 wait_for,
-                0,
+                (p, 0),
                 now,
             );
         }
@@ -961,36 +1181,47 @@ impl Scheduler {
             .collect()
     }
 
-    /// Pods to wake for an assigned pod's event: those rejected by a plugin that cares about
-    /// assigned pods, when the pod is newly assigned or its labels changed.
-    fn assigned_pod_wakes(&self, key: &ObjectKey, pod: &Pod) -> Vec<ObjectKey> {
-        if self.assigned_pod_interest == 0 || !is_assigned(pod) {
-            return Vec::new();
+    /// The events an assigned pod's add or update is: bound now, or its labels changed.
+    fn assigned_pod_events(&self, key: &ObjectKey, pod: &Pod) -> EventSet {
+        if !is_assigned(pod) {
+            return 0;
         }
-        let changed = match self.cache.assigned_pod(key) {
-            None => true,
-            Some(info) => info.pod.metadata.labels != pod.metadata.labels,
+        match self.cache.assigned_pod(key) {
+            None => queueing::ASSIGNED_POD_ADDED,
+            Some(info) if info.pod.metadata.labels != pod.metadata.labels => {
+                queueing::ASSIGNED_POD_LABEL
+            }
+            Some(_) => 0,
+        }
+    }
+
+    /// The events a node's update is, against the cache's copy.
+    fn node_events(&self, node: &allot_api::core::v1::Node) -> EventSet {
+        let Some(state) = self.cache.node_by_name(&node.metadata.name) else {
+            return queueing::NODE_ADDED;
         };
-        if !changed {
-            return Vec::new();
+        let old = &state.node;
+        let mut events = 0;
+        if old.metadata.labels != node.metadata.labels {
+            events |= queueing::NODE_LABEL;
         }
-        self.unschedulable_by(self.assigned_pod_interest)
-    }
-}
-
-/// A pod's resourceVersion as a number.
-fn pod_rv(store: &Store, key: &ObjectKey) -> Option<Option<u64>> {
-    store
-        .get::<Pod>(&key.namespace, &key.name)
-        .map(|p| p.metadata.resource_version.parse().ok())
-}
-
-impl Controller for Scheduler {
-    fn name(&self) -> &'static str {
-        "scheduler"
+        if old.spec.taints != node.spec.taints || old.spec.unschedulable != node.spec.unschedulable
+        {
+            events |= queueing::NODE_TAINT;
+        }
+        if old.status.allocatable != node.status.allocatable {
+            events |= queueing::NODE_ALLOCATABLE;
+        }
+        if old.status.images != node.status.images {
+            events |= queueing::NODE_IMAGES;
+        }
+        events
     }
 
-    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+    /// The pods an event wakes, and what it is: pods it concerns directly (itself, a claim's
+    /// consumers, pods waiting for that object, gang members PreEnqueue let in), and the
+    /// cluster events it is for the queueing hints.
+    fn classify(&self, event: &Event, store: &Store) -> (Vec<ObjectKey>, EventSet) {
         match (&event.object, event.event_type) {
             (Stored::Pod(pod), EventType::Deleted) => {
                 let mut keys = Vec::new();
@@ -1000,13 +1231,16 @@ impl Controller for Scheduler {
                 {
                     keys.push(event.key.clone());
                 }
-                if is_assigned(pod) {
-                    keys.extend(self.all_unschedulable());
-                }
-                keys
+                let events = if is_assigned(pod) {
+                    queueing::ASSIGNED_POD_DELETED
+                } else {
+                    0
+                };
+                (keys, events)
             }
             (Stored::Pod(pod), event_type) => {
-                let mut keys = self.assigned_pod_wakes(&event.key, pod);
+                let mut events = self.assigned_pod_events(&event.key, pod);
+                let mut keys = Vec::new();
                 if event_type == EventType::Added {
                     keys.extend(self.gated_in_group(store, cache::pod_group_key(pod)));
                 }
@@ -1015,7 +1249,7 @@ impl Controller for Scheduler {
                     .get(&event.key)
                     .is_some_and(|rv| *rv == Some(event.resource_version))
                 {
-                    return keys;
+                    return (keys, events);
                 }
                 if self.wants(pod)
                     || self.waiting.contains_key(&event.key)
@@ -1023,70 +1257,33 @@ impl Controller for Scheduler {
                 {
                     keys.push(event.key.clone());
                 } else if is_terminal(pod) && pod.spec.node_name.is_some() {
-                    keys.extend(self.all_unschedulable());
+                    events |= queueing::ASSIGNED_POD_DELETED;
                 }
-                keys.sort_unstable();
-                keys.dedup();
-                keys
+                (keys, events)
             }
-            (Stored::Node(node), EventType::Added) => {
-                let _ = node;
-                self.all_unschedulable()
-            }
-            (Stored::Node(node), EventType::Modified) => {
-                match self.cache.node_by_name(&node.metadata.name) {
-                    Some(state)
-                        if state.node.metadata.labels == node.metadata.labels
-                            && state.node.spec == node.spec
-                            && state.node.status.allocatable == node.status.allocatable
-                            && state.node.status.images == node.status.images =>
-                    {
-                        Vec::new()
-                    }
-                    _ => self.all_unschedulable(),
-                }
-            }
+            (Stored::Node(_), EventType::Added) => (Vec::new(), queueing::NODE_ADDED),
+            (Stored::Node(_), EventType::Deleted) => (Vec::new(), queueing::NODE_DELETED),
+            (Stored::Node(node), _) => (Vec::new(), self.node_events(node)),
             (Stored::ResourceSlice(_), EventType::Added | EventType::Modified) => {
-                self.all_unschedulable()
+                (Vec::new(), queueing::DRA)
             }
+            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_), _) => (Vec::new(), queueing::DRA),
             (Stored::PodGroup(_), _) => {
                 if self.own_group_writes.get(&event.key) == Some(&event.resource_version) {
-                    return Vec::new();
+                    return (Vec::new(), 0);
                 }
-                let mut keys = self.all_unschedulable();
-                keys.extend(self.gated_in_group(
-                    store,
-                    Some((event.key.namespace.to_string(), event.key.name.to_string())),
-                ));
-                keys.sort_unstable();
-                keys.dedup();
-                keys
+                let group = (event.key.namespace.to_string(), event.key.name.to_string());
+                (self.gated_in_group(store, Some(group)), queueing::POD_GROUP)
             }
-            // The volume plugins' objects (upstream registers these events for VolumeBinding,
-            // VolumeZone, VolumeRestrictions and NodeVolumeLimits).
-            (
-                Stored::PersistentVolume(_)
-                | Stored::PersistentVolumeClaim(_)
-                | Stored::StorageClass(_)
-                | Stored::CSINode(_)
-                | Stored::CSIDriver(_)
-                | Stored::CSIStorageCapacity(_),
-                EventType::Added | EventType::Modified,
-            ) => self.all_unschedulable(),
-            (Stored::DeviceClass(_) | Stored::DeviceTaintRule(_), _) => self.all_unschedulable(),
-            (Stored::Namespace(_), _) => self.unschedulable_by(self.namespace_interest),
+            (Stored::Namespace(_), _) => (Vec::new(), queueing::NAMESPACE),
             (Stored::ResourceClaim(claim), event_type) => {
-                // Only pods waiting here (unschedulable or in PreBind) are requeued.
                 if self.unschedulable.is_empty() && self.waiting.is_empty() {
-                    return Vec::new();
+                    return (Vec::new(), 0);
                 }
                 let mut keys: Vec<ObjectKey> = Vec::new();
                 let ns = claim.metadata.namespace.as_str();
                 let freed = (event_type == EventType::Deleted || claim.status.allocation.is_none())
                     && self.cache.claim_allocated(&event.key);
-                if freed {
-                    keys.extend(self.all_unschedulable());
-                }
                 if let Some(pods) = self.waiters.get(&event.key) {
                     keys.extend(pods.iter().cloned());
                 }
@@ -1107,13 +1304,44 @@ impl Controller for Scheduler {
                     keys.push(ObjectKey::new(Kind::Pod, ns, consumer.name.clone()));
                 }
                 keys.retain(|k| self.unschedulable.contains_key(k) || self.waiting.contains_key(k));
-                // In key order, each once.
-                keys.sort_unstable();
-                keys.dedup();
-                keys
+                (keys, if freed { queueing::DRA } else { 0 })
             }
-            _ => Vec::new(),
+            _ => match event.key.kind {
+                Kind::PersistentVolumeClaim
+                | Kind::PersistentVolume
+                | Kind::StorageClass
+                | Kind::CSINode
+                | Kind::CSIDriver
+                | Kind::CSIStorageCapacity
+                | Kind::VolumeAttachment => (Vec::new(), queueing::STORAGE),
+                _ => (Vec::new(), 0),
+            },
         }
+    }
+}
+
+/// A pod's resourceVersion as a number.
+fn pod_rv(store: &Store, key: &ObjectKey) -> Option<Option<u64>> {
+    store
+        .get::<Pod>(&key.namespace, &key.name)
+        .map(|p| p.metadata.resource_version.parse().ok())
+}
+
+impl Controller for Scheduler {
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+
+    fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
+        let (mut keys, events) = self.classify(event, store);
+        self.wake_hinted(&keys);
+        if events != 0 && !self.unschedulable.is_empty() {
+            keys.extend(self.wake_parked(events));
+        }
+        // In key order, each once.
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 
     fn event_log_position(&self) -> Option<u64> {
@@ -1146,6 +1374,9 @@ mod tests;
 
 #[cfg(test)]
 mod summary_tests;
+
+#[cfg(test)]
+mod queue_tests;
 
 #[cfg(test)]
 mod properties;

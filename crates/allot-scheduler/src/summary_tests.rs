@@ -117,6 +117,7 @@ fn walk_framework() -> Framework {
         scheduler_name: "default-scheduler".into(),
         plugins: names.iter().map(|n| PluginConfig::new(n)).collect(),
         percentage_of_nodes_to_score: 0,
+        point_order: Vec::new(),
     };
     let features = SchedulerConfig::default();
     let features = crate::plugins::Features {

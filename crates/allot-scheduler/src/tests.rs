@@ -127,6 +127,14 @@ fn settle(rt: &mut Runtime) {
     assert!(rt.errors().is_empty(), "{:?}", rt.errors());
 }
 
+/// Settles, then lets the longest queue backoff (10 s) pass: a pod an event moved out of the
+/// unschedulable pods is tried when its backoff ends.
+fn settle_backoff(rt: &mut Runtime) {
+    let to = rt.now().plus_millis(10_000);
+    rt.advance_to(to, 100_000).unwrap();
+    assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+}
+
 #[test]
 fn node_selector_picks_matching_node_and_explains_mismatch() {
     let docs = vec![
@@ -261,7 +269,7 @@ fn unschedulable_pod_retries_when_a_node_arrives() {
         .unwrap()
         .clone();
     rt.store.create(node, &SimTime::ZERO.rfc3339()).unwrap();
-    settle(&mut rt);
+    settle_backoff(&mut rt);
     assert_eq!(node_of(&rt, "p").as_deref(), Some("node-z"));
 }
 
@@ -347,7 +355,7 @@ fn dra_allocation_reserves_and_binds() {
     rt.store
         .delete(&ObjectKey::new(Kind::Pod, "default", "p0"))
         .unwrap();
-    settle(&mut rt);
+    settle_backoff(&mut rt);
     assert!(node_of(&rt, "p3").is_some());
 }
 
@@ -402,7 +410,7 @@ fn claims_from_templates_wait_for_the_claim() {
                 });
         })
         .unwrap();
-    settle(&mut rt);
+    settle_backoff(&mut rt);
     assert!(node_of(&rt, "p").is_some());
     let claim = rt
         .store
@@ -597,7 +605,7 @@ fn missing_device_class_is_reported() {
     let mut class = class;
     class.metadata.resource_version.clear();
     rt.store.create(class, &SimTime::ZERO.rfc3339()).unwrap();
-    settle(&mut rt);
+    settle_backoff(&mut rt);
     // No slices: now the allocator says why.
     assert!(
         message(&rt, "p").starts_with("0/3 nodes are available: 3 cannot allocate all claims.")
@@ -752,7 +760,7 @@ spec:
                 r#"device.attributes["gpu.example.com"].size == "big""#.into();
         })
         .unwrap();
-    settle(&mut rt);
+    settle_backoff(&mut rt);
     assert_eq!(node_of(&rt, "p").as_deref(), Some("node-a"));
 }
 

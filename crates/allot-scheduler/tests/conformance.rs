@@ -208,6 +208,7 @@ fn framework(table: &Table, case: &Case) -> Framework {
         scheduler_name: "default-scheduler".into(),
         plugins: names,
         percentage_of_nodes_to_score: 100,
+        point_order: Vec::new(),
     };
     let features = plugins::Features {
         dra: plugins::dynamic_resources::Config {

@@ -132,6 +132,8 @@ pub struct Input {
     pub binding_timeout_seconds: u64,
     /// The driver health timeout, in milliseconds.
     pub driver_health_timeout_millis: u64,
+    /// The KubeSchedulerConfiguration document, read (`None`: the default profile).
+    pub scheduler_configuration: Option<allot_scheduler::config::SchedulerConfiguration>,
 }
 
 impl Input {
@@ -533,6 +535,11 @@ struct Collected {
     default_kubelet_config: Option<(String, KubeletConfiguration)>,
     timelines: Vec<(RawDocument, Timeline)>,
     options: Option<(RawDocument, SimulationOptions)>,
+    /// KubeSchedulerConfiguration documents.
+    scheduler_configs: Vec<(
+        RawDocument,
+        allot_api::kubescheduler::v1::KubeSchedulerConfiguration,
+    )>,
 }
 
 /// What the SimulationOptions document sets (defaults when absent).
@@ -564,6 +571,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         default_kubelet_config,
         timelines,
         options,
+        scheduler_configs,
     } = input;
     let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
     let settings = settings(options, &mut errors);
@@ -571,6 +579,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
     apply_workload_defaults(&timelines, &mut objects, &mut events, &mut errors);
     let nodes = input_nodes(&objects, &seen, &events);
     check_group_overlaps(&nodes, &topologies, &kubelet_configs, &mut errors);
+    let scheduler_configuration = crate::scheduler_config::read(&scheduler_configs, &mut errors);
     let topologies: Vec<TopologyEntry> = topologies.into_iter().map(|(t, _)| t).collect();
 
     if !errors.is_empty() {
@@ -588,6 +597,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         horizon_millis: settings.horizon_millis,
         binding_timeout_seconds: settings.binding_timeout_seconds,
         driver_health_timeout_millis: settings.driver_health_timeout_millis,
+        scheduler_configuration,
     })
 }
 
@@ -635,9 +645,11 @@ impl Collected {
             // A previous run's report (the last item of `-o json|yaml`) is output: a run fed
             // its own output ignores it.
             (Object::Extension, API_VERSION, REPORT_KIND) => {}
-            // Scheduler configuration and allocation options are accepted; the simulator's
-            // own options carry what it uses.
-            (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}
+            (Object::KubeSchedulerConfiguration(config), _, _) => {
+                self.scheduler_configs.push((raw, config.clone()));
+            }
+            // Allocation options are accepted; the simulator's own options carry what it uses.
+            (Object::AllocationOptions(_), _, _) => {}
             _ => self.add_object(object, &raw, namespaces),
         }
     }

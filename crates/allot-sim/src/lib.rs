@@ -25,6 +25,7 @@ pub mod progress;
 pub mod record;
 pub mod report;
 pub mod run;
+pub(crate) mod scheduler_config;
 pub mod scheduler_perf;
 pub mod shape;
 pub mod table;

@@ -90,6 +90,7 @@ fn controllers_for(
             binding_timeout_seconds: input.binding_timeout_seconds,
             extended_resource: input.gate("DRAExtendedResource"),
             node_allocatable_resources: input.gate("DRANodeAllocatableResources"),
+            configuration: input.scheduler_configuration.clone(),
             ..allot_scheduler::SchedulerConfig::default()
         },
     )));

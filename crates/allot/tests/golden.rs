@@ -414,6 +414,31 @@ fn examples_gangs() {
     report(failures);
 }
 
+/// Two scheduler profiles (examples/scheduling/two-profiles): a KubeSchedulerConfiguration
+/// document, pods choosing their profile by schedulerName, one naming none, and a pod that
+/// waits in the scheduling queue until batch pods end (its requeue time with backoff).
+#[test]
+fn examples_scheduling_two_profiles() {
+    let failures = [
+        case(
+            "examples-scheduling-two-profiles-table",
+            "examples-scheduling-two-profiles.table.txt",
+            &["simulate", "examples/scheduling/two-profiles"],
+        ),
+        case(
+            "examples-scheduling-two-profiles-events",
+            "examples-scheduling-two-profiles.events.txt",
+            &[
+                "simulate",
+                "-o",
+                "events",
+                "examples/scheduling/two-profiles",
+            ],
+        ),
+    ];
+    report(failures);
+}
+
 /// The YAML files of `examples/spec`, by file name, sorted.
 fn spec_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(workspace_root().join("examples/spec"))

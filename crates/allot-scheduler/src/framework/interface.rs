@@ -463,10 +463,54 @@ pub trait EnqueueExtensions {
         Vec::new()
     }
 
+    /// The cluster events after which a pod this plugin rejected may fit (upstream
+    /// `EventsToRegister`), as [`queueing`] bits. The default, every event, is always safe.
+    fn requeue_on(&self) -> EventSet {
+        queueing::ALL
+    }
+
     /// Whether a store event concerns this plugin's interest (beyond [`EnqueueExtensions::events`]).
     fn concerns(&self, _event: &Event) -> bool {
         false
     }
+}
+
+/// Cluster events, as bits of [`queueing`].
+pub type EventSet = u32;
+
+/// The cluster events the scheduling queue tells apart (upstream `ClusterEvent`s: a resource
+/// and an action), as bits.
+pub mod queueing {
+    use super::EventSet;
+    /// A pod was bound to a node.
+    pub const ASSIGNED_POD_ADDED: EventSet = 1;
+    /// A bound pod's labels changed.
+    pub const ASSIGNED_POD_LABEL: EventSet = 1 << 1;
+    /// A bound pod was deleted or ended (its resources, ports and terms are gone).
+    pub const ASSIGNED_POD_DELETED: EventSet = 1 << 2;
+    /// A node was added.
+    pub const NODE_ADDED: EventSet = 1 << 3;
+    /// A node's labels changed.
+    pub const NODE_LABEL: EventSet = 1 << 4;
+    /// A node's taints or `spec.unschedulable` changed.
+    pub const NODE_TAINT: EventSet = 1 << 5;
+    /// A node's allocatable resources changed.
+    pub const NODE_ALLOCATABLE: EventSet = 1 << 6;
+    /// A node was deleted.
+    pub const NODE_DELETED: EventSet = 1 << 7;
+    /// A namespace was added or its labels changed.
+    pub const NAMESPACE: EventSet = 1 << 8;
+    /// A ResourceClaim, ResourceSlice, DeviceClass or DeviceTaintRule changed.
+    pub const DRA: EventSet = 1 << 9;
+    /// A PodGroup changed.
+    pub const POD_GROUP: EventSet = 1 << 10;
+    /// A storage object changed (PersistentVolume(Claim), StorageClass, CSINode, CSIDriver,
+    /// CSIStorageCapacity, VolumeAttachment).
+    pub const STORAGE: EventSet = 1 << 11;
+    /// A node's images changed.
+    pub const NODE_IMAGES: EventSet = 1 << 12;
+    /// Every event.
+    pub const ALL: EventSet = EventSet::MAX;
 }
 
 /// A pod's plugins that rejected it, as bits of their index in the profile.

@@ -26,13 +26,13 @@ mod types;
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError};
 pub use interface::{
-    BindCtx, BindPlugin, ClusterEvents, Ctx, EnqueueExtensions, Explanation, FilterPlugin,
-    NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterPlugin, PreBindPlugin,
+    BindCtx, BindPlugin, ClusterEvents, Ctx, EnqueueExtensions, EventSet, Explanation,
+    FilterPlugin, NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterPlugin, PreBindPlugin,
     PreEnqueuePlugin, PreFilterCtx, PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
     QueuedPodInfo, ReservePlugin, ScorePlugin, SummaryCheck, SummaryPass, explanation_data,
-    node_names,
+    node_names, queueing,
 };
-pub use profile::{PluginConfig, Profile};
+pub use profile::{PluginConfig, PointEntry, Profile};
 pub use queue::ActiveQueue;
 pub use runtime::{Cycle, CycleOutcome, Framework, PluginBuilder, nodes_to_find};
 pub use status::{Code, Reason, Status};

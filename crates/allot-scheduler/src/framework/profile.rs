@@ -52,6 +52,21 @@ pub struct Profile {
     pub plugins: Vec<PluginConfig>,
     /// `percentageOfNodesToScore`; 0 means upstream's adaptive default.
     pub percentage_of_nodes_to_score: u32,
+    /// Per extension point (`PreFilter`, `Filter`, ...), the plugins in the order they run
+    /// there, as a KubeSchedulerConfiguration's expansion gives it ([`crate::config`]). A point
+    /// not listed runs its plugins in `plugins` order. An entry marked explicit was enabled at
+    /// that point by name (a plugin that does not implement the point is an error); the others
+    /// came from `multiPoint` (skipped where the plugin does not implement the point).
+    pub point_order: Vec<(String, Vec<PointEntry>)>,
+}
+
+/// A plugin at one extension point of [`Profile::point_order`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointEntry {
+    /// The plugin's name.
+    pub name: String,
+    /// Enabled at this point by name (not through `multiPoint`).
+    pub explicit: bool,
 }
 
 impl Profile {
@@ -88,6 +103,7 @@ impl Profile {
                 p("GangScheduling"),
             ],
             percentage_of_nodes_to_score: 0,
+            point_order: Vec::new(),
         }
     }
 

@@ -16,8 +16,8 @@ use crate::cache::NodeSummary;
 use super::cycle_state::CycleState;
 use super::diagnosis::{Diagnosis, FitError};
 use super::interface::{
-    BindCtx, ClusterEvents, Ctx, Explanation, Plugin, PluginSet, PreFilterCtx, QueueSortPlugin,
-    SummaryPass,
+    BindCtx, ClusterEvents, Ctx, EventSet, Explanation, Plugin, PluginSet, PreFilterCtx,
+    QueueSortPlugin, SummaryPass, queueing,
 };
 use super::profile::{PluginConfig, Profile};
 use super::status::{Code, Status};
@@ -127,6 +127,82 @@ pub fn nodes_to_find(percentage: u32, all: usize) -> usize {
     (all * adaptive as usize / 100).max(MIN_FEASIBLE)
 }
 
+/// The extension points a profile lists plugins for, in the order they run.
+const POINTS: [&str; 11] = [
+    "PreEnqueue",
+    "QueueSort",
+    "PreFilter",
+    "Filter",
+    "PostFilter",
+    "PreScore",
+    "Score",
+    "Reserve",
+    "Permit",
+    "PreBind",
+    "Bind",
+];
+
+/// Whether a plugin implements an extension point.
+fn implements(plugin: &mut dyn Plugin, point: &str) -> bool {
+    match point {
+        "PreEnqueue" => plugin.as_pre_enqueue().is_some(),
+        "QueueSort" => plugin.as_queue_sort().is_some(),
+        "PreFilter" => plugin.as_pre_filter().is_some(),
+        "Filter" => plugin.as_filter().is_some(),
+        "PostFilter" => plugin.as_post_filter().is_some(),
+        "PreScore" => plugin.as_pre_score().is_some(),
+        "Score" => plugin.as_score().is_some(),
+        "Reserve" => plugin.as_reserve().is_some(),
+        "Permit" => plugin.as_permit().is_some(),
+        "PreBind" => plugin.as_pre_bind().is_some(),
+        "Bind" => plugin.as_bind().is_some(),
+        _ => false,
+    }
+}
+
+/// The plugins (indexes in the profile) at one point, in their order there: the profile's
+/// `point_order` for the point when it has one, else every plugin implementing it in profile
+/// order except where disabled.
+fn point_indexes(
+    profile: &Profile,
+    plugins: &mut [Box<dyn Plugin>],
+    point: &str,
+) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    let Some((_, entries)) = profile.point_order.iter().find(|(p, _)| p == point) else {
+        for (i, config) in profile.plugins.iter().enumerate() {
+            if implements(&mut *plugins[i], point)
+                && !config.disabled_points.iter().any(|d| d == point)
+            {
+                out.push(i);
+            }
+        }
+        return Ok(out);
+    };
+    for entry in entries {
+        let Some(i) = profile.plugins.iter().position(|p| p.name == entry.name) else {
+            return Err(format!("{point}Plugin {:?} does not exist", entry.name));
+        };
+        if !implements(&mut *plugins[i], point) {
+            if entry.explicit {
+                return Err(format!(
+                    "plugin {:?} does not extend {point}Plugin plugin",
+                    entry.name
+                ));
+            }
+            continue;
+        }
+        if out.contains(&i) {
+            return Err(format!(
+                "plugin {:?} already registered as \"{point}Plugin\"",
+                entry.name
+            ));
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
 /// A candidate node of the scoring round: its slot and its position in name order.
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
@@ -146,7 +222,6 @@ impl Framework {
         }
         let mut plugins: Vec<Box<dyn Plugin>> = Vec::new();
         let mut names = Vec::new();
-        let mut points = Points::default();
         for (i, config) in profile.plugins.iter().enumerate() {
             if profile.plugins[..i].iter().any(|p| p.name == config.name) {
                 return Err(format!(
@@ -154,53 +229,51 @@ impl Framework {
                     config.name, config.name
                 ));
             }
-            let mut plugin = build(config)?;
-            let on = |point: &str| !config.disabled_points.iter().any(|d| d == point);
-            if plugin.as_pre_enqueue().is_some() && on("PreEnqueue") {
-                points.pre_enqueue.push(i);
-            }
-            if plugin.as_queue_sort().is_some() && on("QueueSort") {
-                if points.queue_sort.is_some() {
-                    return Err("only one QueueSort plugin can be enabled".into());
-                }
-                points.queue_sort = Some(i);
-            }
-            if plugin.as_pre_filter().is_some() && on("PreFilter") {
-                points.pre_filter.push(i);
-            }
-            if plugin.as_filter().is_some() && on("Filter") {
-                points.filter.push(i);
-            }
-            if plugin.as_post_filter().is_some() && on("PostFilter") {
-                points.post_filter.push(i);
-            }
-            if plugin.as_pre_score().is_some() && on("PreScore") {
-                points.pre_score.push(i);
-            }
-            if plugin.as_score().is_some() && on("Score") {
-                let weight = if config.weight == 0 { 1 } else { config.weight };
-                points.score.push((i, weight));
-            }
-            if plugin.as_reserve().is_some() && on("Reserve") {
-                points.reserve.push(i);
-            }
-            if plugin.as_permit().is_some() && on("Permit") {
-                points.permit.push(i);
-            }
-            if plugin.as_pre_bind().is_some() && on("PreBind") {
-                points.pre_bind.push(i);
-            }
-            if plugin.as_bind().is_some() && on("Bind") {
-                points.bind.push(i);
-            }
+            let plugin = build(config)?;
             names.push(plugin.name());
             plugins.push(plugin);
         }
+        let mut points = Points::default();
+        for point in POINTS {
+            let order = point_indexes(profile, &mut plugins, point)?;
+            for i in order {
+                match point {
+                    "PreEnqueue" => points.pre_enqueue.push(i),
+                    "QueueSort" => {
+                        if points.queue_sort.is_some() {
+                            return Err(format!(
+                                "only one queue sort plugin required for profile with scheduler name {:?}, but got 2",
+                                profile.scheduler_name
+                            ));
+                        }
+                        points.queue_sort = Some(i);
+                    }
+                    "PreFilter" => points.pre_filter.push(i),
+                    "Filter" => points.filter.push(i),
+                    "PostFilter" => points.post_filter.push(i),
+                    "PreScore" => points.pre_score.push(i),
+                    "Score" => {
+                        let weight = profile.plugins[i].weight;
+                        points.score.push((i, if weight == 0 { 1 } else { weight }));
+                    }
+                    "Reserve" => points.reserve.push(i),
+                    "Permit" => points.permit.push(i),
+                    "PreBind" => points.pre_bind.push(i),
+                    _ => points.bind.push(i),
+                }
+            }
+        }
         if points.queue_sort.is_none() {
-            return Err("one QueueSort plugin required for profile".into());
+            return Err(format!(
+                "only one queue sort plugin required for profile with scheduler name {:?}, but got 0",
+                profile.scheduler_name
+            ));
         }
         if points.bind.is_empty() {
-            return Err("at least one Bind plugin is needed for profile".into());
+            return Err(format!(
+                "at least one bind plugin is needed for profile with scheduler name {:?}",
+                profile.scheduler_name
+            ));
         }
         Ok(Framework {
             plugins,
@@ -271,6 +344,26 @@ impl Framework {
                 out.assigned_pod_added_or_relabelled |= events.assigned_pod_added_or_relabelled;
                 out.namespace_changed |= events.namespace_changed;
             }
+        }
+        out
+    }
+
+    /// The cluster events after which a pod rejected by `plugins` may fit (upstream
+    /// QueueingHints: the union of the plugins' `EventsToRegister`; a plugin without
+    /// registration, or no plugin at all, means every event).
+    pub fn requeue_events(&self, plugins: PluginSet) -> EventSet {
+        if plugins == 0 {
+            return queueing::ALL;
+        }
+        let mut out = 0;
+        for (i, plugin) in self.plugins.iter().enumerate() {
+            if plugins & (1 << i) == 0 {
+                continue;
+            }
+            out |= match plugin.as_enqueue_extensions() {
+                Some(e) => e.requeue_on(),
+                None => queueing::ALL,
+            };
         }
         out
     }

@@ -32,10 +32,10 @@ use crate::cache::{Cache, NodeInfo};
 use crate::extended::{self, ExtendedPlan};
 use crate::filters::{REASON_CANNOT_ALLOCATE, REASON_CLAIM_NOT_AVAILABLE, selector_matches};
 use crate::framework::{
-    BindCtx, ClusterEvents, Code, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin,
-    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreBindPlugin, PreFilterCtx, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass,
-    default_normalize_score, explanation_data,
+    BindCtx, ClusterEvents, Code, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation,
+    FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreBindPlugin, PreFilterCtx,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
+    SummaryCheck, SummaryPass, default_normalize_score, explanation_data, queueing,
 };
 use crate::nodealloc;
 use crate::resources::{Resources, pod_requests};
@@ -643,6 +643,10 @@ impl Plugin for DynamicResources {
 }
 
 impl EnqueueExtensions for DynamicResources {
+    fn requeue_on(&self) -> EventSet {
+        queueing::DRA | queueing::POD_GROUP | queueing::NODE_ADDED | queueing::NODE_LABEL
+    }
+
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()
     }

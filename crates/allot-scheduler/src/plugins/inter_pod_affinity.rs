@@ -23,9 +23,9 @@ use serde::Deserialize;
 
 use crate::cache::{Cache, NodeInfo};
 use crate::framework::{
-    AffinityTerm, ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin,
-    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
-    PreScorePlugin, ScorePlugin, Status, WeightedAffinityTerm,
+    AffinityTerm, ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation,
+    FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin,
+    PreFilterResult, PreScorePlugin, ScorePlugin, Status, WeightedAffinityTerm, queueing,
 };
 
 use super::pair_counts::{Counter, PairCounts, Tallies};
@@ -250,6 +250,15 @@ impl Plugin for InterPodAffinity {
 }
 
 impl EnqueueExtensions for InterPodAffinity {
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_ADDED
+            | queueing::ASSIGNED_POD_LABEL
+            | queueing::ASSIGNED_POD_DELETED
+            | queueing::NODE_ADDED
+            | queueing::NODE_LABEL
+            | queueing::NAMESPACE
+    }
+
     fn events(&self) -> ClusterEvents {
         ClusterEvents {
             assigned_pod_added_or_relabelled: true,

@@ -41,6 +41,17 @@ fn args<T: DeserializeOwned + Default>(name: &str, value: &serde_json::Value) ->
     serde_json::from_value(value.clone()).map_err(|e| format!("plugin {name:?} args: {e}"))
 }
 
+/// Whether the registry has a plugin of this name.
+pub fn exists(name: &str) -> bool {
+    let features = Features {
+        dra: crate::SchedulerConfig::default().plugin_features().dra,
+    };
+    match build(&PluginConfig::new(name), &features) {
+        Ok(_) => true,
+        Err(e) => !e.ends_with("does not exist"),
+    }
+}
+
 /// Builds a plugin by name with its arguments (upstream's in-tree registry).
 pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugin>, String> {
     let name = config.name.as_str();

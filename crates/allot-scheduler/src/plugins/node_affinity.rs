@@ -10,9 +10,9 @@ use serde::Deserialize;
 use crate::cache::NodeInfo;
 use crate::filters;
 use crate::framework::{
-    Ctx, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx,
-    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, SummaryCheck,
-    default_normalize_score,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, MAX_NODE_SCORE,
+    NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    ScorePlugin, Status, SummaryCheck, default_normalize_score, queueing,
 };
 
 /// The plugin's name.
@@ -64,6 +64,10 @@ struct Active;
 struct Preferred;
 
 impl Plugin for NodeAffinity {
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -241,5 +245,15 @@ impl ScorePlugin for NodeAffinity {
 
     fn normalize_depends_on_set(&self) -> bool {
         true
+    }
+}
+
+impl EnqueueExtensions for NodeAffinity {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::NODE_ADDED | queueing::NODE_LABEL
     }
 }

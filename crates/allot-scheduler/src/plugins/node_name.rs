@@ -2,7 +2,10 @@
 
 use crate::cache::NodeInfo;
 use crate::filters;
-use crate::framework::{Ctx, CycleState, FilterPlugin, Plugin, PodInfo, Status, SummaryCheck};
+use crate::framework::{
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, Plugin, PodInfo,
+    Status, SummaryCheck, queueing,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "NodeName";
@@ -12,6 +15,10 @@ pub const NAME: &str = "NodeName";
 pub struct NodeName;
 
 impl Plugin for NodeName {
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -42,5 +49,15 @@ impl FilterPlugin for NodeName {
         } else {
             SummaryCheck::NONE
         }
+    }
+}
+
+impl EnqueueExtensions for NodeName {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::NODE_ADDED
     }
 }

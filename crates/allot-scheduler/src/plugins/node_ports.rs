@@ -3,8 +3,9 @@
 
 use crate::cache::NodeInfo;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, HostPort, Plugin,
-    PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status, host_ports,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
+    HostPort, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status, host_ports,
+    queueing,
 };
 
 /// The plugin's name.
@@ -39,6 +40,10 @@ impl Plugin for NodePorts {
 }
 
 impl EnqueueExtensions for NodePorts {
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_DELETED | queueing::NODE_ADDED
+    }
+
     /// Ports are freed by pod deletions, which retry every unschedulable pod anyway.
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()

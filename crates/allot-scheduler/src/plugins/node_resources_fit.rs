@@ -15,9 +15,9 @@ use crate::cache::{NodeInfo, NodeSummary};
 use crate::extended::ExtendedPlan;
 use crate::filters;
 use crate::framework::{
-    Code, Ctx, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx,
-    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, SummaryCheck,
-    SummaryPass,
+    ClusterEvents, Code, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin,
+    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass, queueing,
 };
 use crate::resources::{Resources, pod_non_zero_requests_with, pod_requests};
 
@@ -360,6 +360,10 @@ impl NodeResourcesFit {
 }
 
 impl Plugin for NodeResourcesFit {
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -549,6 +553,23 @@ impl ScorePlugin for NodeResourcesFit {
             }
             o.score = memo.1;
         }
+    }
+}
+
+impl EnqueueExtensions for NodeResourcesFit {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_DELETED
+            | queueing::NODE_ADDED
+            | queueing::NODE_ALLOCATABLE
+            | if self.extended_resource {
+                queueing::DRA
+            } else {
+                0
+            }
     }
 }
 

@@ -4,7 +4,8 @@
 use crate::cache::NodeInfo;
 use crate::filters;
 use crate::framework::{
-    Ctx, CycleState, FilterPlugin, Plugin, PodInfo, Status, SummaryCheck, SummaryPass,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, Plugin, PodInfo,
+    Status, SummaryCheck, SummaryPass, queueing,
 };
 
 /// The plugin's name.
@@ -15,6 +16,10 @@ pub const NAME: &str = "NodeUnschedulable";
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -44,5 +49,15 @@ impl FilterPlugin for NodeUnschedulable {
             pass: SummaryPass::IfPlain,
             min_free_devices: 0,
         }
+    }
+}
+
+impl EnqueueExtensions for NodeUnschedulable {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::NODE_ADDED | queueing::NODE_TAINT
     }
 }

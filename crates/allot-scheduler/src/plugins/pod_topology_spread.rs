@@ -11,10 +11,10 @@
 //! pod's own values to the selector.
 //!
 //! System default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) apply to
-//! pods without constraints of their own through the selectors of the Services, ReplicaSets,
-//! StatefulSets and ReplicationControllers selecting the pod; allot has none of those objects
-//! yet, so [`DefaultSelector`] finds none and the defaults never apply. When those kinds arrive,
-//! a `DefaultSelector` that reads them is the only change needed.
+//! pods without constraints of their own through the selectors of the Services selecting the
+//! pod and of the ReplicationController, ReplicaSet or StatefulSet that controls it
+//! ([`WorkloadSelector`], upstream `helper.DefaultSelector`); a pod none selects gets no
+//! default constraint.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,9 +27,9 @@ use serde::Deserialize;
 use crate::cache::{Cache, NodeInfo};
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, MAX_NODE_SCORE,
-    NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    ScorePlugin, Status,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
+    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status, queueing,
 };
 use crate::labels::{Operator, Requirement, Selector};
 
@@ -66,6 +66,70 @@ pub struct Args {
 pub trait DefaultSelector: std::fmt::Debug {
     /// The selector, or `None` when nothing selects the pod.
     fn default_selector(&self, cluster: &Cache, pod: &Pod) -> Option<Selector>;
+}
+
+/// The default selector from the cache's workload objects (upstream `DefaultSelector`): the
+/// merged selectors of the pod's namespace's Services that match it, plus the selector of its
+/// controller when that is a ReplicationController (merged as labels), a ReplicaSet or a
+/// StatefulSet (added as requirements). `None` when that selects everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorkloadSelector;
+
+impl DefaultSelector for WorkloadSelector {
+    fn default_selector(&self, cluster: &Cache, pod: &Pod) -> Option<Selector> {
+        let workloads = &cluster.workloads;
+        let ns = &pod.metadata.namespace;
+        let labels = &pod.metadata.labels;
+        let mut set: BTreeMap<String, String> = BTreeMap::new();
+        let matches =
+            |sel: &BTreeMap<String, String>| sel.iter().all(|(k, v)| labels.get(k) == Some(v));
+        for selector in workloads.services.get(ns).into_iter().flatten() {
+            if matches(selector) {
+                set.extend(selector.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        let as_selector = |set: &BTreeMap<String, String>| {
+            let mut s = Selector::everything();
+            for (k, v) in set {
+                s.add(Requirement::new(k.clone(), Operator::In, vec![v.clone()]));
+            }
+            s
+        };
+        let mut selector = as_selector(&set);
+        let owner = pod
+            .metadata
+            .owner_references
+            .iter()
+            .find(|o| o.controller == Some(true));
+        if let Some(owner) = owner {
+            let key = (ns.clone(), owner.name.clone());
+            let group = owner.api_version.split('/').next().unwrap_or("");
+            match (owner.api_version.as_str(), owner.kind.as_str()) {
+                ("v1", "ReplicationController") => {
+                    if let Some(rc) = workloads.replication_controllers.get(&key) {
+                        set.extend(rc.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        selector = as_selector(&set);
+                    }
+                }
+                (_, "ReplicaSet" | "StatefulSet") if group == "apps" => {
+                    let found = if owner.kind == "ReplicaSet" {
+                        workloads.replica_sets.get(&key)
+                    } else {
+                        workloads.stateful_sets.get(&key)
+                    };
+                    if let Some(Ok(Selector::All(requirements))) =
+                        found.map(|s| Selector::from_api(s.as_ref()))
+                    {
+                        for r in requirements {
+                            selector.add(r);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        (!selector.is_everything()).then_some(selector)
+    }
 }
 
 /// No workload objects: no default selector.
@@ -154,7 +218,7 @@ impl PodTopologySpread {
         Ok(PodTopologySpread {
             defaults,
             system_defaulted: system,
-            default_selector: Box::new(NoDefaultSelector),
+            default_selector: Box::new(WorkloadSelector),
             tallies: Tallies::default(),
         })
     }
@@ -429,6 +493,16 @@ impl Plugin for PodTopologySpread {
 }
 
 impl EnqueueExtensions for PodTopologySpread {
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_ADDED
+            | queueing::ASSIGNED_POD_LABEL
+            | queueing::ASSIGNED_POD_DELETED
+            | queueing::NODE_ADDED
+            | queueing::NODE_LABEL
+            | queueing::NODE_TAINT
+            | queueing::NODE_DELETED
+    }
+
     fn events(&self) -> ClusterEvents {
         ClusterEvents {
             assigned_pod_added_or_relabelled: true,

@@ -6,8 +6,9 @@ use allot_api::core::v1::{TaintEffect, Toleration};
 use crate::cache::{NodeInfo, NodeSummary};
 use crate::filters;
 use crate::framework::{
-    Ctx, CycleState, Explanation, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PodInfo,
-    PreScorePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass, default_normalize_score,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
+    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status, SummaryCheck,
+    SummaryPass, default_normalize_score, queueing,
 };
 
 /// The plugin's name.
@@ -22,6 +23,10 @@ pub struct TaintToleration;
 struct PreferNoScheduleTolerations(Vec<Toleration>);
 
 impl Plugin for TaintToleration {
+    fn as_enqueue_extensions(&self) -> Option<&dyn EnqueueExtensions> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -156,4 +161,14 @@ fn count_intolerable(tolerations: &[Toleration], node: &NodeInfo) -> usize {
         .filter(|t| t.effect == TaintEffect::PreferNoSchedule)
         .filter(|taint| !tolerations.iter().any(|t| filters::tolerates(t, taint)))
         .count()
+}
+
+impl EnqueueExtensions for TaintToleration {
+    fn events(&self) -> ClusterEvents {
+        ClusterEvents::default()
+    }
+
+    fn requeue_on(&self) -> EventSet {
+        queueing::NODE_ADDED | queueing::NODE_TAINT
+    }
 }

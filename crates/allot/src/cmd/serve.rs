@@ -55,6 +55,12 @@ pub struct Args {
     /// the kubelet's defaults without it.
     #[arg(long, value_name = "FILE")]
     pub kubelet_config: Option<PathBuf>,
+    /// The scheduler's configuration: a kubescheduler.config.k8s.io/v1
+    /// KubeSchedulerConfiguration (profiles chosen by a pod's spec.schedulerName, plugins per
+    /// extension point, weights, pluginConfig, percentageOfNodesToScore, pod backoff), as
+    /// kube-scheduler's `--config` takes it; kube-scheduler 1.37's default profile without it.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
     /// Also merge a cluster, user and context named `allot-<data dir name>` into the user's
     /// kubeconfig ($KUBECONFIG's first file, else ~/.kube/config) and make it the current
     /// context, as kind does; other entries are kept.
@@ -221,6 +227,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(config) => options.kubelet_config = Some(config),
             Err(message) => {
                 eprintln!("allot serve: --kubelet-config: {message}");
+                return Ok(2);
+            }
+        }
+    }
+    if let Some(path) = &args.scheduler_config {
+        match allot_apiserver::scheduler_config::load(path) {
+            Ok(config) => {
+                for warning in &config.warnings {
+                    eprintln!("allot serve: --scheduler-config: warning: {warning}");
+                }
+                options.scheduler_configuration = Some(config);
+            }
+            Err(message) => {
+                eprintln!("allot serve: --scheduler-config: {message}");
                 return Ok(2);
             }
         }

@@ -318,7 +318,16 @@ fn input(
         Phase::Validate,
         &crate::out::count(loaded.documents.len(), "document", "documents"),
     );
-    Ok(allot_sim::input::from_loaded(loaded))
+    let input = allot_sim::input::from_loaded(loaded);
+    if let Ok(input) = &input
+        && let Some(config) = &input.scheduler_configuration
+    {
+        for warning in &config.warnings {
+            display.end();
+            elog!("allot simulate: KubeSchedulerConfiguration: warning: {warning}");
+        }
+    }
+    Ok(input)
 }
 
 /// What is being loaded, for the spinner: how many paths and bytes.
