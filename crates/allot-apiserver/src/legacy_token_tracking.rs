@@ -74,7 +74,10 @@ mod tests {
     fn a_since_that_is_not_a_date_is_rewritten() {
         let mut store = Store::new();
         ensure(&mut store, "2026-03-04T05:06:07Z").expect("created");
-        let mut map = store.get::<ConfigMap>(NAMESPACE, NAME).expect("map").clone();
+        let mut map = store
+            .get::<ConfigMap>(NAMESPACE, NAME)
+            .expect("map")
+            .clone();
         map.data.insert(KEY.into(), "yesterday".into());
         store.update(map).expect("updated");
         assert_eq!(ensure(&mut store, "2026-05-06T00:00:00Z"), Ok(true));

@@ -1117,7 +1117,9 @@ impl Store {
             .events
             .partition_point(|e| e.resource_version <= through);
         if let Some(last) = end.checked_sub(1) {
-            self.compacted_through = self.compacted_through.max(self.events[last].resource_version);
+            self.compacted_through = self
+                .compacted_through
+                .max(self.events[last].resource_version);
         }
         self.events.drain(..end);
     }
