@@ -252,6 +252,16 @@ fn assert_v1beta1(object: &Value, what: &str) {
     assert_eq!(request.get("exactly"), None, "{what}: {object}");
 }
 
+/// The JSON events of a watch body read by the raw client (chunk framing left in: one event
+/// per chunk, each on a line of its own).
+fn watch_events(body: &str) -> Vec<Value> {
+    body.lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).expect("a JSON watch event"))
+        .collect()
+}
+
 /// A watch at v1beta1 sees every change rendered at v1beta1, whatever version wrote it: real
 /// kubectl's `get -w` (a list, then a watch from its resourceVersion), a raw watch from a
 /// resourceVersion with client-go's Accept header (no protobuf form of v1beta1: answered in
@@ -350,10 +360,7 @@ fn watches_at_v1beta1_render_every_event_at_v1beta1() {
         b"",
     );
     assert_eq!(code, 200, "{body}");
-    let events: Vec<Value> = serde_json::Deserializer::from_str(&body)
-        .into_iter::<Value>()
-        .map(|e| e.expect("a JSON watch event"))
-        .collect();
+    let events = watch_events(&body);
     let types: Vec<&str> = events
         .iter()
         .map(|e| e["type"].as_str().unwrap_or_default())
@@ -372,10 +379,7 @@ fn watches_at_v1beta1_render_every_event_at_v1beta1() {
         b"",
     );
     assert_eq!(code, 200, "{body}");
-    let events: Vec<Value> = serde_json::Deserializer::from_str(&body)
-        .into_iter::<Value>()
-        .map(|e| e.expect("a JSON watch event"))
-        .collect();
+    let events = watch_events(&body);
     let added: Vec<&Value> = events.iter().filter(|e| e["type"] == "ADDED").collect();
     assert_eq!(added.len(), 2, "{body}");
     for event in added {
