@@ -138,9 +138,22 @@ pub fn encode<T: Serialize + ?Sized>(
     kind: &str,
     value: &T,
 ) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(512);
+    let mut out = Vec::with_capacity(SIZE_HINT.load(std::sync::atomic::Ordering::Relaxed));
     encode_into(&mut out, api_version, kind, value)?;
+    remember_size(out.len());
     Ok(out)
+}
+
+/// The size of the last object encoded (at least 512 bytes, at most 64 KiB): the capacity the
+/// next one starts with, so that an object of the same kind as the last is written without
+/// growing its buffer.
+static SIZE_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(512);
+
+fn remember_size(len: usize) {
+    SIZE_HINT.store(
+        (len + len / 8).clamp(512, 64 * 1024),
+        std::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 /// [`encode`], appending to `out`.
