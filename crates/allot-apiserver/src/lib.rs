@@ -26,6 +26,7 @@ pub mod kinds_admission;
 pub mod lease;
 pub mod legacy_token_tracking;
 pub mod media;
+pub mod metrics;
 pub mod namespace;
 pub mod nodes;
 pub mod openapi;
