@@ -12,9 +12,12 @@
 //! microsecond precision), `Duration`, `IntOrString`, `RawExtension` (JSON bytes), inlined Go
 //! structs (flat in JSON, a nested message on the wire).
 //!
-//! What it costs: every field is found by name (a hash lookup per key on encode) where
-//! generated code would use a fixed offset; a nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer). Field numbers the schema does
+//! What it costs: every field is found by name where generated code would use a fixed offset
+//! (on encode, a comparison with the schema's next fields, as a struct writes them in the
+//! schema's order, else a hash lookup); a nested message's length is patched after it is
+//! written (a move of its bytes when it is 128 bytes or longer). Decoding into allot's typed
+//! objects costs what building them costs: their uninterpreted fields are `serde_json::Value`s,
+//! built value by value from either wire format. Field numbers the schema does
 //! not know, wrong wire types, and JSON keys that have no field are errors: nothing is dropped.
 //!
 //! Framing: [`encode`] writes the `k8s\0` magic and the `runtime.Unknown` envelope
