@@ -1521,7 +1521,7 @@ fn list(
     let filter = Filter::new(target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
-    let past = past_list(shared, &inner, target, query)?;
+    let past = past_list(&inner, target, query)?;
     let rv = past
         .as_ref()
         .map_or_else(|| inner.store.resource_version(), |(rv, _)| *rv)
@@ -1585,10 +1585,10 @@ fn exact_revision(query: &[(String, String)]) -> Option<u64> {
 
 /// A list at an older revision (see [`exact_revision`]), rebuilt from the store's event log as
 /// etcd reads an older revision: `(revision, objects)`, or `None` to list the newest state.
-/// A revision outside the watch window (allot's compaction: watches from it get 410 too) or
-/// before what the storage holds is 410 Expired with etcd's message.
+/// As upstream, where such a list goes to etcd and a watch to the watch cache, the bound is
+/// the history the storage keeps, not the watch window: a revision before it (compacted from
+/// the log, or before an etcd mirror's rebuild) is 410 Expired with etcd's message.
 fn past_list(
-    shared: &Shared,
     inner: &Inner,
     target: &Target,
     query: &[(String, String)],
@@ -1608,7 +1608,7 @@ fn past_list(
             "The resourceVersion for the provided list is too old.",
         )
     };
-    if rv + shared.options.watch_window < current || rv < inner.backend.oldest_resource_version() {
+    if rv < inner.backend.oldest_resource_version() {
         return Err(expired());
     }
     inner
