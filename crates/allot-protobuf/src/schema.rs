@@ -123,9 +123,9 @@ impl Message {
     /// a field found by position.
     #[inline]
     pub(crate) fn route_from(&self, key: &str, cursor: &mut usize) -> Option<&Route> {
-        let fields = &self.fields;
-        for i in *cursor..fields.len() {
-            let name: &str = &fields[i].json;
+        let from = *cursor;
+        for (i, field) in self.fields.iter().enumerate().skip(from) {
+            let name: &str = &field.json;
             if name.len() == key.len() && name == key {
                 *cursor = i + 1;
                 return Some(&self.own[i]);
