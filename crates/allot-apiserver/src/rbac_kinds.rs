@@ -225,9 +225,21 @@ fn controller_manager_rules() -> Vec<Value> {
     ]
 }
 
-/// The controllers' roles (upstream's controller_policy.go) for the controllers of these kinds.
+/// The controllers' roles (upstream's controller_policy.go) for the controllers of these kinds,
+/// in upstream's order.
 fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
-    let apps_ext: &[&str] = &["extensions", "apps"];
+    let mut roles = controller_roles_a_to_g();
+    roles.extend(controller_roles_j_to_s());
+    roles.extend(later_controller_roles());
+    roles
+}
+
+/// The groups of the old and current workload APIs.
+const APPS_EXT: &[&str] = &["extensions", "apps"];
+
+/// Upstream's first, alphabetical block of controller roles: attachdetach to
+/// generic-garbage-collector.
+fn controller_roles_a_to_g() -> Vec<(&'static str, Vec<Value>)> {
     vec![
         (
             "attachdetach-controller",
@@ -282,9 +294,9 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
         (
             "daemon-set-controller",
             vec![
-                rule(READ, apps_ext, &["daemonsets"]),
-                rule(&["update"], apps_ext, &["daemonsets/status"]),
-                rule(&["update"], apps_ext, &["daemonsets/finalizers"]),
+                rule(READ, APPS_EXT, &["daemonsets"]),
+                rule(&["update"], APPS_EXT, &["daemonsets/status"]),
+                rule(&["update"], APPS_EXT, &["daemonsets/finalizers"]),
                 rule(&["list", "watch"], &[""], &["nodes"]),
                 rule(
                     &["list", "watch", "create", "delete", "patch"],
@@ -307,11 +319,11 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
             vec![
                 rule(
                     &["get", "list", "watch", "update"],
-                    apps_ext,
+                    APPS_EXT,
                     &["deployments"],
                 ),
-                rule(&["update"], apps_ext, &["deployments/status"]),
-                rule(&["update"], apps_ext, &["deployments/finalizers"]),
+                rule(&["update"], APPS_EXT, &["deployments/status"]),
+                rule(&["update"], APPS_EXT, &["deployments/finalizers"]),
                 rule(
                     &[
                         "get", "list", "watch", "create", "update", "patch", "delete",
@@ -326,7 +338,7 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
         (
             "disruption-controller",
             vec![
-                rule(READ, apps_ext, &["deployments"]),
+                rule(READ, APPS_EXT, &["deployments"]),
                 rule(READ, &["apps", "extensions"], &["replicasets"]),
                 rule(READ, &[""], &["replicationcontrollers"]),
                 rule(READ, &["policy"], &["poddisruptionbudgets"]),
@@ -381,6 +393,12 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
                 events(),
             ],
         ),
+    ]
+}
+
+/// Upstream's first block, continued: job to statefulset.
+fn controller_roles_j_to_s() -> Vec<(&'static str, Vec<Value>)> {
+    vec![
         (
             "job-controller",
             vec![
@@ -532,6 +550,12 @@ fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
                 rule(&["update", "delete"], &[""], &["persistentvolumeclaims"]),
             ],
         ),
+    ]
+}
+
+/// Upstream's later controller roles: endpoint to ttl-after-finished.
+fn later_controller_roles() -> Vec<(&'static str, Vec<Value>)> {
+    vec![
         (
             "endpoint-controller",
             vec![

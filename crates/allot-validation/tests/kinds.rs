@@ -324,324 +324,48 @@ fn upstream_defaults_are_applied() {
     );
 }
 
-/// `(kind, patches, expected messages)`.
-type Case<'a> = (&'a str, Vec<(&'a str, Value)>, Vec<&'a str>);
+/// One case of tests/data/create_messages.yaml.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateCase {
+    kind: String,
+    patches: Vec<Patch>,
+    messages: BTreeSet<String>,
+}
+
+/// A JSON-pointer patch of a case's base object.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Patch {
+    path: String,
+    value: Value,
+}
+
+/// How many cases tests/data/create_messages.yaml holds: a dropped one fails the count.
+const CREATE_CASES: usize = 42;
 
 #[test]
 fn create_validation_reports_upstream_messages() {
-    let cases: Vec<Case> = vec![
-        (
-            "Deployment",
-            vec![("/spec/replicas", json!(-1))],
-            vec!["spec.replicas: Invalid value: -1: must be greater than or equal to 0"],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/template/metadata/labels/app", json!("other"))],
-            vec![
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/selector", Value::Null)],
-            vec![
-                "spec.selector: Required value",
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/selector", json!({}))],
-            vec![
-                "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![
-                ("/spec/strategy/rollingUpdate/maxSurge", json!(0)),
-                ("/spec/strategy/rollingUpdate/maxUnavailable", json!(0)),
-            ],
-            vec![
-                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/strategy/rollingUpdate/maxUnavailable", json!("110%"))],
-            vec![
-                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"110%\"}: must not be greater than 100%",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![
-                ("/spec/progressDeadlineSeconds", json!(10)),
-                ("/spec/minReadySeconds", json!(10)),
-            ],
-            vec![
-                "spec.progressDeadlineSeconds: Invalid value: 10: must be greater than minReadySeconds",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/template/spec/restartPolicy", json!("Never"))],
-            vec![
-                "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
-            ],
-        ),
-        (
-            "Deployment",
-            vec![("/spec/template/spec/containers/0/name", json!("Bad_Name"))],
-            vec![
-                "spec.template.spec.containers[0].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-            ],
-        ),
-        (
-            "StatefulSet",
-            vec![("/spec/podManagementPolicy", json!("Sometimes"))],
-            vec![
-                "spec.podManagementPolicy: Invalid value: \"Sometimes\": must be 'OrderedReady' or 'Parallel'",
-            ],
-        ),
-        (
-            "StatefulSet",
-            vec![(
-                "/spec/updateStrategy/rollingUpdate/maxUnavailable",
-                json!(0),
-            )],
-            vec![
-                "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: cannot be 0",
-            ],
-        ),
-        (
-            "DaemonSet",
-            vec![("/spec/updateStrategy/rollingUpdate/maxSurge", json!(1))],
-            vec![
-                "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:0, IntVal:1, StrVal:\"\"}: may not be set when maxUnavailable is non-zero",
-            ],
-        ),
-        (
-            "Job",
-            vec![("/spec/template/spec/restartPolicy", Value::Null)],
-            vec![
-                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
-            ],
-        ),
-        (
-            "Job",
-            vec![
-                ("/spec/completionMode", json!("Indexed")),
-                ("/spec/parallelism", json!(200000)),
-                ("/spec/completions", json!(3)),
-            ],
-            vec![
-                "spec.parallelism: Invalid value: 200000: must be less than or equal to 100000 when completion mode is Indexed",
-            ],
-        ),
-        (
-            "Job",
-            vec![("/spec/backoffLimitPerIndex", json!(1))],
-            vec!["spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode"],
-        ),
-        (
-            "Job",
-            vec![
-                ("/spec/manualSelector", json!(true)),
-                ("/spec/selector", json!({"matchLabels": {"app": "x"}})),
-            ],
-            vec![
-                "spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`",
-            ],
-        ),
-        (
-            "Job",
-            vec![(
-                "/spec/podFailurePolicy",
-                json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0, 3, 2]}}]}),
-            )],
-            vec![
-                "spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
-                "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{0, 3, 2}: must be ordered",
-            ],
-        ),
-        (
-            "CronJob",
-            vec![("/spec/schedule", json!("61 * * * *"))],
-            vec![
-                "spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61",
-            ],
-        ),
-        (
-            "CronJob",
-            vec![(
-                "/metadata/name",
-                json!("a-cron-job-name-that-is-much-too-long-for-its-jobs-xy"),
-            )],
-            vec![
-                "metadata.name: Invalid value: \"a-cron-job-name-that-is-much-too-long-for-its-jobs-xy\": must be no more than 52 characters",
-            ],
-        ),
-        (
-            "CronJob",
-            vec![(
-                "/spec/jobTemplate/spec/selector",
-                json!({"matchLabels": {"a": "b"}}),
-            )],
-            vec![
-                "spec.jobTemplate.spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"b\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: `selector` will be auto-generated",
-            ],
-        ),
-        (
-            "PriorityClass",
-            vec![("/value", json!(1_000_000_001))],
-            vec![
-                "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
-            ],
-        ),
-        (
-            "PriorityClass",
-            vec![("/metadata/name", json!("system-mine"))],
-            vec![
-                "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class",
-            ],
-        ),
-        (
-            "PersistentVolumeClaim",
-            vec![("/spec/accessModes", json!([]))],
-            vec!["spec.accessModes: Required value: at least 1 access mode is required"],
-        ),
-        (
-            "PersistentVolumeClaim",
-            vec![("/spec/resources/requests", json!({}))],
-            vec!["spec.resources[storage]: Required value"],
-        ),
-        (
-            "PersistentVolumeClaim",
-            vec![(
-                "/spec/accessModes",
-                json!(["ReadWriteOncePod", "ReadOnlyMany"]),
-            )],
-            vec![
-                "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes",
-            ],
-        ),
-        (
-            "PersistentVolume",
-            vec![("/spec/nfs", json!({"server": "nfs", "path": "/x"}))],
-            vec!["spec.csi: Forbidden: may not specify more than 1 volume type"],
-        ),
-        (
-            "PersistentVolume",
-            vec![("/spec/persistentVolumeReclaimPolicy", json!("Keep"))],
-            vec![
-                "spec.persistentVolumeReclaimPolicy: Unsupported value: \"Keep\": supported values: \"Delete\", \"Recycle\", \"Retain\"",
-            ],
-        ),
-        (
-            "StorageClass",
-            vec![("/provisioner", json!(""))],
-            vec!["provisioner: Required value"],
-        ),
-        (
-            "StorageClass",
-            vec![("/volumeBindingMode", json!("Later"))],
-            vec![
-                "volumeBindingMode: Unsupported value: \"Later\": supported values: \"Immediate\", \"WaitForFirstConsumer\"",
-            ],
-        ),
-        (
-            "Service",
-            vec![("/spec/ports/0/port", json!(70000))],
-            vec![
-                "spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive",
-            ],
-        ),
-        (
-            "Service",
-            vec![("/spec/type", json!("Magic"))],
-            vec![
-                "spec.type: Unsupported value: \"Magic\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
-            ],
-        ),
-        (
-            "ReplicationController",
-            vec![("/spec/selector", json!({"app": "other"}))],
-            vec![
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"legacy\"}: `selector` does not match template `labels`",
-            ],
-        ),
-        (
-            "PodDisruptionBudget",
-            vec![("/spec/maxUnavailable", json!("10%"))],
-            vec!["spec: Invalid value: {...}: minAvailable and maxUnavailable cannot be both set"],
-        ),
-        (
-            "CSINode",
-            vec![("/spec/drivers/0/nodeID", json!(""))],
-            vec!["spec.drivers[0].nodeID: Required value"],
-        ),
-        (
-            "VolumeAttachment",
-            vec![("/spec/source", json!({}))],
-            vec![
-                "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName",
-            ],
-        ),
-        (
-            "ConfigMap",
-            vec![("/data/bad key", json!("x"))],
-            vec![
-                "data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
-            ],
-        ),
-        (
-            "ControllerRevision",
-            vec![("/data", Value::Null), ("/revision", json!(-1))],
-            vec![
-                "data: Required value: data is mandatory",
-                "revision: Invalid value: -1: must be greater than or equal to 0",
-            ],
-        ),
-        (
-            "CSIStorageCapacity",
-            vec![("/capacity", json!("-1Gi"))],
-            vec!["capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0"],
-        ),
-        (
-            "CSIDriver",
-            vec![("/spec/fsGroupPolicy", json!("Sometimes"))],
-            vec![
-                "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", \"None\", \"ReadWriteOnceWithFSType\"",
-            ],
-        ),
-        (
-            "HorizontalPodAutoscaler",
-            vec![("/metadata/name", json!("Web"))],
-            vec![
-                "metadata.name: Invalid value: \"Web\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            ],
-        ),
-        (
-            "PodTemplate",
-            vec![("/template/spec/containers", json!([]))],
-            vec!["template.spec.containers: Required value"],
-        ),
-        (
-            "IPAddress",
-            vec![("/metadata/name", json!("not-an-ip"))],
-            vec![
-                "metadata.name: Invalid value: \"not-an-ip\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
-            ],
-        ),
-    ];
+    let text = include_str!("data/create_messages.yaml");
+    let cases: Vec<CreateCase> =
+        serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("create_messages.yaml: {e}"));
+    assert_eq!(cases.len(), CREATE_CASES, "cases in create_messages.yaml");
     let failures: Vec<String> = cases
         .into_iter()
-        .filter_map(|(kind, patches, want)| {
-            let got = check(kind, &patches);
-            let want: BTreeSet<String> = want.into_iter().map(String::from).collect();
-            (got != want).then(|| format!("{kind} {patches:?}:\n  got  {got:?}\n  want {want:?}"))
+        .filter_map(|case| {
+            let patches: Vec<(&str, Value)> = case
+                .patches
+                .iter()
+                .map(|p| (p.path.as_str(), p.value.clone()))
+                .collect();
+            let got = check(&case.kind, &patches);
+            let want = case.messages;
+            (got != want).then(|| {
+                format!(
+                    "{} {patches:?}:\n  got  {got:?}\n  want {want:?}",
+                    case.kind
+                )
+            })
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -15,20 +15,15 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use harness::Serve;
+use harness::{Serve, spec_dir, write};
 
 include!("support/embedded.rs");
 
 /// Starts `allot serve` on this suite's storage, with a 50-revision watch window and bookmarks
 /// every second.
-fn start(data_dir: &Path, kubectl: &Path) -> Serve {
-    let (backend_args, backend) = crate::backend(data_dir);
-    let mut args: Vec<String> = ["--watch-window", "50", "--bookmark-interval-seconds", "1"]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    args.extend(backend_args);
-    Serve::start_on(data_dir, kubectl, &args, backend)
+fn start_watching(data_dir: &Path, kubectl: &Path) -> Serve {
+    let watch = ["--watch-window", "50", "--bookmark-interval-seconds", "1"];
+    start_on(data_dir, kubectl, &watch)
 }
 
 trait CreateNamespace {
@@ -43,18 +38,8 @@ impl CreateNamespace for Serve {
             &format!("ns-{name}.yaml"),
             &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"),
         );
-        self.ok(&["create", "-f", path.to_str().unwrap_or_default()]);
+        self.ok(&["create", "-f", &path]);
     }
-}
-
-fn spec_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/spec"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path
 }
 
 const DEVICE_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu.example.com\"\n";
@@ -63,7 +48,7 @@ const DEVICE_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nm
 fn api_resources_list_every_served_kind() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let out = serve.ok(&["api-resources", "--no-headers"]);
     let mut missing = Vec::new();
     for name in [
@@ -100,7 +85,7 @@ fn api_resources_list_every_served_kind() {
 fn every_spec_dra_example_applies_and_reads_back() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     serve.namespace(dir.path(), "some-ns");
     // The admin-access example needs a namespace that allows it (as upstream).
     serve.ok(&[
@@ -200,13 +185,13 @@ fn every_spec_dra_example_applies_and_reads_back() {
 fn invalid_objects_are_refused_with_field_paths() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let bad = write(
         dir.path(),
         "bad.yaml",
         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: bad\nspec:\n  devices:\n    requests:\n    - name: Bad_Name\n      exactly:\n        deviceClassName: gpu.example.com\n",
     );
-    let err = serve.fails(&["apply", "-f", bad.to_str().unwrap_or_default()]);
+    let err = serve.fails(&["apply", "-f", &bad]);
     assert!(
         err.contains("is invalid")
             && err.contains("spec.devices.requests[0].name: Invalid value: \"Bad_Name\""),
@@ -217,7 +202,7 @@ fn invalid_objects_are_refused_with_field_paths() {
         "unknown.yaml",
         "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: x\nspec:\n  selectorz: []\n",
     );
-    let err = serve.fails(&["apply", "-f", unknown.to_str().unwrap_or_default()]);
+    let err = serve.fails(&["apply", "-f", &unknown]);
     assert!(
         err.contains("BadRequest") && err.contains("unknown field \"spec.selectorz\""),
         "{err}"
@@ -250,8 +235,7 @@ fn invalid_objects_are_refused_with_field_paths() {
                 .replace("DeviceClass", "ResourceClaimTemplate")
                 .as_str(),
         )
-        .to_str()
-        .unwrap_or_default(),
+        .as_str(),
     ]);
     assert!(!err.is_empty());
 }
@@ -260,13 +244,13 @@ fn invalid_objects_are_refused_with_field_paths() {
 fn stale_updates_conflict_and_deletes_remove() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
-    serve.ok(&["create", "-f", class.to_str().unwrap_or_default()]);
+    serve.ok(&["create", "-f", &class]);
     let stale = serve.ok(&["get", "deviceclass", "gpu.example.com", "-o", "json"]);
     let stale_path = write(dir.path(), "stale.json", &stale);
     serve.ok(&["annotate", "deviceclass", "gpu.example.com", "note=changed"]);
-    let err = serve.fails(&["replace", "-f", stale_path.to_str().unwrap_or_default()]);
+    let err = serve.fails(&["replace", "-f", &stale_path]);
     assert!(
         err.contains("Conflict") && err.contains("the object has been modified"),
         "{err}"
@@ -274,9 +258,9 @@ fn stale_updates_conflict_and_deletes_remove() {
     // The current version replaces fine.
     let current = serve.ok(&["get", "deviceclass", "gpu.example.com", "-o", "json"]);
     let current_path = write(dir.path(), "current.json", &current);
-    serve.ok(&["replace", "-f", current_path.to_str().unwrap_or_default()]);
+    serve.ok(&["replace", "-f", &current_path]);
     // Creating it again is AlreadyExists.
-    let err = serve.fails(&["create", "-f", class.to_str().unwrap_or_default()]);
+    let err = serve.fails(&["create", "-f", &class]);
     assert!(err.contains("AlreadyExists"), "{err}");
     let out = serve.ok(&["delete", "deviceclass", "gpu.example.com"]);
     assert!(out.contains("deleted"), "{out}");
@@ -407,7 +391,7 @@ fn lists_at_an_exact_resource_version_show_that_revision() {
 fn watch_sees_changes() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let mut watcher = serve
         .kubectl_command(&["get", "namespaces", "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
@@ -457,7 +441,7 @@ fn watch_sees_changes() {
 fn raw_protocol_edges() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     assert_eq!(serve.http("GET", "/livez", &[], b"").0, 200);
     assert_eq!(serve.http("GET", "/readyz", &[], b"").0, 200);
     // A wrong bearer token is refused.
@@ -589,9 +573,9 @@ fn raw_protocol_edges() {
 fn kill_9_keeps_acknowledged_writes() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let class = write(dir.path(), "class.yaml", DEVICE_CLASS);
-    serve.ok(&["create", "-f", class.to_str().unwrap_or_default()]);
+    serve.ok(&["create", "-f", &class]);
     serve.ok(&[
         "apply",
         "-f",
@@ -606,7 +590,7 @@ fn kill_9_keeps_acknowledged_writes() {
     serve.ok(&["label", "namespace", "keep", "kept=yes"]);
     let before = serve.ok(&["get", "deviceclass,resourceslice,namespace", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}"]);
     serve.kill9_all();
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let after = serve.ok(&["get", "deviceclass,resourceslice,namespace", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}"]);
     assert_eq!(before, after);
     assert!(
@@ -649,7 +633,7 @@ fn kill_9_keeps_acknowledged_writes() {
 fn controllers_schedule_pods_and_allocate_template_claims() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     let examples = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/simulate"
@@ -661,7 +645,7 @@ fn controllers_schedule_pods_and_allocate_template_claims() {
         .filter(|d| d.contains("kind: Namespace\n") || d.contains("kind: Node\n"))
         .collect();
     let cluster = write(dir.path(), "cluster.yaml", &served.join("\n---\n"));
-    serve.ok(&["apply", "-f", cluster.to_str().unwrap_or_default()]);
+    serve.ok(&["apply", "-f", &cluster]);
     for file in ["10-devices.yaml", "20-workloads.yaml"] {
         serve.ok(&[
             "apply",

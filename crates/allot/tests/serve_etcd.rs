@@ -28,11 +28,11 @@ mod kinds_suite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::Serve;
+use harness::{Serve, write};
 
 /// Leader election fast enough for tests.
 const ELECTION: [&str; 6] = [
@@ -59,12 +59,6 @@ fn start(data_dir: &Path, etcd_url: &str, kubectl: &Path) -> Serve {
     let mut args = vec!["--etcd-servers", etcd_url];
     args.extend(ELECTION);
     Serve::start(data_dir, kubectl, &args)
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path
 }
 
 /// Two nodes with two GPUs each, and `pods` pods that each want one GPU through a claim
@@ -130,7 +124,7 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
     let b = start(&dir.path().join("b"), &etcd.url, &kubectl);
     let (setup, pods) = contended_cluster(24);
     let setup = write(dir.path(), "setup.yaml", &setup);
-    a.ok(&["apply", "-f", setup.to_str().unwrap_or_default()]);
+    a.ok(&["apply", "-f", &setup]);
     // Both servers take pods at once, from two threads.
     let (first, second) = pods.split_at(pods.len() / 2);
     std::thread::scope(|s| {
@@ -189,7 +183,7 @@ fn two_servers_on_one_etcd_never_allocate_a_device_twice() {
         "node-c.yaml",
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-c\n  labels:\n    kubernetes.io/hostname: node-c\nstatus:\n  capacity: {cpu: \"64\", memory: 256Gi, pods: \"110\"}\n  allocatable: {cpu: \"64\", memory: 256Gi, pods: \"110\"}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: node-c-gpus\nspec:\n  driver: gpu.example.com\n  nodeName: node-c\n  pool: {name: node-c, generation: 1, resourceSliceCount: 1}\n  devices:\n  - name: gpu-0\n  - name: gpu-1\n",
     );
-    b.ok(&["apply", "-f", more.to_str().unwrap_or_default()]);
+    b.ok(&["apply", "-f", &more]);
     settle(6);
     drop(etcd);
 }

@@ -15,9 +15,9 @@ mod kubectl;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use harness::Serve;
+use harness::{Serve, wait_for};
 
 const TOKENS: &str = "admin-token,admin,0,\"system:masters\"\n\
 mallory-token,mallory,1\n\
@@ -173,15 +173,6 @@ fn start(dir: &Path, kubectl: &Path) -> Serve {
         kubectl,
         &["--token-auth-file", &tokens.display().to_string()],
     )
-}
-
-/// Polls `check` every 200 ms for up to 60 s.
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !check() {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// `.status.conditions[PodScheduled]` of a pod as (status, reason, message), read as admin.

@@ -24,14 +24,6 @@ fn manifest() -> String {
     format!("{}/tests/kinds/all-kinds.yaml", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn start() -> (tempfile::TempDir, Serve) {
-    let kubectl = find_kubectl();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (args, backend) = crate::backend(dir.path());
-    let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
-    (dir, serve)
-}
-
 /// The lines of a table whose first cell (after the namespace with `-A`) is `name`.
 fn row<'a>(table: &'a str, name: &str) -> &'a str {
     table
@@ -385,13 +377,11 @@ fn every_kind_survives_a_restart() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
     let before = {
-        let (args, backend) = crate::backend(dir.path());
-        let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
+        let serve = start_on(dir.path(), &kubectl, &[]);
         serve.ok(&["apply", "-f", &manifest()]);
         serve.json(&["get", "deployments,jobs,pvc,pv,sc,pc,cm,secrets,hpa", "-A"])
     };
-    let (args, backend) = crate::backend(dir.path());
-    let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
+    let serve = start_on(dir.path(), &kubectl, &[]);
     let after = serve.json(&["get", "deployments,jobs,pvc,pv,sc,pc,cm,secrets,hpa", "-A"]);
     let names = |list: &serde_json::Value| -> Vec<(String, String, String)> {
         list["items"]

@@ -14,19 +14,10 @@ mod kubectl;
 #[path = "support/serve.rs"]
 mod harness;
 
-use std::path::Path;
-
 use harness::Serve;
 use serde_json::Value;
 
 include!("support/embedded.rs");
-
-/// `allot serve` on this suite's storage with `extra` arguments.
-fn start_on(data_dir: &Path, kubectl: &Path, extra: &[&str]) -> Serve {
-    let (mut args, backend) = crate::backend(data_dir);
-    args.extend(extra.iter().map(ToString::to_string));
-    Serve::start_on(data_dir, kubectl, &args, backend)
-}
 
 /// What these tests add to the shared harness.
 trait MiscServe {
@@ -52,13 +43,6 @@ impl MiscServe for Serve {
         let object: Value = serde_json::from_str(&out).expect("JSON");
         object["metadata"]["labels"].clone()
     }
-}
-
-fn start() -> (tempfile::TempDir, Serve) {
-    let kubectl = find_kubectl();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start_on(dir.path(), &kubectl, &[]);
-    (dir, serve)
 }
 
 const YAML: &str = "apiVersion: v1

@@ -11,40 +11,10 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use harness::Serve;
-
-trait Until {
-    fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String;
-}
-
-impl Until for Serve {
-    /// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
-    fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let out = self.kubectl(args);
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            if (out.status.success() && done(&text)) || Instant::now() > deadline {
-                return text;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path.display().to_string()
-}
-
-fn spec_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/spec"))
-}
+use harness::{Serve, spec_dir, write};
 
 const KUBELET_CONFIG: &str = "apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

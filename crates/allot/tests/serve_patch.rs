@@ -12,20 +12,10 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::time::Duration;
-
-use harness::Serve;
+use harness::{Serve, wait_for};
 use serde_json::Value;
 
 include!("support/embedded.rs");
-
-fn start() -> (tempfile::TempDir, Serve) {
-    let kubectl = find_kubectl();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (args, backend) = crate::backend(dir.path());
-    let serve = Serve::start_on(dir.path(), &kubectl, &args, backend);
-    (dir, serve)
-}
 
 fn names(list: &Value) -> Vec<String> {
     list.as_array()
@@ -621,13 +611,13 @@ fn deleting_a_pod_removes_its_generated_claims() {
     serve.ok(&["apply", "-n", "apps", "-f", &template]);
     let pod = serve.file("pod.yaml", &POD_WITH_CLAIM.replace("NAME", "worker"));
     serve.ok(&["apply", "-n", "apps", "-f", &pod]);
-    eventually("the generated claim", || {
+    wait_for("the generated claim", || {
         claim_names(&serve, "apps")
             .iter()
             .any(|n| n.starts_with("worker-gpu-"))
     });
     serve.ok(&["delete", "pod", "worker", "-n", "apps"]);
-    eventually("the generated claim to go", || {
+    wait_for("the generated claim to go", || {
         claim_names(&serve, "apps").is_empty()
     });
 }
@@ -676,7 +666,7 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
     assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
     assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
     // Content goes, except what has finalizers; the namespace says why it waits.
-    eventually(
+    wait_for(
         "the pod, the template and the generated claim to go",
         || {
             let pods = serve.json(&["get", "pods", "-n", "team"]);
@@ -691,7 +681,7 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
         claim["metadata"]["deletionTimestamp"].is_string(),
         "{claim}"
     );
-    eventually("the finalizers condition", || {
+    wait_for("the finalizers condition", || {
         let ns = serve.json(&["get", "namespace", "team"]);
         ns["status"]["conditions"].as_array().is_some_and(|c| {
             c.iter().any(|c| {
@@ -724,22 +714,11 @@ fn namespace_deletion_terminates_cascades_and_waits_for_finalizers() {
         "-p",
         r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
     ]);
-    eventually("the namespace to go", || {
+    wait_for("the namespace to go", || {
         serve.kubectl(&["get", "namespace", "team"]).status.code() == Some(1)
     });
     let err = serve.fails(&["get", "namespace", "team"]);
     assert!(err.contains("NotFound"), "{err}");
-}
-
-/// Polls until `check` holds (20 s at most).
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..100 {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 const BOUND_POD: &str = "apiVersion: v1

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use harness::Serve;
+use harness::{Serve, wait_for};
 use serde_json::json;
 
 /// The users: token, name, uid, groups.
@@ -74,15 +74,6 @@ impl Eventually for Serve {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-}
-
-/// Waits up to 15 s for `check` to hold.
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

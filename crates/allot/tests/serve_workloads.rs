@@ -11,29 +11,7 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use harness::Serve;
-
-/// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
-fn until(serve: &Serve, args: &[&str], done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = serve.kubectl(args);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if (out.status.success() && done(&text)) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path.display().to_string()
-}
+use harness::{Serve, write};
 
 /// Two simulated nodes (a NodeTopology by label makes their agents run pods).
 const NODES: &str = "apiVersion: v1
@@ -119,7 +97,7 @@ fn running(serve: &Serve, prefix: &str, count: usize) -> Vec<String> {
         "-o",
         "jsonpath={range .items[*]}{.metadata.name} {.status.phase}{\"\\n\"}{end}",
     ];
-    until(serve, &args, |text| {
+    serve.until(&args, |text| {
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(prefix)).collect();
         lines.len() == count && lines.iter().all(|l| l.ends_with(" Running"))
     });
@@ -159,8 +137,7 @@ fn deployment_create_scale_roll_and_delete_with_kubectl() {
     serve.ok(&["scale", "deployment", "web", "--replicas=3"]);
     let three = running(&serve, "web-", 3);
     assert_eq!(three.len(), 3, "{three:?}");
-    let ready = until(
-        &serve,
+    let ready = serve.until(
         &[
             "get",
             "deployment",
@@ -181,8 +158,7 @@ fn deployment_create_scale_roll_and_delete_with_kubectl() {
     ]);
     let status = serve.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     assert!(status.contains("successfully rolled out"), "{status}");
-    let sets = until(
-        &serve,
+    let sets = serve.until(
         &[
             "get",
             "rs",
@@ -207,7 +183,7 @@ fn deployment_create_scale_roll_and_delete_with_kubectl() {
     assert_eq!(revision, "2");
 
     // The controllers' Events, as kubectl lists and describes them.
-    let events = until(&serve, &["get", "events"], |t| {
+    let events = serve.until(&["get", "events"], |t| {
         t.contains("ScalingReplicaSet") && t.contains("SuccessfulCreate") && t.contains("Scheduled")
     });
     for reason in [
@@ -228,9 +204,7 @@ fn deployment_create_scale_roll_and_delete_with_kubectl() {
 
     // kubectl delete cascades (background): the ReplicaSets and the pods go too.
     serve.ok(&["delete", "deployment", "web"]);
-    let left = until(&serve, &["get", "rs,pods", "-o", "name"], |t| {
-        !t.contains("web-")
-    });
+    let left = serve.until(&["get", "rs,pods", "-o", "name"], |t| !t.contains("web-"));
     assert!(!left.contains("web-"), "{left}");
 
     // --cascade=orphan keeps the ReplicaSet and its pods, without an owner.
@@ -243,8 +217,7 @@ fn deployment_create_scale_roll_and_delete_with_kubectl() {
     ]);
     running(&serve, "keep-", 1);
     serve.ok(&["delete", "deployment", "keep", "--cascade=orphan"]);
-    let owners = until(
-        &serve,
+    let owners = serve.until(
         &[
             "get",
             "rs",
@@ -289,7 +262,7 @@ fn a_job_runs_its_pods_to_completion_with_kubectl() {
         finished.iter().all(|l| l.ends_with(" Succeeded")),
         "{finished:?}"
     );
-    let events = until(&serve, &["get", "events"], |t| t.contains("Completed"));
+    let events = serve.until(&["get", "events"], |t| t.contains("Completed"));
     assert!(
         events.contains("job/short") && events.contains("Completed"),
         "{events}"
@@ -301,8 +274,6 @@ fn a_job_runs_its_pods_to_completion_with_kubectl() {
     assert_eq!(pi.len(), 1, "{pi:?}");
     // Jobs orphan their pods unless told otherwise (kubectl sends background propagation).
     serve.ok(&["delete", "job", "short"]);
-    let left = until(&serve, &["get", "pods", "-o", "name"], |t| {
-        !t.contains("short-")
-    });
+    let left = serve.until(&["get", "pods", "-o", "name"], |t| !t.contains("short-"));
     assert!(!left.contains("short-"), "{left}");
 }

@@ -11,6 +11,7 @@ pub mod https;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -236,5 +237,41 @@ impl Serve {
 impl Drop for Serve {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+impl Serve {
+    /// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
+    pub fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.kubectl(args);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if (out.status.success() && done(&text)) || Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+/// Writes `text` to `dir/name`; returns the path as kubectl's `-f` takes it.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("writes");
+    path.to_string_lossy().into_owned()
+}
+
+/// The spec's examples (`examples/spec`).
+pub fn spec_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/spec"))
+}
+
+/// Polls `check` every 200 ms until it holds; fails naming `what` after 60 s.
+pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
