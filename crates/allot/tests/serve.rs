@@ -278,7 +278,7 @@ fn stale_updates_conflict_and_deletes_remove() {
 fn lists_at_an_exact_resource_version_show_that_revision() {
     let kubectl = find_kubectl();
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = start(dir.path(), &kubectl);
+    let serve = start_watching(dir.path(), &kubectl);
     const MAPS: &str = "/api/v1/namespaces/default/configmaps";
     let send = |method: &str, path: &str, content_type: &str, body: &str| -> serde_json::Value {
         let (code, body) = serve.http(
