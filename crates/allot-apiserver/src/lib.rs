@@ -24,6 +24,7 @@ pub mod events;
 pub mod events_v1;
 pub mod kinds_admission;
 pub mod lease;
+pub mod legacy_token_tracking;
 pub mod media;
 pub mod metrics;
 pub mod namespace;

@@ -213,6 +213,13 @@ impl Server {
                 }
             }
         }
+        if crate::legacy_token_tracking::ensure(&mut inner.store, &now)
+            .map_err(|message| Error::Replay { rv: 0, message })?
+            && let Err(err) = persist(&mut inner, true)
+            && err.is_fatal()
+        {
+            return Err(err);
+        }
         // RBAC objects: an earlier version's rbac.json, then the defaults that are missing;
         // one commit each (another server on the same etcd may create one first).
         let mut commit = |store: &mut Store| {
@@ -1522,7 +1529,15 @@ fn list(
     let filter = Filter::new(target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
-    let rv = inner.store.resource_version().to_string();
+    let past = past_list(&inner, target, query)?;
+    let rv = past
+        .as_ref()
+        .map_or_else(|| inner.store.resource_version(), |(rv, _)| *rv)
+        .to_string();
+    let objects: Box<dyn Iterator<Item = &Stored>> = match &past {
+        Some((_, objects)) => Box::new(objects.iter()),
+        None => Box::new(inner.store.list_kind(target.info.kind)),
+    };
     // A continue token (allot returns none: it lists in one page) starts at its key.
     let after = |o: &Stored| {
         read.continue_from.as_deref().is_none_or(|start| {
@@ -1531,9 +1546,7 @@ fn list(
                 >= start
         })
     };
-    let items: Vec<Value> = inner
-        .store
-        .list_kind(target.info.kind)
+    let items: Vec<Value> = objects
         .filter(|o| after(o))
         .filter_map(|o| {
             let json = render(target.info, o);
@@ -1559,17 +1572,71 @@ fn list(
     ))
 }
 
+/// The revision a list must be read at, when it is not the newest: `resourceVersionMatch=Exact`,
+/// or a `limit` with a resourceVersion other than "0" and no match (upstream's legacy exact
+/// read, which it sends to etcd).
+fn exact_revision(query: &[(String, String)]) -> Option<u64> {
+    let rv = query_get(query, "resourceVersion");
+    let exact = match query_get(query, "resourceVersionMatch") {
+        "Exact" => true,
+        "" => {
+            rv != "0"
+                && query_get(query, "continue").is_empty()
+                && query_get(query, "limit")
+                    .parse::<i64>()
+                    .is_ok_and(|limit| limit > 0)
+        }
+        _ => false,
+    };
+    if exact { rv.parse().ok() } else { None }
+}
+
+/// A list at an older revision (see [`exact_revision`]), rebuilt from the store's event log as
+/// etcd reads an older revision: `(revision, objects)`, or `None` to list the newest state.
+/// As upstream, where such a list goes to etcd and a watch to the watch cache, the bound is
+/// the history the storage keeps, not the watch window: a revision before it (compacted from
+/// the log, or before an etcd mirror's rebuild) is 410 Expired with etcd's message.
+fn past_list(
+    inner: &Inner,
+    target: &Target,
+    query: &[(String, String)],
+) -> Result<Option<(u64, Vec<Stored>)>, ApiError> {
+    let Some(rv) = exact_revision(query) else {
+        return Ok(None);
+    };
+    let current = inner.store.resource_version();
+    if rv >= current {
+        // consistent_read waited for it: the store is at rv.
+        return Ok(None);
+    }
+    let expired = || {
+        ApiError::new(
+            StatusCode::GONE,
+            "Expired",
+            "The resourceVersion for the provided list is too old.",
+        )
+    };
+    if rv < inner.backend.oldest_resource_version() {
+        return Err(expired());
+    }
+    inner
+        .store
+        .list_kind_at(target.info.kind, rv)
+        .map(|objects| Some((rv, objects)))
+        .ok_or_else(expired)
+}
+
 /// A read without resourceVersion sees every write acknowledged before it, by any server
 /// sharing the storage: kube-apiserver answers it with a quorum read of etcd; here the store
 /// first takes in everything etcd committed up to the revision it has now. A resourceVersion
-/// N (match NotOlderThan, the default) is served once the store reached N (504 if it does not
-/// in time); "0" is served by the store as it is, as kube-apiserver's watch cache does.
+/// N (match NotOlderThan, the default, or Exact) is served once the store reached N (504 if it
+/// does not in time); "0" is served by the store as it is, as kube-apiserver's watch cache does.
 fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), ApiError> {
     let at_least = match query_get(query, "resourceVersion") {
         "" => None,
         "0" => return Ok(()),
         rv => match (query_get(query, "resourceVersionMatch"), rv.parse::<u64>()) {
-            ("" | "NotOlderThan", Ok(rv)) => Some(rv),
+            ("" | "NotOlderThan" | "Exact", Ok(rv)) => Some(rv),
             _ => return Ok(()),
         },
     };

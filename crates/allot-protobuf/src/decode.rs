@@ -67,11 +67,12 @@ fn read_fields<'de, 's>(
             read_fields(schema, &schema.messages[m as usize], inner, groups)?;
             continue;
         }
-        match groups
-            .iter_mut()
-            .rev()
-            .find(|g| std::ptr::eq(g.field, field))
-        {
+        // A repeated field's values come one after the other: the last group first.
+        let group = match groups.last_mut() {
+            Some(last) if std::ptr::eq(last.field, field) => Some(last),
+            _ => groups.iter_mut().find(|g| std::ptr::eq(g.field, field)),
+        };
+        match group {
             Some(group) => group.vals.push(raw),
             None => groups.push(Group {
                 field,
@@ -477,6 +478,18 @@ struct Elements<'a, 'de, 's> {
     packed: Option<Reader<'de>>,
 }
 
+impl<'de, 's> Elements<'_, 'de, 's> {
+    /// One element.
+    fn one<'r>(&self, raw: &'r Raw<'de>) -> FieldDe<'r, 'de, 's> {
+        FieldDe {
+            schema: self.schema,
+            ty: self.ty,
+            card: Card::One,
+            vals: std::slice::from_ref(raw),
+        }
+    }
+}
+
 impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
     type Error = Error;
 
@@ -492,16 +505,7 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
                     _ => reader.next_varint()?.map(Raw::Varint),
                 };
                 match raw {
-                    Some(raw) => {
-                        return seed
-                            .deserialize(FieldDe {
-                                schema: self.schema,
-                                ty: self.ty,
-                                card: Card::One,
-                                vals: std::slice::from_ref(&raw),
-                            })
-                            .map(Some);
-                    }
+                    Some(raw) => return seed.deserialize(self.one(&raw)).map(Some),
                     None => self.packed = None,
                 }
             }
@@ -517,14 +521,7 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
                 self.packed = Some(Reader::new(b));
                 continue;
             }
-            return seed
-                .deserialize(FieldDe {
-                    schema: self.schema,
-                    ty: self.ty,
-                    card: Card::One,
-                    vals: std::slice::from_ref(raw),
-                })
-                .map(Some);
+            return seed.deserialize(self.one(raw)).map(Some);
         }
     }
 

@@ -96,6 +96,7 @@ impl<'a> MsgSer<'a> {
             start: self.start,
             inline: Vec::new(),
             pending: None,
+            cursor: 0,
         }
     }
 
@@ -226,11 +227,14 @@ struct MsgWriter<'a> {
     /// The route of the key just given to `serialize_key` (`None` before any, `Some(None)`
     /// for a key that is skipped).
     pending: Option<Option<&'a Route>>,
+    /// Where the next key is looked for first (see `Message::route_from`).
+    cursor: usize,
 }
 
 impl<'a> MsgWriter<'a> {
-    fn lookup(&self, key: &str) -> Result<Option<&'a Route>, Error> {
-        match self.msg.route(key) {
+    fn lookup(&mut self, key: &str) -> Result<Option<&'a Route>, Error> {
+        let msg: &'a Message = self.msg;
+        match msg.route_from(key, &mut self.cursor) {
             Some(route) => Ok(Some(route)),
             None if self.msg.object && (key == "apiVersion" || key == "kind") => Ok(None),
             None => Err(Error::unrepresentable(format!(
@@ -538,6 +542,16 @@ impl ValSer<'_> {
     }
 }
 
+/// Numbers of every width go through one of two writers: `int` (as an `i128`) or `float` (as
+/// an `f64`), which check the field's type and range.
+macro_rules! widen {
+    ($($method:ident($arg:ty) $via:ident;)*) => {
+        $(fn $method(self, v: $arg) -> Result<(), Error> {
+            self.$via(v.into())
+        })*
+    };
+}
+
 impl<'a> ser::Serializer for ValSer<'a> {
     type Ok = ();
     type Error = Error;
@@ -555,35 +569,17 @@ impl<'a> ser::Serializer for ValSer<'a> {
             ty => Err(type_error(ty, "boolean")),
         }
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.int(i128::from(v))
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        self.float(f64::from(v))
-    }
-    fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        self.float(v)
+    widen! {
+        serialize_i8(i8) int;
+        serialize_i16(i16) int;
+        serialize_i32(i32) int;
+        serialize_i64(i64) int;
+        serialize_u8(u8) int;
+        serialize_u16(u16) int;
+        serialize_u32(u32) int;
+        serialize_u64(u64) int;
+        serialize_f32(f32) float;
+        serialize_f64(f64) float;
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.serialize_str(v.encode_utf8(&mut [0; 4]))
@@ -765,6 +761,15 @@ struct MapSer<'a> {
     out: &'a mut Vec<u8>,
 }
 
+/// Refuses a value that is not the container a field needs.
+macro_rules! expected {
+    ($what:literal; $($method:ident($arg:ty);)*) => {
+        $(fn $method(self, _: $arg) -> Result<(), Error> {
+            Err(Error::new(concat!("expected ", $what)))
+        })*
+    };
+}
+
 macro_rules! only_container {
     ($name:ident, $what:literal, $seq:ty, $map:ty) => {
         impl<'a> ser::Serializer for $name<'a> {
@@ -778,47 +783,22 @@ macro_rules! only_container {
             type SerializeStruct = Impossible<(), Error>;
             type SerializeStructVariant = Impossible<(), Error>;
 
-            fn serialize_bool(self, _: bool) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_i8(self, _: i8) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_i16(self, _: i16) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_i32(self, _: i32) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_i64(self, _: i64) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_u8(self, _: u8) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_u16(self, _: u16) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_u32(self, _: u32) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_u64(self, _: u64) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_f32(self, _: f32) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_f64(self, _: f64) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_char(self, _: char) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_str(self, _: &str) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
-            }
-            fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
-                Err(Error::new(concat!("expected ", $what)))
+            expected! {
+                $what;
+                serialize_bool(bool);
+                serialize_i8(i8);
+                serialize_i16(i16);
+                serialize_i32(i32);
+                serialize_i64(i64);
+                serialize_u8(u8);
+                serialize_u16(u16);
+                serialize_u32(u32);
+                serialize_u64(u64);
+                serialize_f32(f32);
+                serialize_f64(f64);
+                serialize_char(char);
+                serialize_str(&str);
+                serialize_bytes(&[u8]);
             }
             fn serialize_none(self) -> Result<(), Error> {
                 Ok(())

@@ -12,9 +12,12 @@
 //! microsecond precision), `Duration`, `IntOrString`, `RawExtension` (JSON bytes), inlined Go
 //! structs (flat in JSON, a nested message on the wire).
 //!
-//! What it costs: every field is found by name (a hash lookup per key on encode) where
-//! generated code would use a fixed offset; a nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer). Field numbers the schema does
+//! What it costs: every field is found by name where generated code would use a fixed offset
+//! (on encode, a comparison with the schema's next fields, as a struct writes them in the
+//! schema's order, else a hash lookup); a nested message's length is patched after it is
+//! written (a move of its bytes when it is 128 bytes or longer). Decoding into allot's typed
+//! objects costs what building them costs: their uninterpreted fields are `serde_json::Value`s,
+//! built value by value from either wire format. Field numbers the schema does
 //! not know, wrong wire types, and JSON keys that have no field are errors: nothing is dropped.
 //!
 //! Framing: [`encode`] writes the `k8s\0` magic and the `runtime.Unknown` envelope
@@ -138,9 +141,22 @@ pub fn encode<T: Serialize + ?Sized>(
     kind: &str,
     value: &T,
 ) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(512);
+    let mut out = Vec::with_capacity(SIZE_HINT.load(std::sync::atomic::Ordering::Relaxed));
     encode_into(&mut out, api_version, kind, value)?;
+    remember_size(out.len());
     Ok(out)
+}
+
+/// The size of the last object encoded (at least 512 bytes, at most 64 KiB): the capacity the
+/// next one starts with, so that an object of the same kind as the last is written without
+/// growing its buffer.
+static SIZE_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(512);
+
+fn remember_size(len: usize) {
+    SIZE_HINT.store(
+        (len + len / 8).clamp(512, 64 * 1024),
+        std::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 /// [`encode`], appending to `out`.

@@ -104,13 +104,33 @@ pub struct Message {
     /// The fields, in schema order.
     pub fields: Vec<Field>,
     keys: HashMap<Box<str>, Route, RandomState>,
+    /// `Route::Own(i)` for each field `i`: the route of a key found by position.
+    own: Vec<Route>,
     by_number: Vec<u16>,
 }
 
 const NONE: u16 = u16::MAX;
 
 impl Message {
+    #[cfg(test)]
     pub(crate) fn route(&self, key: &str) -> Option<&Route> {
+        self.keys.get(key)
+    }
+
+    /// The route of `key`, looked for first among the fields from `*cursor` on (a struct
+    /// serialises its fields in the schema's order, Go's, so the next key is usually a few
+    /// fields on: a comparison of names instead of a hash), then by hash. `cursor` moves past
+    /// a field found by position.
+    #[inline]
+    pub(crate) fn route_from(&self, key: &str, cursor: &mut usize) -> Option<&Route> {
+        let from = *cursor;
+        for (i, field) in self.fields.iter().enumerate().skip(from) {
+            let name: &str = &field.json;
+            if name.len() == key.len() && name == key {
+                *cursor = i + 1;
+                return Some(&self.own[i]);
+            }
+        }
         self.keys.get(key)
     }
 
@@ -200,6 +220,7 @@ impl Schema {
                     object,
                     fields: Vec::new(),
                     keys: HashMap::default(),
+                    own: Vec::new(),
                     by_number: Vec::new(),
                 });
                 continue;
@@ -231,6 +252,9 @@ impl Schema {
                     keys.insert(field.json.clone(), Route::Own(i as u16));
                 }
             }
+            messages[index].own = (0..messages[index].fields.len())
+                .map(|i| Route::Own(i as u16))
+                .collect();
             messages[index].keys = keys;
             messages[index].by_number = by_number;
         }

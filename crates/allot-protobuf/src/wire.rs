@@ -63,7 +63,11 @@ pub fn end_len(out: &mut Vec<u8>, start: usize) {
     }
     prefix[n] = value as u8;
     n += 1;
-    out.splice(start - 1..start, prefix[..n].iter().copied());
+    // The content moves n - 1 bytes on, to make room for the longer length.
+    let end = out.len();
+    out.resize(end + n - 1, 0);
+    out.copy_within(start..end, start + n - 1);
+    out[start - 1..start - 1 + n].copy_from_slice(&prefix[..n]);
 }
 
 /// A reader over one message's bytes.

@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod history;
 mod journal;
 mod objects;
 
@@ -746,6 +747,8 @@ pub struct Store {
     uid_counter: u64,
     name_counter: u64,
     events: Vec<Event>,
+    /// The newest resourceVersion whose event compaction dropped (0: none dropped).
+    compacted_through: u64,
     /// Pre-images for rollback, while a mirror of shared storage has uncommitted changes.
     journal: Option<journal::Journal>,
     /// ResourceSlice names by (driver, pool name): a pool's slices without scanning them all.
@@ -1113,6 +1116,11 @@ impl Store {
         let end = self
             .events
             .partition_point(|e| e.resource_version <= through);
+        if let Some(last) = end.checked_sub(1) {
+            self.compacted_through = self
+                .compacted_through
+                .max(self.events[last].resource_version);
+        }
         self.events.drain(..end);
     }
 

@@ -268,6 +268,125 @@ fn stale_updates_conflict_and_deletes_remove() {
     assert!(err.contains("NotFound"), "{err}");
 }
 
+/// `resourceVersionMatch=Exact` lists the collection as it was at that revision, with the
+/// list stamped with it, as kube-apiserver reads etcd at a revision (and so does `limit` with
+/// a resourceVersion and no match, upstream's legacy exact read), even past the watch window
+/// (which bounds watches, as upstream's watch cache does, while such lists read etcd's longer
+/// history); one not reached yet is 504; `NotOlderThan` lists the newest state. (A compacted
+/// revision is 410: allot-store's history tests.)
+#[test]
+fn lists_at_an_exact_resource_version_show_that_revision() {
+    let kubectl = find_kubectl();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = start_watching(dir.path(), &kubectl);
+    const MAPS: &str = "/api/v1/namespaces/default/configmaps";
+    let send = |method: &str, path: &str, content_type: &str, body: &str| -> serde_json::Value {
+        let (code, body) = serve.http(
+            method,
+            path,
+            &[&format!("Content-Type: {content_type}")],
+            body.as_bytes(),
+        );
+        assert!(code < 300, "{method} {path}: {code} {body}");
+        serde_json::from_str(&body).expect("JSON")
+    };
+    let rv_of = |object: &serde_json::Value| -> String {
+        object["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("a resourceVersion")
+            .to_string()
+    };
+    let map = |name: &str, v: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"v":"{v}"}}}}"#
+        )
+    };
+    let json = "application/json";
+    let rv1 = rv_of(&send("POST", MAPS, json, &map("a", "1")));
+    let rv2 = rv_of(&send("POST", MAPS, json, &map("b", "1")));
+    let rv3 = rv_of(&send(
+        "PATCH",
+        &format!("{MAPS}/a"),
+        "application/merge-patch+json",
+        r#"{"data":{"v":"2"}}"#,
+    ));
+    send("DELETE", &format!("{MAPS}/b"), json, "");
+    let rv5 = rv_of(&send("POST", MAPS, json, &map("c", "1")));
+    // (name, data.v) of each item, and the list's resourceVersion.
+    let list = |query: &str| -> (Vec<(String, String)>, String) {
+        let (code, body) = serve.http("GET", &format!("{MAPS}?{query}"), &[], b"");
+        assert_eq!(code, 200, "{query}: {body}");
+        let list: serde_json::Value = serde_json::from_str(&body).expect("a JSON list");
+        let items = list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| {
+                (
+                    i["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    i["data"]["v"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        (items, rv_of(&list))
+    };
+    let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
+    assert_eq!(
+        list(&format!("resourceVersion={rv1}&resourceVersionMatch=Exact")),
+        (vec![pair("a", "1")], rv1.clone())
+    );
+    assert_eq!(
+        list(&format!("resourceVersion={rv2}&resourceVersionMatch=Exact")),
+        (vec![pair("a", "1"), pair("b", "1")], rv2.clone())
+    );
+    assert_eq!(
+        list(&format!("resourceVersion={rv3}&resourceVersionMatch=Exact")),
+        (vec![pair("a", "2"), pair("b", "1")], rv3.clone())
+    );
+    // Paged with a resourceVersion and no match: the legacy exact read.
+    assert_eq!(
+        list(&format!("limit=500&resourceVersion={rv2}")),
+        (vec![pair("a", "1"), pair("b", "1")], rv2.clone())
+    );
+    // NotOlderThan (and no match without limit): the newest state.
+    for query in [
+        format!("resourceVersion={rv1}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={rv1}"),
+    ] {
+        let (items, rv) = list(&query);
+        assert_eq!(items, vec![pair("a", "2"), pair("c", "1")], "{query}");
+        assert!(rv.parse::<u64>().unwrap() >= rv5.parse::<u64>().unwrap());
+    }
+    // A revision not reached yet: 504, as for NotOlderThan.
+    let future = rv5.parse::<u64>().unwrap() + 1_000_000;
+    let (code, body) = serve.http(
+        "GET",
+        &format!("{MAPS}?resourceVersion={future}&resourceVersionMatch=Exact"),
+        &[],
+        b"",
+    );
+    assert_eq!(code, 504, "{body}");
+    assert!(body.contains("Too large resource version"), "{body}");
+    // Past the watch window (50 revisions here): a watch from rv1 is gone, the list is not.
+    for i in 0..60 {
+        send("POST", MAPS, json, &map(&format!("m{i}"), "1"));
+    }
+    let (_, body) = serve.http(
+        "GET",
+        &format!("{MAPS}?watch=true&resourceVersion={rv1}"),
+        &[],
+        b"",
+    );
+    assert!(body.contains("\"code\":410"), "{body}");
+    assert_eq!(
+        list(&format!("resourceVersion={rv3}&resourceVersionMatch=Exact")),
+        (vec![pair("a", "2"), pair("b", "1")], rv3.clone())
+    );
+}
+
 #[test]
 fn watch_sees_changes() {
     let kubectl = find_kubectl();

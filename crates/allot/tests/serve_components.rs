@@ -800,3 +800,46 @@ fn namespaces_are_active_and_labelled_with_their_name() {
         json!({"kubernetes.io/metadata.name": "team-a", "tier": "gold"})
     );
 }
+
+/// kube-apiserver keeps the ConfigMap `kube-system/kube-apiserver-legacy-service-account-token-tracking`
+/// (key `since`: the UTC date tracking began); kube-controller-manager's legacy token cleaner
+/// reads it and logs an error while it is missing. The server creates it at start, answers
+/// kube-controller-manager's protobuf list of it, and keeps its date across a restart.
+#[test]
+fn the_legacy_token_tracking_configmap_exists_from_the_start() {
+    const NAME: &str = "kube-apiserver-legacy-service-account-token-tracking";
+    let kubectl = kubectl::find();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data_dir = dir.path().join("data");
+    let serve = Serve::start(&data_dir, &kubectl, &[] as &[&str]);
+    let map = serve.json(&["get", "configmap", "-n", "kube-system", NAME]);
+    let since = map["data"]["since"].as_str().expect("since").to_string();
+    let date = since.as_bytes();
+    assert!(
+        date.len() == 10
+            && date[4] == b'-'
+            && date[7] == b'-'
+            && date
+                .iter()
+                .enumerate()
+                .all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit()),
+        "{map}"
+    );
+    assert_eq!(map["data"].as_object().map(|d| d.len()), Some(1), "{map}");
+    // kube-controller-manager's informer lists it in protobuf, by field selector.
+    let kcm = client(&serve, KCM_AGENT);
+    let response = kcm.get(&format!(
+        "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3D{NAME}&limit=500&resourceVersion=0"
+    ));
+    assert_eq!(response.status, 200);
+    assert!(response.content_type.starts_with(PROTOBUF), "{response:?}");
+    let list = response.json();
+    assert_eq!(list["items"][0]["data"]["since"], json!(since), "{list}");
+    // A restart keeps it as it is.
+    let rv = map["metadata"]["resourceVersion"].clone();
+    drop(serve);
+    let serve = Serve::start(&data_dir, &kubectl, &[] as &[&str]);
+    let again = serve.json(&["get", "configmap", "-n", "kube-system", NAME]);
+    assert_eq!(again["data"]["since"], json!(since));
+    assert_eq!(again["metadata"]["resourceVersion"], rv);
+}

@@ -220,6 +220,182 @@ fn server_side_apply_at_v1beta1_and_discovery_follow_runtime_config() {
     assert_eq!(code, 200);
 }
 
+const CLAIM_V1: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: watched
+  namespace: default
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        count: 1
+";
+
+/// A v1beta1 rendering of the claim above: the request flat (no `exactly`).
+fn assert_v1beta1(object: &Value, what: &str) {
+    assert_eq!(
+        object["apiVersion"],
+        json!("resource.k8s.io/v1beta1"),
+        "{what}: {object}"
+    );
+    let request = &object["spec"]["devices"]["requests"][0];
+    assert_eq!(
+        request["deviceClassName"],
+        json!("gpu.example.com"),
+        "{what}: {object}"
+    );
+    assert_eq!(request["count"], json!(1), "{what}: {object}");
+    assert_eq!(request.get("exactly"), None, "{what}: {object}");
+}
+
+/// The JSON events of a watch body read by the raw client (chunk framing left in: one event
+/// per chunk, each on a line of its own).
+fn watch_events(body: &str) -> Vec<Value> {
+    body.lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).expect("a JSON watch event"))
+        .collect()
+}
+
+/// A watch at v1beta1 sees every change rendered at v1beta1, whatever version wrote it: real
+/// kubectl's `get -w` (a list, then a watch from its resourceVersion), a raw watch from a
+/// resourceVersion with client-go's Accept header (no protobuf form of v1beta1: answered in
+/// JSON), and a WatchList stream (`sendInitialEvents`) whose initial events are v1beta1 too.
+#[test]
+fn watches_at_v1beta1_render_every_event_at_v1beta1() {
+    use std::io::Read;
+    let (_dir, serve) = start(&["--runtime-config", "resource.k8s.io/v1beta1=true"]);
+    let marker = serve.file("marker.yaml", &CLAIM_V1.replace("watched", "marker"));
+    serve.ok(&["apply", "-f", &marker]);
+    let mut watcher = serve
+        .kubectl_command(&[
+            "get",
+            "resourceclaims.v1beta1.resource.k8s.io",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl get -w starts");
+    let stdout = watcher.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for value in serde_json::Deserializer::from_reader(stdout).into_iter::<Value>() {
+            let Ok(value) = value else { return };
+            if tx.send(value).is_err() {
+                return;
+            }
+        }
+    });
+    // kubectl lists, then watches from the list's resourceVersion: once the claim made
+    // beforehand is printed, every later change reaches the watch.
+    let first = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("kubectl prints the listed claim");
+    assert_eq!(first["type"], json!("ADDED"), "{first}");
+    assert_v1beta1(&first["object"], "kubectl's list");
+    let (code, body) = serve.http(
+        "GET",
+        "/apis/resource.k8s.io/v1/resourceclaims",
+        &["Accept: application/json"],
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    let before: Value = serde_json::from_str(&body).expect("JSON");
+    let from = before["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a list resourceVersion")
+        .to_string();
+    // Written at v1: created, labelled, deleted.
+    let claim = serve.file("claim-v1.yaml", CLAIM_V1);
+    serve.ok(&["apply", "-f", &claim]);
+    serve.ok(&[
+        "label",
+        "resourceclaims.v1.resource.k8s.io",
+        "watched",
+        "a=b",
+    ]);
+    serve.ok(&["delete", "resourceclaims.v1.resource.k8s.io", "watched"]);
+    let mut seen = Vec::new();
+    while let Ok(event) = rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        assert_eq!(
+            event["object"]["metadata"]["name"],
+            json!("watched"),
+            "{event}"
+        );
+        assert_v1beta1(&event["object"], &format!("kubectl -w {kind}"));
+        seen.push(kind);
+        if seen.last().is_some_and(|k| k == "DELETED") {
+            break;
+        }
+    }
+    let _ = watcher.kill();
+    let mut err = String::new();
+    if let Some(mut stderr) = watcher.stderr.take() {
+        let _ = stderr.read_to_string(&mut err);
+    }
+    let _ = watcher.wait();
+    assert_eq!(
+        seen,
+        ["ADDED", "MODIFIED", "DELETED"],
+        "kubectl said: {err}"
+    );
+
+    // A raw watch from before the claim, as client-go asks (protobuf first).
+    let (code, body) = serve.http(
+        "GET",
+        &format!(
+            "/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaims?watch=true&resourceVersion={from}&timeoutSeconds=2"
+        ),
+        &["Accept: application/vnd.kubernetes.protobuf, */*"],
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    let events = watch_events(&body);
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"], "{body}");
+    for event in &events {
+        assert_v1beta1(&event["object"], "raw watch");
+    }
+
+    // WatchList: the initial events of the existing claims are v1beta1 as well.
+    serve.ok(&["apply", "-f", &claim]);
+    let (code, body) = serve.http(
+        "GET",
+        "/apis/resource.k8s.io/v1beta1/resourceclaims?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2",
+        &["Accept: application/json"],
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    let events = watch_events(&body);
+    let added: Vec<&Value> = events.iter().filter(|e| e["type"] == "ADDED").collect();
+    assert_eq!(added.len(), 2, "{body}");
+    for event in added {
+        assert_v1beta1(&event["object"], "initial event");
+    }
+    let bookmark = events
+        .iter()
+        .find(|e| e["type"] == "BOOKMARK")
+        .expect("the initial-events-end bookmark");
+    assert_eq!(
+        bookmark["object"]["apiVersion"],
+        json!("resource.k8s.io/v1beta1"),
+        "{bookmark}"
+    );
+}
+
 #[test]
 fn a_bad_runtime_config_is_refused_with_exit_code_2() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -380,7 +380,7 @@ async fn read_all(client: &kube::Client, sources: &[Source], chunk: u32) -> anyh
                 (None, None) => {}
             }
             let path = format!("{}?{query}", source.path());
-            let list = get(client, &path)
+            let mut list = get(client, &path)
                 .await
                 .with_context(|| format!("GET {path}"))?;
             if at.is_none() {
@@ -388,7 +388,7 @@ async fn read_all(client: &kube::Client, sources: &[Source], chunk: u32) -> anyh
                     .as_str()
                     .map(str::to_string);
             }
-            let Value::Array(items) = list["items"].clone() else {
+            let Value::Array(items) = list["items"].take() else {
                 anyhow::bail!("GET {path}: the answer has no items");
             };
             for mut item in items {
