@@ -182,6 +182,10 @@ pub struct Scheduler {
     namespace_interest: PluginSet,
     /// The last time formatted by [`Scheduler::stamp`].
     stamp_memo: Option<(SimTime, String)>,
+    /// The node PostFilter nominated for the pod being marked not scheduled.
+    nominate: Option<String>,
+    /// Pods preemption marked for deletion, with the time their grace period ends.
+    terminating: BTreeMap<ObjectKey, SimTime>,
 }
 
 impl Scheduler {
@@ -230,6 +234,8 @@ impl Scheduler {
             assigned_pod_interest,
             namespace_interest,
             stamp_memo: None,
+            nominate: None,
+            terminating: BTreeMap::new(),
         })
     }
 
@@ -318,7 +324,14 @@ impl Scheduler {
             self.waiters.entry(object).or_default().insert(key.clone());
         }
         let stamp = self.stamp(now);
-        match conditions::write_pod_scheduled(store, key, Err((reason, &message)), &stamp) {
+        let nominated = self.nominate.take();
+        match conditions::write_pod_scheduled_nominated(
+            store,
+            key,
+            Err((reason, &message)),
+            &stamp,
+            nominated.as_deref(),
+        ) {
             Ok(Some(rv)) => {
                 self.own_writes.insert(key.clone(), rv);
                 Ok(Action::Done)
@@ -404,6 +417,10 @@ impl Scheduler {
                 .get_shared::<Pod>(&next.key.namespace, &next.key.name)
                 .is_some_and(|p| self.wants(p));
             let action = if alive && !self.waiting.contains_key(&next.key) {
+                // The previous attempt may have written (claims allocated, a pod bound):
+                // the cache catches up first.
+                self.cache.sync(store);
+                self.cache.order();
                 self.attempt(store, &next.key, now)?
             } else {
                 Action::Done
@@ -586,7 +603,7 @@ impl Scheduler {
                 processed,
             } => {
                 let stamp = self.stamp(now);
-                let (_, post) = {
+                let (nominated, post, victims) = {
                     let mut ctx = BindCtx {
                         cluster: &self.cache,
                         store,
@@ -597,7 +614,11 @@ impl Scheduler {
                     self.framework
                         .run_post_filter(&mut ctx, &mut cycle, &statuses)
                 };
-                error.diagnosis.post_filter_msg = post;
+                error.diagnosis.post_filter_msg = post.filter(|m| !m.is_empty());
+                let preempted = nominated.is_some();
+                self.nominate = nominated;
+                let signature = signature.filter(|_| !preempted);
+                let wake = self.preempt(store, victims, now)?;
                 let head = error.message();
                 let mut message = head.clone();
                 for (_, e) in &explanations {
@@ -617,16 +638,68 @@ impl Scheduler {
                     );
                 }
                 let wait_for = self.framework.wait_for(&cycle);
-                self.mark_not_scheduled(
+                let action = self.mark_not_scheduled(
                     store,
                     key,
                     (POD_UNSCHEDULABLE, message),
                     wait_for,
                     rejected_by,
                     now,
-                )
+                )?;
+                Ok(match wake {
+                    Some(at) => Action::RequeueAfterMillis(at.0.saturating_sub(now.0)),
+                    None => action,
+                })
             }
         }
+    }
+
+    /// Deletes at once the victims without a grace period and remembers the others' deadlines;
+    /// the earliest deadline, when the preemptor must come back.
+    fn preempt(
+        &mut self,
+        store: &mut Store,
+        victims: Vec<framework::Victim>,
+        now: SimTime,
+    ) -> Result<Option<SimTime>, SchedulerError> {
+        let mut wake: Option<SimTime> = None;
+        for victim in victims {
+            let grace = u64::try_from(victim.grace_seconds).unwrap_or(0);
+            if grace == 0 {
+                self.delete_victim(store, &victim.key)?;
+                continue;
+            }
+            let at = now.plus_millis(grace.saturating_mul(1000));
+            let at = *self.terminating.entry(victim.key).or_insert(at);
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+        }
+        Ok(wake)
+    }
+
+    fn delete_victim(&mut self, store: &mut Store, key: &ObjectKey) -> Result<(), SchedulerError> {
+        match store.delete(key) {
+            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(SchedulerError::Store {
+                action: "delete pod",
+                key: key.to_string(),
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Deletes the victims whose grace period has ended.
+    fn expire_victims(&mut self, store: &mut Store, now: SimTime) -> Result<(), SchedulerError> {
+        let due: Vec<ObjectKey> = self
+            .terminating
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            self.terminating.remove(&key);
+            self.delete_victim(store, &key)?;
+        }
+        Ok(())
     }
 
     /// PreBind and Bind for a pod reserved on `node`: bound, waiting (asked again at the wait's
@@ -843,6 +916,10 @@ impl Controller for Scheduler {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
+        if !self.terminating.is_empty() {
+            self.expire_victims(store, ctx.now)
+                .map_err(|e| e.to_string())?;
+        }
         self.cache.sync(store);
         self.cache.order();
         for (pending, pod) in self.cache.take_new_pending() {

@@ -26,11 +26,11 @@ mod types;
 pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError};
 pub use interface::{
-    BindCtx, BindPlugin, ClusterEvents, Ctx, EnqueueExtensions, Explanation, FilterPlugin,
-    NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterPlugin, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterCtx, PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
-    QueuedPodInfo, ReservePlugin, ScorePlugin, SummaryCheck, SummaryPass, explanation_data,
-    node_names,
+    BindCtx, BindPlugin, ClusterEvents, Ctx, EnqueueExtensions, Explanation, FilterHandle,
+    FilterPlugin, NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterOutcome,
+    PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterCtx, PreFilterPlugin,
+    PreScorePlugin, QueueSortPlugin, QueuedPodInfo, ReservePlugin, ScorePlugin, SummaryCheck,
+    SummaryPass, Victim, explanation_data, node_names,
 };
 pub use profile::{PluginConfig, Profile};
 pub use queue::ActiveQueue;

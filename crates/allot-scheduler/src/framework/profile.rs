@@ -56,10 +56,10 @@ pub struct Profile {
 
 impl Profile {
     /// kube-scheduler 1.37's default profile, without the plugins allot does not have yet
-    /// (the volume plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone,
-    /// and DefaultPreemption): SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
+    /// (the volume plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone):
+    /// SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
     /// TaintToleration (weight 3), NodeAffinity (2), NodePorts, NodeResourcesFit (1),
-    /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1),
+    /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1), DefaultPreemption,
     /// NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder.
     pub fn default_profile(scheduler_name: &str) -> Self {
         let p = PluginConfig::new;
@@ -77,6 +77,7 @@ impl Profile {
                 p("PodTopologySpread").weight(2),
                 p("InterPodAffinity").weight(2),
                 p("DynamicResources"),
+                p("DefaultPreemption"),
                 p("NodeResourcesBalancedAllocation").weight(1),
                 p("ImageLocality").weight(1),
                 p("DefaultBinder"),

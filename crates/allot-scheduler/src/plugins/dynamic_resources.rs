@@ -114,6 +114,9 @@ struct State {
     explanation: Option<(String, DraExplanation)>,
     /// Nodes rejected by the free-device bound alone, by name.
     pruned: Vec<(String, usize)>,
+    /// Preemption's what-if: the uids of the pods removed from the node being tried. A claim
+    /// every pod of whose `reservedFor` is among them counts as deallocated.
+    removed: BTreeSet<String>,
     /// PreBind: claims written; waiting for binding conditions until this time.
     written: bool,
     deadline: Option<SimTime>,
@@ -228,7 +231,11 @@ impl DynamicResources {
             let slices_owned: Vec<Arc<ResourceSlice>> = self.node_slices(cluster, node).to_vec();
             // References to the cache's shared objects: the allocator copies nothing.
             let slices: Vec<&ResourceSlice> = slices_owned.iter().map(|s| &**s).collect();
-            let in_use: Vec<&ResourceClaim> = in_use_arcs.iter().map(|c| &**c).collect();
+            let in_use: Vec<&ResourceClaim> = in_use_arcs
+                .iter()
+                .map(|c| &**c)
+                .filter(|c| !freed(c, &s.removed))
+                .collect();
             let input = AllocationInput {
                 node: &node.node,
                 classes: &cluster.classes,
@@ -816,6 +823,46 @@ impl PreFilterPlugin for DynamicResources {
         });
         (PreFilterResult::all_nodes(), Status::success())
     }
+
+    /// Preemption's what-if: the removed pod's claims count as deallocated once no remaining
+    /// consumer reserves them (see [`freed`]).
+    fn remove_pod(
+        &mut self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        removed: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<State>() {
+            s.removed.insert(removed.pod.metadata.uid.clone());
+        }
+        Status::success()
+    }
+
+    /// Undoes [`PreFilterPlugin::remove_pod`].
+    fn add_pod(
+        &mut self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        added: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<State>() {
+            s.removed.remove(&added.pod.metadata.uid);
+        }
+        Status::success()
+    }
+}
+
+/// Whether preemption's removals free a claim: it is reserved for pods only, and every one of
+/// them was removed (allot's rule; a claim reserved for a PodGroup or for no one stays).
+fn freed(claim: &ResourceClaim, removed: &BTreeSet<String>) -> bool {
+    let reserved = &claim.status.reserved_for;
+    !removed.is_empty()
+        && !reserved.is_empty()
+        && reserved
+            .iter()
+            .all(|r| r.resource == "pods" && removed.contains(&r.uid))
 }
 
 impl FilterPlugin for DynamicResources {
@@ -846,6 +893,7 @@ impl FilterPlugin for DynamicResources {
             return Status::success();
         }
         if s.check_bound
+            && s.removed.is_empty()
             && ctx
                 .cluster
                 .free_devices(node.slot)

@@ -2,6 +2,7 @@
 
 pub mod balanced_allocation;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -63,6 +64,9 @@ pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugi
             Box::new(balanced_allocation::BalancedAllocation::new(args(name, a)?))
         }
         image_locality::NAME => Box::new(image_locality::ImageLocality),
+        default_preemption::NAME => {
+            Box::new(default_preemption::DefaultPreemption::new(args(name, a)?)?)
+        }
         default_binder::NAME => Box::new(default_binder::DefaultBinder),
         other => return Err(format!("plugin {other:?} does not exist")),
     })
