@@ -666,6 +666,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             }
         }
     }
+    crate::priority::admit_pod_priorities(&mut objects, &seen, &mut errors);
     let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
 
     // One definition of the defaults for simulate and serve (allot-features).
