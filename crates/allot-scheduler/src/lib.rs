@@ -296,7 +296,28 @@ impl Scheduler {
             .collect()
     }
 
+    /// Records (or, with `None`, drops) the node preemption nominated for a pod.
+    fn set_nominated(&mut self, key: &ObjectKey, node: Option<(String, Arc<Pod>)>) {
+        let same = |p: &Arc<framework::PodInfo>| {
+            p.pod.metadata.namespace == key.namespace && p.pod.metadata.name == key.name
+        };
+        self.cache.nominated.retain(|_, pods| {
+            pods.retain(|p| !same(p));
+            !pods.is_empty()
+        });
+        if let Some((node, pod)) = node {
+            self.cache
+                .nominated
+                .entry(node)
+                .or_default()
+                .push(Arc::new(PodInfo::new(pod)));
+        }
+    }
+
     fn forget(&mut self, key: &ObjectKey) {
+        if !self.cache.nominated.is_empty() {
+            self.set_nominated(key, None);
+        }
         self.unschedulable.remove(key);
         self.own_writes.remove(key);
         self.waiters.retain(|_, pods| {
@@ -616,6 +637,10 @@ impl Scheduler {
                 };
                 error.diagnosis.post_filter_msg = post.filter(|m| !m.is_empty());
                 let preempted = nominated.is_some();
+                if let Some(node) = &nominated {
+                    let pod = Arc::clone(&cycle.pod.pod);
+                    self.set_nominated(key, Some((node.clone(), pod)));
+                }
                 self.nominate = nominated;
                 let signature = signature.filter(|_| !preempted);
                 let wake = self.preempt(store, victims, now)?;
@@ -825,6 +850,9 @@ impl Controller for Scheduler {
             }
             (Stored::Pod(pod), _) => {
                 let mut keys = self.assigned_pod_wakes(&event.key, pod);
+                if self.terminating.contains_key(&event.key) {
+                    keys.push(event.key.clone());
+                }
                 if self
                     .own_writes
                     .get(&event.key)
@@ -919,6 +947,10 @@ impl Controller for Scheduler {
         if !self.terminating.is_empty() {
             self.expire_victims(store, ctx.now)
                 .map_err(|e| e.to_string())?;
+            // A victim's own reconcile comes back when its grace period ends.
+            if let Some(at) = self.terminating.get(key) {
+                return Ok(Action::RequeueAfterMillis(at.0.saturating_sub(ctx.now.0)));
+            }
         }
         self.cache.sync(store);
         self.cache.order();

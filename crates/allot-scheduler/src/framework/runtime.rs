@@ -412,7 +412,9 @@ impl Framework {
         self.filter_node_info(ctx, cycle, filters, node)
     }
 
-    /// [`Framework::filter_node`] on a node's state.
+    /// [`Framework::filter_node`] on a node's state. Pods nominated to the node of higher or
+    /// equal priority count as if they ran there (upstream
+    /// `RunFilterPluginsWithNominatedPods`, its first pass).
     fn filter_node_info(
         &mut self,
         ctx: &Ctx<'_>,
@@ -420,6 +422,40 @@ impl Framework {
         filters: &[usize],
         node: &crate::cache::NodeInfo,
     ) -> Result<Option<Status>, String> {
+        if !ctx.cluster.nominated.is_empty() {
+            let pod = &cycle.pod.pod;
+            let key = ObjectKey::new(
+                allot_store::Kind::Pod,
+                pod.metadata.namespace.clone(),
+                pod.metadata.name.clone(),
+            );
+            let nominated =
+                ctx.cluster
+                    .nominated_for(&node.name, pod.spec.priority.unwrap_or(0), &key);
+            if !nominated.is_empty() {
+                let mut copy = node.clone();
+                for q in &nominated {
+                    let requests = crate::resources::pod_requests(&q.pod);
+                    let non_zero = crate::resources::pod_non_zero_requests_with(&q.pod, &requests);
+                    copy.add_pod(std::sync::Arc::clone(q), &requests, non_zero);
+                    let status =
+                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, true);
+                    if !status.is_success() {
+                        return Err(status.message());
+                    }
+                }
+                let out = self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, &copy);
+                // The cycle state goes back to the node without them.
+                for q in &nominated {
+                    let status =
+                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, false);
+                    if !status.is_success() {
+                        return Err(status.message());
+                    }
+                }
+                return out;
+            }
+        }
         self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, node)
     }
 
@@ -596,7 +632,12 @@ impl Framework {
                     // pod fits nowhere.
                     continue;
                 }
-                if plan.passes(summary) {
+                if plan.passes(summary)
+                    && (cluster.nominated.is_empty()
+                        || cluster
+                            .node(slot)
+                            .is_none_or(|n| !cluster.nominated.contains_key(&n.name)))
+                {
                     batch.push(Candidate { slot, rank });
                     continue;
                 }

@@ -173,6 +173,26 @@ fn more_important(a: &Pod, b: &Pod, now: &str) -> std::cmp::Ordering {
         .then_with(|| a.metadata.name.cmp(&b.metadata.name))
 }
 
+/// Whether a claim allocated from the node's pools is about to be released: it is being
+/// deleted, or every pod reserving it is gone or terminating.
+fn releasing_devices(cluster: &crate::cache::Cache, node: &NodeInfo) -> bool {
+    cluster.in_use(node.slot).iter().any(|claim| {
+        let reserved = &claim.status.reserved_for;
+        claim.metadata.deletion_timestamp.is_some()
+            || (!reserved.is_empty()
+                && reserved.iter().all(|r| {
+                    r.resource == "pods"
+                        && cluster
+                            .assigned_pod(&ObjectKey::new(
+                                Kind::Pod,
+                                claim.metadata.namespace.clone(),
+                                r.name.clone(),
+                            ))
+                            .is_none_or(|p| p.pod.metadata.deletion_timestamp.is_some())
+                }))
+    })
+}
+
 /// A node where preemption would make the pod fit.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -410,6 +430,11 @@ impl DefaultPreemption {
             .iter()
             .any(|p| priority(&p.pod) < own && terminating_by_preemption(&p.pod))
         {
+            return Err("not eligible due to a terminating pod on the nominated node.");
+        }
+        // allot: a victim that is gone may still hold devices until the ResourceClaim
+        // controller deallocates its claims; that counts as terminating too.
+        if releasing_devices(ctx.cluster, node) {
             return Err("not eligible due to a terminating pod on the nominated node.");
         }
         Ok(())

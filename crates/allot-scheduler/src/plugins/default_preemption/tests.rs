@@ -413,3 +413,27 @@ fn args_are_validated_as_upstream() {
     assert_eq!(p.num_candidates(5000), 500);
     assert_eq!(p.num_candidates(500), 100);
 }
+
+#[test]
+fn a_lower_priority_pod_does_not_take_the_room_freed_for_the_preemptor() {
+    // Two victims with different grace periods: when the first is gone, one CPU is free; a
+    // pending pod of middle priority must not take it from the nominated preemptor.
+    let mut rt = runtime(
+        &(node("n1", "2")
+            + &pod("v1", "1", 0, "  terminationGracePeriodSeconds: 10\n")
+            + &pod("v2", "1", 0, "  terminationGracePeriodSeconds: 20\n")),
+    );
+    settle(&mut rt);
+    add(&mut rt, &pod("high", "2", 100, ""));
+    assert_eq!(nominated(&rt, "high").as_deref(), Some("n1"));
+    assert!(preempted(&rt, "v1") && preempted(&rt, "v2"));
+    add(&mut rt, &pod("late", "1", 50, ""));
+    rt.advance_to(SimTime::ZERO.plus_seconds(15), 100_000)
+        .unwrap();
+    assert!(get(&rt, "v1").is_none());
+    assert_eq!(node_of(&rt, "late"), None, "the freed CPU is held for high");
+    rt.advance_to(SimTime::ZERO.plus_seconds(25), 100_000)
+        .unwrap();
+    assert_eq!(node_of(&rt, "high").as_deref(), Some("n1"));
+    assert_eq!(node_of(&rt, "late"), None);
+}
