@@ -394,12 +394,15 @@ fn create_pod(
     revision: &str,
     now: SimTime,
 ) -> Result<(), String> {
-    let mut pod = pod_from_template(
-        &ds.spec.template,
-        &ds.metadata.namespace,
-        &pods_prefix(&ds.metadata.name),
-        controller_ref(Kind::DaemonSet, &ds.metadata),
-    );
+    let mut pod = crate::workload::admit_priority(
+        store,
+        pod_from_template(
+            &ds.spec.template,
+            &ds.metadata.namespace,
+            &pods_prefix(&ds.metadata.name),
+            controller_ref(Kind::DaemonSet, &ds.metadata),
+        ),
+    )?;
     pod.metadata
         .labels
         .insert(REVISION_LABEL.into(), revision.to_string());

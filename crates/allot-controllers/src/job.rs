@@ -1039,6 +1039,7 @@ fn create_pods(
             &prefix,
             controller_ref(Kind::Job, &job.metadata),
         );
+        let pod = crate::workload::admit_priority(store, pod)?;
         let pod = store.create(pod, &stamp).map_err(|e| e.to_string())?;
         created += 1;
         events::record(

@@ -218,7 +218,9 @@ fn manage_replicas(
                 &pods_prefix(&rs.metadata.name),
                 controller_ref(Kind::ReplicaSet, &rs.metadata),
             );
-            match store.create(pod, &stamp) {
+            let created = crate::workload::admit_priority(store, pod)
+                .and_then(|pod| store.create(pod, &stamp).map_err(|e| e.to_string()));
+            match created {
                 Ok(created) => events::record(
                     store,
                     now,

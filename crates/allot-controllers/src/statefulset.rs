@@ -460,6 +460,7 @@ fn create_pod(
         controller_ref(Kind::StatefulSet, &set.metadata),
     );
     pod.metadata.name = name.clone();
+    let mut pod = crate::workload::admit_priority(store, pod)?;
     let labels = &mut pod.metadata.labels;
     labels.insert(POD_NAME_LABEL.into(), name.clone());
     labels.insert(POD_INDEX_LABEL.into(), ordinal.to_string());

@@ -107,6 +107,27 @@ pub fn pod_from_template(
     pod
 }
 
+/// kube-apiserver's Priority admission on a pod a controller creates
+/// (`allot_validation::priority`, as for every pod create): its priority and preemption
+/// policy from its PriorityClass; a refusal is the create's error, in upstream's words.
+pub fn admit_priority(store: &Store, mut pod: Pod) -> Result<Pod, String> {
+    let classes: Vec<allot_api::scheduling::v1::PriorityClass> = store
+        .list::<allot_api::scheduling::v1::PriorityClass>()
+        .cloned()
+        .collect();
+    match allot_validation::priority::admit_pod_priority(&mut pod, &classes) {
+        Ok(()) => Ok(pod),
+        Err(message) => {
+            let name = if pod.metadata.name.is_empty() {
+                &pod.metadata.generate_name
+            } else {
+                &pod.metadata.name
+            };
+            Err(format!("pods {name:?} is forbidden: {message}"))
+        }
+    }
+}
+
 /// `<name>-`, cut so that five generated characters still fit in 63 (upstream's
 /// `getPodsPrefix` and `names.SimpleNameGenerator`).
 pub fn pods_prefix(name: &str) -> String {
