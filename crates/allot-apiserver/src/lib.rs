@@ -25,6 +25,7 @@ pub mod events_v1;
 pub mod kinds_admission;
 pub mod lease;
 pub mod media;
+pub mod metrics;
 pub mod namespace;
 pub mod nodes;
 pub mod openapi;

@@ -251,6 +251,23 @@ pub fn bootstrap_objects() -> Vec<Value> {
             )],
         ),
         role(
+            "system:monitoring",
+            &[],
+            vec![urls(
+                &["get"],
+                &[
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/metrics",
+                    "/metrics/slis",
+                    "/readyz",
+                    "/readyz/*",
+                ],
+            )],
+        ),
+        role(
             "system:basic-user",
             &[],
             vec![
@@ -378,6 +395,7 @@ pub fn bootstrap_objects() -> Vec<Value> {
         binding("cluster-admin", &["system:masters"]),
         binding("system:basic-user", &["system:authenticated"]),
         binding("system:discovery", &["system:authenticated"]),
+        binding("system:monitoring", &["system:monitoring"]),
         binding(
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],

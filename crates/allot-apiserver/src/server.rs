@@ -903,6 +903,18 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     if let Some(denied) = shared.security.check(&attributes) {
         return json_response(StatusCode::FORBIDDEN, &denied);
     }
+    if parts.method == Method::GET && path == "/metrics" {
+        let text = {
+            let inner = shared.lock();
+            crate::metrics::render(&inner.store, inner.backend.torn_bytes_dropped())
+        };
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+            text,
+        )
+            .into_response();
+    }
     if parts.method == Method::GET && crate::ui::is_ui(&path) {
         let page = crate::ui::page(&shared.lock().store);
         return (

@@ -80,6 +80,10 @@ pub trait Backend: Send {
     fn is_leader(&self) -> bool {
         true
     }
+    /// The bytes of a torn last record dropped when the storage was opened (`/metrics`).
+    fn torn_bytes_dropped(&self) -> u64 {
+        0
+    }
     /// Counts the times the store was rebuilt from a new list of shared storage (etcd compacted
     /// the revisions its watch still needed). Watches of the store from before a rebuild end,
     /// as kube-apiserver's watch cache ends its watchers when it re-lists.
@@ -455,6 +459,9 @@ fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 }
 
 impl Backend for FileLog {
+    fn torn_bytes_dropped(&self) -> u64 {
+        self.torn_bytes_dropped
+    }
     fn commit(&mut self, store: &mut Store, _rebase: bool) -> Result<Committed, Error> {
         let records: Vec<Record> = store
             .events_since(self.persisted)

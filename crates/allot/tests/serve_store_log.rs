@@ -2,7 +2,11 @@
 //! reported on stderr; a changed byte before the tail, a missing log and an empty log in a
 //! used data directory each refuse to start (exit code 2) with the offset or the state and the
 //! remedy; following the remedy starts the server; a version 1 log is upgraded on open.
-//! No kubectl needed: the server's own start-up does the writing.
+//! No kubectl needed: the server's own start-up does the writing. The dropped bytes are also in
+//! `/metrics` (`allot_storage_log_torn_bytes_dropped`).
+
+#[path = "support/https.rs"]
+mod https;
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
@@ -69,6 +73,34 @@ fn used_dir() -> (tempfile::TempDir, PathBuf) {
     (root, log)
 }
 
+/// `GET path` on the server that wrote `dir/kubeconfig`, as its admin (or anonymously).
+fn get(dir: &Path, path: &str, admin: bool) -> (u16, String) {
+    let kubeconfig = dir.join("kubeconfig");
+    let text = std::fs::read_to_string(&kubeconfig).expect("kubeconfig");
+    let address = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://"))
+        .expect("server address")
+        .to_string();
+    let token = https::kubeconfig_token(&kubeconfig).filter(|_| admin);
+    https::request(
+        &address,
+        &dir.join("pki/ca.crt"),
+        token.as_deref(),
+        "GET",
+        path,
+        &[],
+        b"",
+    )
+}
+
+/// The value of the series `name` (with its labels) in a `/metrics` text.
+fn series<'a>(metrics: &'a str, name: &str) -> Option<&'a str> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+}
+
 #[test]
 fn a_torn_tail_is_dropped_and_reported() {
     let (_root, log) = used_dir();
@@ -81,7 +113,28 @@ fn a_torn_tail_is_dropped_and_reported() {
         .open(&log)
         .and_then(|mut f| f.write_all(torn))
         .expect("appends");
-    let stderr = serve(&dir, &[]).map_err(|e| e.1).expect("starts").stop();
+    let running = serve(&dir, &[]).map_err(|e| e.1).expect("starts");
+    let (code, metrics) = get(&dir, "/metrics", true);
+    assert_eq!(code, 200, "{metrics}");
+    let dropped = torn.len().to_string();
+    assert_eq!(
+        series(&metrics, "allot_storage_log_torn_bytes_dropped"),
+        Some(dropped.as_str()),
+        "{metrics}"
+    );
+    assert!(
+        series(
+            &metrics,
+            "apiserver_storage_objects{resource=\"namespaces\"}"
+        )
+        .is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n >= 3)),
+        "{metrics}"
+    );
+    let (code, body) = get(&dir, "/metrics", false);
+    // Anonymous requests are authenticated as system:anonymous, which RBAC keeps out.
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains(r#"cannot get path \"/metrics\""#), "{body}");
+    let stderr = running.stop();
     assert!(
         stderr.contains(&format!(
             "dropped a torn last record, {} bytes at byte {}",

@@ -270,7 +270,7 @@ fn run_on_threads<I, F>(
     let job_rx = Mutex::new(job_rx);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Piece, PieceLoaded)>();
     std::thread::scope(|scope| {
-        let mut workers = 0;
+        let mut handles = Vec::with_capacity(threads);
         for _ in 0..threads {
             let done_tx = done_tx.clone();
             let job_rx = &job_rx;
@@ -297,8 +297,9 @@ fn run_on_threads<I, F>(
                 });
             // A thread that cannot start (no memory for its stack) is done without; with none,
             // the pieces are parsed here.
-            workers += usize::from(spawned.is_ok());
+            handles.extend(spawned.ok());
         }
+        let workers = handles.len();
         drop(done_tx);
         let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
         let (mut next_seq, mut next_emit, mut exhausted) = (0usize, 0usize, false);
@@ -341,6 +342,14 @@ fn run_on_threads<I, F>(
             }
         }
         drop(job_tx);
+        // Joined here, not left to the scope: the scope returns once each worker's closure has
+        // returned, while the thread itself may still be tearing down (its thread-locals and its
+        // handle), which a leak checker running right after (the fuzz targets') sees as leaked.
+        for handle in handles {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
     });
 }
 
