@@ -186,6 +186,8 @@ pub struct Scheduler {
     nominate: Option<String>,
     /// Pods preemption marked for deletion, with the time their grace period ends.
     terminating: BTreeMap<ObjectKey, SimTime>,
+    /// A nominated pod was bound or went away: the next pod event wakes every unschedulable pod.
+    nomination_ended: std::cell::Cell<bool>,
 }
 
 impl Scheduler {
@@ -236,6 +238,7 @@ impl Scheduler {
             stamp_memo: None,
             nominate: None,
             terminating: BTreeMap::new(),
+            nomination_ended: std::cell::Cell::new(false),
         })
     }
 
@@ -316,7 +319,13 @@ impl Scheduler {
 
     fn forget(&mut self, key: &ObjectKey) {
         if !self.cache.nominated.is_empty() {
+            let before: usize = self.cache.nominated.values().map(Vec::len).sum();
             self.set_nominated(key, None);
+            let after: usize = self.cache.nominated.values().map(Vec::len).sum();
+            if after < before {
+                // What was held for it is free for the others now.
+                self.nomination_ended.set(true);
+            }
         }
         self.unschedulable.remove(key);
         self.own_writes.remove(key);
@@ -624,7 +633,10 @@ impl Scheduler {
                 processed,
             } => {
                 let stamp = self.stamp(now);
-                let (nominated, post, victims) = {
+                // Upstream stops before any plugin when the cluster has no node.
+                let (nominated, post, victims) = if self.cache.node_count() == 0 {
+                    (None, None, Vec::new())
+                } else {
                     let mut ctx = BindCtx {
                         cluster: &self.cache,
                         store,
@@ -852,6 +864,9 @@ impl Controller for Scheduler {
                 let mut keys = self.assigned_pod_wakes(&event.key, pod);
                 if self.terminating.contains_key(&event.key) {
                     keys.push(event.key.clone());
+                }
+                if self.nomination_ended.replace(false) {
+                    keys.extend(self.all_unschedulable());
                 }
                 if self
                     .own_writes
