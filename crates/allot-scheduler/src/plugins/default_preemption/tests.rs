@@ -437,3 +437,134 @@ fn a_lower_priority_pod_does_not_take_the_room_freed_for_the_preemptor() {
     assert_eq!(node_of(&rt, "high").as_deref(), Some("n1"));
     assert_eq!(node_of(&rt, "late"), None);
 }
+
+mod properties {
+    //! Random small clusters filled with pods of random priorities (some holding a GPU), then
+    //! one more pod of random priority: preemption never marks a pod of higher or equal
+    //! priority, the preemptor is bound once the victims are gone, and no node's CPUs or
+    //! devices are ever given twice.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    struct Placed {
+        cpu: u32,
+        priority: i32,
+        gpu: bool,
+    }
+
+    fn cluster(nodes: usize, placed: &[Placed]) -> String {
+        let mut text = String::from(
+            "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n---\n",
+        );
+        for n in 0..nodes {
+            text += &node(&format!("n{n}"), "4");
+            text += &format!(
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: n{n}-gpus}}\nspec:\n  driver: gpu.example.com\n  nodeName: n{n}\n  pool: {{name: n{n}, generation: 1, resourceSliceCount: 1}}\n  devices: [{{name: gpu-0}}, {{name: gpu-1}}]\n---\n"
+            );
+        }
+        for (i, p) in placed.iter().enumerate() {
+            let extra = if p.gpu {
+                text += &claim(&format!("c{i}"));
+                with_claim(&format!("c{i}"))
+            } else {
+                String::new()
+            };
+            text += &pod(&format!("p{i}"), &p.cpu.to_string(), p.priority, &extra);
+        }
+        text
+    }
+
+    fn check_capacity(rt: &Runtime) -> Result<(), TestCaseError> {
+        let mut cpu: BTreeMap<String, i64> = BTreeMap::new();
+        for p in rt.store.list::<Pod>() {
+            if let Some(node) = &p.spec.node_name {
+                let req = crate::resources::pod_requests(p);
+                *cpu.entry(node.clone()).or_default() += req.milli_cpu;
+            }
+        }
+        for (node, used) in &cpu {
+            prop_assert!(*used <= 4000, "node {node} has {used}m CPU requested");
+        }
+        let mut devices = std::collections::BTreeSet::new();
+        for c in rt.store.list::<allot_api::resource::v1::ResourceClaim>() {
+            if let Some(a) = &c.status.allocation {
+                for r in &a.devices.results {
+                    prop_assert!(
+                        devices.insert((r.pool.clone(), r.device.clone())),
+                        "device {}/{} given twice",
+                        r.pool,
+                        r.device
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn placed() -> impl Strategy<Value = Placed> {
+        (
+            1u32..=2,
+            prop::sample::select(vec![0, 10, 20]),
+            prop::bool::weighted(0.4),
+        )
+            .prop_map(|(cpu, priority, gpu)| Placed { cpu, priority, gpu })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn preemption_respects_priorities_and_capacity(
+            nodes in 1usize..=3,
+            pods in prop::collection::vec(placed(), 1..9),
+            preemptor in placed(),
+            preemptor_priority in prop::sample::select(vec![0, 10, 20, 30]),
+        ) {
+            let mut rt = runtime(&cluster(nodes, &pods));
+            settle(&mut rt);
+            check_capacity(&rt)?;
+            let extra = if preemptor.gpu {
+                add(&mut rt, &claim("c-pre"));
+                with_claim("c-pre")
+            } else {
+                String::new()
+            };
+            add(&mut rt, &pod("pre", &preemptor.cpu.to_string(), preemptor_priority, &extra));
+            let victims: Vec<Pod> = rt
+                .store
+                .list::<Pod>()
+                .filter(|p| terminating_by_preemption(p))
+                .cloned()
+                .collect();
+            for v in &victims {
+                prop_assert!(
+                    priority(v) < preemptor_priority,
+                    "{} of priority {} preempted by priority {}",
+                    v.metadata.name,
+                    priority(v),
+                    preemptor_priority
+                );
+            }
+            check_capacity(&rt)?;
+            let nominated_to = nominated(&rt, "pre");
+            prop_assert_eq!(victims.is_empty(), nominated_to.is_none());
+            rt.advance_to(SimTime::ZERO.plus_seconds(120), 100_000).unwrap();
+            check_capacity(&rt)?;
+            if let Some(node) = nominated_to {
+                // Without the ResourceClaim controller nobody releases a victim's claim, so a
+                // GPU preemptor cannot run here; its CPU-only runs must.
+                if !preemptor.gpu {
+                    prop_assert_eq!(node_of(&rt, "pre"), Some(node));
+                }
+                for v in &victims {
+                    prop_assert!(get(&rt, &v.metadata.name).is_none());
+                }
+            }
+        }
+    }
+}
