@@ -193,6 +193,9 @@ fn releasing_devices(cluster: &crate::cache::Cache, node: &NodeInfo) -> bool {
     })
 }
 
+/// The candidates of a dry run, and the statuses of the nodes that are none.
+type Found = (Vec<Candidate>, Vec<(usize, Status)>);
+
 /// A node where preemption would make the pod fit.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -449,7 +452,7 @@ impl DefaultPreemption {
         state: &CycleState,
         pod: &PodInfo,
         statuses: &NodeStatuses,
-    ) -> Result<(Vec<Candidate>, Vec<(usize, Status)>), String> {
+    ) -> Result<Found, String> {
         let cluster = ctx.cluster;
         let by_slot: BTreeMap<usize, &Status> = statuses.iter().map(|(s, st)| (*s, st)).collect();
         let potential: Vec<&NodeInfo> = cluster
