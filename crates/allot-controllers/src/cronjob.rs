@@ -20,7 +20,7 @@ use crate::cron::{Schedule, fixed_offset};
 use crate::events::{self, EventKind, Source};
 use crate::garbagecollector::{Propagation, delete_with};
 use crate::job::is_finished;
-use crate::workload::{controlled, controller_of, controller_ref};
+use crate::workload::{controlled, controller_key, controller_ref, reconciled};
 
 /// The component name of the controller's Events.
 pub const COMPONENT: &str = "cronjob-controller";
@@ -59,16 +59,9 @@ impl Controller for CronJobController {
     fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
         match &event.object {
             Stored::CronJob(_) => vec![event.key.clone()],
-            Stored::Job(job) => match controller_of(&job.metadata) {
-                Some(o) if o.kind == "CronJob" && o.api_version == "batch/v1" => {
-                    vec![ObjectKey::new(
-                        Kind::CronJob,
-                        event.key.namespace.as_str(),
-                        o.name.as_str(),
-                    )]
-                }
-                _ => Vec::new(),
-            },
+            Stored::Job(job) => controller_key(&job.metadata, &event.key.namespace, Kind::CronJob)
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -85,10 +78,7 @@ impl Controller for CronJobController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        if key.kind != Kind::CronJob {
-            return Ok(Action::Done);
-        }
-        let Some(cj) = store.get::<CronJob>(&key.namespace, &key.name).cloned() else {
+        let Some(cj) = reconciled::<CronJob>(store, key) else {
             return Ok(Action::Done);
         };
         sync(store, cj, ctx.now)

@@ -27,9 +27,9 @@ use allot_store::{Event, Kind, ObjectKey, Store, Stored};
 use crate::events::{self, EventKind, Source};
 use crate::history::{REVISION_LABEL, ensure_revision, truncate};
 use crate::workload::{
-    available_at, controlled, controller_of, controller_ref, earliest, fits_node_affinity,
-    is_available, is_ready, is_terminating, pod_from_template, pods_prefix, requeue_at,
-    scaled_value, untolerated_taint,
+    self, available_at, controlled, controller_key, earliest, fits_node_affinity, is_available,
+    is_ready, is_terminating, owned_pod, pods_prefix, reconciled, requeue_at, scaled_value,
+    untolerated_taint,
 };
 
 /// The component name of the controller's Events.
@@ -56,16 +56,11 @@ impl Controller for DaemonSetController {
     fn keys_for(&self, event: &Event, store: &Store) -> Vec<ObjectKey> {
         match &event.object {
             Stored::DaemonSet(_) => vec![event.key.clone()],
-            Stored::Pod(pod) => match controller_of(&pod.metadata) {
-                Some(o) if o.kind == "DaemonSet" && o.api_version == "apps/v1" => {
-                    vec![ObjectKey::new(
-                        Kind::DaemonSet,
-                        event.key.namespace.as_str(),
-                        o.name.as_str(),
-                    )]
-                }
-                _ => Vec::new(),
-            },
+            Stored::Pod(pod) => {
+                controller_key(&pod.metadata, &event.key.namespace, Kind::DaemonSet)
+                    .into_iter()
+                    .collect()
+            }
             // A node that comes, goes or changes labels or taints concerns every DaemonSet.
             Stored::Node(_) => store.list::<DaemonSet>().map(Store::key_of).collect(),
             _ => Vec::new(),
@@ -85,10 +80,7 @@ impl Controller for DaemonSetController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        if key.kind != Kind::DaemonSet {
-            return Ok(Action::Done);
-        }
-        let Some(ds) = store.get::<DaemonSet>(&key.namespace, &key.name).cloned() else {
+        let Some(ds) = reconciled::<DaemonSet>(store, key) else {
             return Ok(Action::Done);
         };
         sync(store, &ds, ctx.now)
@@ -394,15 +386,12 @@ fn create_pod(
     revision: &str,
     now: SimTime,
 ) -> Result<(), String> {
-    let mut pod = crate::workload::admit_priority(
-        store,
-        pod_from_template(
-            &ds.spec.template,
-            &ds.metadata.namespace,
-            &pods_prefix(&ds.metadata.name),
-            controller_ref(Kind::DaemonSet, &ds.metadata),
-        ),
-    )?;
+    let mut pod = owned_pod(
+        Kind::DaemonSet,
+        &ds.metadata,
+        &ds.spec.template,
+        &pods_prefix(&ds.metadata.name),
+    );
     pod.metadata
         .labels
         .insert(REVISION_LABEL.into(), revision.to_string());
@@ -412,18 +401,8 @@ fn create_pod(
     );
     pod.spec.tolerations = tolerations_with_defaults(&pod.spec);
     pod.spec.affinity = Some(node_name_affinity(pod.spec.affinity.take(), node));
-    let created = store
-        .create(pod, &now.rfc3339())
-        .map_err(|e| e.to_string())?;
-    events::record(
-        store,
-        now,
-        &events::reference(ds),
-        EventKind::Normal,
-        "SuccessfulCreate",
-        &format!("Created pod: {}", created.metadata.name),
-        Source::component(COMPONENT),
-    )
+    let involved = events::reference(ds);
+    workload::create_pod(store, now, &involved, Source::component(COMPONENT), pod).map(drop)
 }
 
 /// Replaces pods of older revisions: with `maxSurge` the new pod first (the old one goes once

@@ -30,8 +30,8 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::events::{self, EventKind, Source};
 use crate::workload::{
-    controlled, controller_of, controller_ref, requeue_at, scaled_value, selector_matches, selects,
-    template_hash,
+    controlled, controller_of, controller_ref, reconciled, release_unmatched, requeue_at,
+    scaled_value, selector_matches, selects, template_hash,
 };
 
 /// The component name of the controller's Events.
@@ -143,10 +143,7 @@ impl Controller for DeploymentController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        if key.kind != Kind::Deployment {
-            return Ok(Action::Done);
-        }
-        let Some(d) = store.get::<Deployment>(&key.namespace, &key.name).cloned() else {
+        let Some(d) = reconciled::<Deployment>(store, key) else {
             return Ok(Action::Done);
         };
         self.claim_replica_sets(store, &d)?;
@@ -169,19 +166,7 @@ impl DeploymentController {
         let Some(selector) = d.spec.selector.clone() else {
             return Ok(());
         };
-        let released: Vec<String> = controlled::<ReplicaSet>(store, &d.metadata.uid)
-            .into_iter()
-            .filter(|rs| !selector_matches(&selector, &rs.metadata.labels))
-            .map(|rs| rs.metadata.name.clone())
-            .collect();
-        for name in released {
-            let uid = d.metadata.uid.clone();
-            store
-                .modify::<ReplicaSet, _>(&namespace, &name, |rs| {
-                    rs.metadata.owner_references.retain(|o| o.uid != uid);
-                })
-                .map_err(|e| e.to_string())?;
-        }
+        release_unmatched::<ReplicaSet>(store, &d.metadata, &selector)?;
         if d.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
@@ -203,12 +188,7 @@ impl DeploymentController {
                 .get::<ReplicaSet>(&namespace, &name)
                 .is_none_or(|rs| controller_of(&rs.metadata).is_some());
             if adopt {
-                let reference = controller_ref(Kind::Deployment, &d.metadata);
-                store
-                    .modify::<ReplicaSet, _>(&namespace, &name, |rs| {
-                        rs.metadata.owner_references.push(reference);
-                    })
-                    .map_err(|e| e.to_string())?;
+                crate::workload::adopt::<ReplicaSet>(store, Kind::Deployment, &d.metadata, &name)?;
             }
             if (adopt || gone)
                 && let Some(set) = self.orphans.get_mut().get_mut(&namespace)

@@ -29,8 +29,8 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 use crate::events::{self, EventKind, Source};
 use crate::garbagecollector::{Propagation, delete_with};
 use crate::workload::{
-    controlled, controller_of, controller_ref, earliest, is_active, is_ready, is_terminated,
-    pod_from_template, pods_prefix, remove_finalizer, requeue_at,
+    self, controlled, controller_key, earliest, is_active, is_ready, is_terminated, owned_pod,
+    pods_prefix, remove_finalizer, requeue_at,
 };
 
 /// The component name of the controller's Events.
@@ -65,9 +65,7 @@ impl JobController {
 }
 
 fn job_of(pod: &Pod, namespace: &str) -> Option<ObjectKey> {
-    let owner = controller_of(&pod.metadata)?;
-    (owner.kind == "Job" && owner.api_version == "batch/v1")
-        .then(|| ObjectKey::new(Kind::Job, namespace, owner.name.as_str()))
+    controller_key(&pod.metadata, namespace, Kind::Job)
 }
 
 fn has_tracking(pod: &Pod) -> bool {
@@ -994,7 +992,6 @@ fn create_pods(
     now: SimTime,
 ) -> Result<usize, String> {
     let involved = events::reference(job);
-    let stamp = now.rfc3339();
     let mut template = job.spec.template.clone();
     if !template
         .metadata
@@ -1033,24 +1030,9 @@ fn create_pods(
             }
             None => pods_prefix(&job.metadata.name),
         };
-        let pod = pod_from_template(
-            &t,
-            &job.metadata.namespace,
-            &prefix,
-            controller_ref(Kind::Job, &job.metadata),
-        );
-        let pod = crate::workload::admit_priority(store, pod)?;
-        let pod = store.create(pod, &stamp).map_err(|e| e.to_string())?;
+        let pod = owned_pod(Kind::Job, &job.metadata, &t, &prefix);
+        workload::create_pod(store, now, &involved, Source::component(COMPONENT), pod)?;
         created += 1;
-        events::record(
-            store,
-            now,
-            &involved,
-            EventKind::Normal,
-            "SuccessfulCreate",
-            &format!("Created pod: {}", pod.metadata.name),
-            Source::component(COMPONENT),
-        )?;
     }
     Ok(created)
 }

@@ -20,9 +20,9 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::events::{self, EventKind, Source};
 use crate::workload::{
-    available_at, controlled, controller_of, controller_ref, earliest, is_active, is_available,
-    is_ready, is_terminating, pod_from_template, pods_prefix, requeue_at, selector_matches,
-    selects,
+    adopt, available_at, controlled, controller_key, controller_of, earliest, is_active,
+    is_available, is_ready, is_terminating, owned_pod, pods_prefix, reconciled, record_pod_created,
+    release_unmatched, requeue_at, selector_matches, selects,
 };
 
 /// The component name of the controller's Events.
@@ -64,14 +64,9 @@ impl Controller for ReplicaSetController {
         match &event.object {
             Stored::ReplicaSet(_) => vec![event.key.clone()],
             Stored::Pod(pod) => match controller_of(&pod.metadata) {
-                Some(owner) if owner.kind == "ReplicaSet" && owner.api_version == "apps/v1" => {
-                    vec![ObjectKey::new(
-                        Kind::ReplicaSet,
-                        event.key.namespace.as_str(),
-                        owner.name.as_str(),
-                    )]
-                }
-                Some(_) => Vec::new(),
+                Some(_) => controller_key(&pod.metadata, &event.key.namespace, Kind::ReplicaSet)
+                    .into_iter()
+                    .collect(),
                 None => {
                     let namespace = &event.key.namespace;
                     let mut orphans = self.orphans.borrow_mut();
@@ -107,10 +102,7 @@ impl Controller for ReplicaSetController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        if key.kind != Kind::ReplicaSet {
-            return Ok(Action::Done);
-        }
-        let Some(rs) = store.get::<ReplicaSet>(&key.namespace, &key.name).cloned() else {
+        let Some(rs) = reconciled::<ReplicaSet>(store, key) else {
             return Ok(Action::Done);
         };
         self.claim_pods(store, &rs)?;
@@ -145,19 +137,7 @@ impl ReplicaSetController {
         let Some(selector) = rs.spec.selector.clone() else {
             return Ok(());
         };
-        let owned: Vec<String> = controlled::<Pod>(store, &rs.metadata.uid)
-            .into_iter()
-            .filter(|p| !selector_matches(&selector, &p.metadata.labels))
-            .map(|p| p.metadata.name.clone())
-            .collect();
-        for name in owned {
-            let uid = rs.metadata.uid.clone();
-            store
-                .modify::<Pod, _>(&namespace, &name, |p| {
-                    p.metadata.owner_references.retain(|o| o.uid != uid);
-                })
-                .map_err(|e| e.to_string())?;
-        }
+        release_unmatched::<Pod>(store, &rs.metadata, &selector)?;
         if rs.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
@@ -179,12 +159,7 @@ impl ReplicaSetController {
             if !selector_matches(&selector, &pod.metadata.labels) {
                 continue;
             }
-            let reference = controller_ref(Kind::ReplicaSet, &rs.metadata);
-            store
-                .modify::<Pod, _>(&namespace, &name, |p| {
-                    p.metadata.owner_references.push(reference);
-                })
-                .map_err(|e| e.to_string())?;
+            adopt::<Pod>(store, Kind::ReplicaSet, &rs.metadata, &name)?;
             self.forget_orphan(&namespace, &name);
         }
         Ok(())
@@ -212,24 +187,16 @@ fn manage_replicas(
         let count = (want - active.len()).min(BURST_REPLICAS);
         let stamp = now.rfc3339();
         for _ in 0..count {
-            let pod = pod_from_template(
+            let pod = owned_pod(
+                Kind::ReplicaSet,
+                &rs.metadata,
                 &rs.spec.template,
-                &rs.metadata.namespace,
                 &pods_prefix(&rs.metadata.name),
-                controller_ref(Kind::ReplicaSet, &rs.metadata),
             );
             let created = crate::workload::admit_priority(store, pod)
                 .and_then(|pod| store.create(pod, &stamp).map_err(|e| e.to_string()));
             match created {
-                Ok(created) => events::record(
-                    store,
-                    now,
-                    &involved,
-                    EventKind::Normal,
-                    "SuccessfulCreate",
-                    &format!("Created pod: {}", created.metadata.name),
-                    source,
-                )?,
+                Ok(created) => record_pod_created(store, now, &involved, source, &created)?,
                 Err(err) => {
                     let message = format!("Error creating: {err}");
                     events::record(

@@ -26,8 +26,8 @@ use allot_store::{Event, Kind, ObjectKey, Store, Stored};
 use crate::events::{self, EventKind, Source};
 use crate::history::{REVISION_LABEL, ensure_revision, truncate};
 use crate::workload::{
-    available_at, controlled, controller_of, controller_ref, earliest, is_available, is_ready,
-    is_terminated, is_terminating, requeue_at, scaled_value,
+    available_at, controlled, controller_key, earliest, is_available, is_ready, is_terminated,
+    is_terminating, owned_pod, reconciled, requeue_at, scaled_value,
 };
 
 /// The component name of the controller's Events.
@@ -56,16 +56,11 @@ impl Controller for StatefulSetController {
     fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {
         match &event.object {
             Stored::StatefulSet(_) => vec![event.key.clone()],
-            Stored::Pod(pod) => match controller_of(&pod.metadata) {
-                Some(o) if o.kind == "StatefulSet" && o.api_version == "apps/v1" => {
-                    vec![ObjectKey::new(
-                        Kind::StatefulSet,
-                        event.key.namespace.as_str(),
-                        o.name.as_str(),
-                    )]
-                }
-                _ => Vec::new(),
-            },
+            Stored::Pod(pod) => {
+                controller_key(&pod.metadata, &event.key.namespace, Kind::StatefulSet)
+                    .into_iter()
+                    .collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -82,10 +77,7 @@ impl Controller for StatefulSetController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        if key.kind != Kind::StatefulSet {
-            return Ok(Action::Done);
-        }
-        let Some(set) = store.get::<StatefulSet>(&key.namespace, &key.name).cloned() else {
+        let Some(set) = reconciled::<StatefulSet>(store, key) else {
             return Ok(Action::Done);
         };
         sync(store, &set, ctx.now)
@@ -453,12 +445,7 @@ fn create_pod(
             source,
         )?;
     }
-    let mut pod = crate::workload::pod_from_template(
-        &set.spec.template,
-        &set.metadata.namespace,
-        "",
-        controller_ref(Kind::StatefulSet, &set.metadata),
-    );
+    let mut pod = owned_pod(Kind::StatefulSet, &set.metadata, &set.spec.template, "");
     pod.metadata.name = name.clone();
     let mut pod = crate::workload::admit_priority(store, pod)?;
     let labels = &mut pod.metadata.labels;

@@ -1,10 +1,12 @@
 //! What the workload controllers share (upstream `pkg/controller/controller_utils.go`,
 //! `k8s.io/component-helpers` and `apimachinery/pkg/labels`): label selectors, controller
-//! references, pods from templates, a pod's state as the controllers count it, and
-//! int-or-percent arithmetic.
+//! references (mapping what a controller owns back to it, releasing and adopting), pods from
+//! templates and their creation with its Event, the object a reconcile works on, a pod's
+//! state as the controllers count it, and int-or-percent arithmetic.
 
 use std::collections::BTreeMap;
 
+use allot_api::core::v1::ObjectReference;
 use allot_api::core::v1::{
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, Pod, PodSpec,
     PodTemplateSpec, Taint, TaintEffect, Toleration, TolerationOperator,
@@ -13,6 +15,8 @@ use allot_api::intstr::IntOrString;
 use allot_api::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use allot_runtime::SimTime;
 use allot_store::{Kind, ObjectKey, Resource, Store, StoreError, Stored};
+
+use crate::events::{self, EventKind, Source};
 
 /// Whether `labels` match a label selector (`matchLabels` and `matchExpressions`; an empty
 /// selector matches everything, as `LabelSelectorAsSelector` makes it).
@@ -126,6 +130,116 @@ pub fn admit_priority(store: &Store, mut pod: Pod) -> Result<Pod, String> {
             Err(format!("pods {name:?} is forbidden: {message}"))
         }
     }
+}
+
+/// A pod of the workload `owner` (of `kind`) from `template`: in the workload's namespace, with
+/// its controller reference, named by `generate_name` (see [`pod_from_template`]).
+pub fn owned_pod(
+    kind: Kind,
+    owner: &ObjectMeta,
+    template: &PodTemplateSpec,
+    generate_name: &str,
+) -> Pod {
+    pod_from_template(
+        template,
+        &owner.namespace,
+        generate_name,
+        controller_ref(kind, owner),
+    )
+}
+
+/// Records upstream's `SuccessfulCreate` Event for a pod a workload controller created
+/// (`Created pod: <name>`), on the workload `involved`.
+pub fn record_pod_created(
+    store: &mut Store,
+    now: SimTime,
+    involved: &ObjectReference,
+    source: Source<'_>,
+    pod: &Pod,
+) -> Result<(), String> {
+    events::record(
+        store,
+        now,
+        involved,
+        EventKind::Normal,
+        "SuccessfulCreate",
+        &format!("Created pod: {}", pod.metadata.name),
+        source,
+    )
+}
+
+/// Creates a workload's pod and records its `SuccessfulCreate` Event ([`record_pod_created`]);
+/// returns the pod as stored (with its generated name).
+pub fn create_pod(
+    store: &mut Store,
+    now: SimTime,
+    involved: &ObjectReference,
+    source: Source<'_>,
+    pod: Pod,
+) -> Result<Pod, String> {
+    let pod = admit_priority(store, pod)?;
+    let created = store
+        .create(pod, &now.rfc3339())
+        .map_err(|e| e.to_string())?;
+    record_pod_created(store, now, involved, source, &created)?;
+    Ok(created)
+}
+
+/// The key of the `kind` object that controls `meta`'s object in `namespace` (its controller
+/// reference names that kind at its apiVersion): how a workload controller maps an event of
+/// what it owns to itself.
+pub fn controller_key(meta: &ObjectMeta, namespace: &str, kind: Kind) -> Option<ObjectKey> {
+    let owner = controller_of(meta)?;
+    (owner.kind == kind.name() && owner.api_version == kind.api_version())
+        .then(|| ObjectKey::new(kind, namespace, owner.name.as_str()))
+}
+
+/// The object a reconcile of `key` works on, copied out of the store; `None` (nothing to do)
+/// when the key is of another kind or the object is gone.
+pub fn reconciled<R: Resource>(store: &Store, key: &ObjectKey) -> Option<R> {
+    if key.kind != R::KIND {
+        return None;
+    }
+    store.get::<R>(&key.namespace, &key.name).cloned()
+}
+
+/// Releases the objects of kind `R` that `owner` controls but `selector` no longer matches:
+/// removes `owner`'s reference from them (the release half of upstream's `ClaimObject`).
+pub fn release_unmatched<R: Resource>(
+    store: &mut Store,
+    owner: &ObjectMeta,
+    selector: &LabelSelector,
+) -> Result<(), String> {
+    let released: Vec<String> = controlled::<R>(store, &owner.uid)
+        .into_iter()
+        .filter(|o| !selector_matches(selector, &o.meta().labels))
+        .map(|o| o.meta().name.clone())
+        .collect();
+    for name in released {
+        let uid = owner.uid.clone();
+        store
+            .modify::<R, _>(&owner.namespace, &name, |o| {
+                o.meta_mut().owner_references.retain(|r| r.uid != uid);
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Adopts the orphan `name` of kind `R`: gives it the controller reference of `owner` (of
+/// `kind`), the adopt half of upstream's `ClaimObject`.
+pub fn adopt<R: Resource>(
+    store: &mut Store,
+    kind: Kind,
+    owner: &ObjectMeta,
+    name: &str,
+) -> Result<(), String> {
+    let reference = controller_ref(kind, owner);
+    store
+        .modify::<R, _>(&owner.namespace, name, |o| {
+            o.meta_mut().owner_references.push(reference);
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// `<name>-`, cut so that five generated characters still fit in 63 (upstream's

@@ -26,7 +26,8 @@ use allot_validation::{DraCel, FieldError, admit_admin_access, validate_object};
 
 use crate::timeline::{
     API_VERSION, ClaimDeviceCondition, DeviceHealth, NODE_SELECTOR_ANNOTATION, OPTIONS_KIND,
-    REPORT_KIND, SimulationOptions, TIMELINE_KIND, Timeline, parse_duration_millis,
+    ObjectRef, REPORT_KIND, SimulationOptions, TIMELINE_KIND, Timeline, TimelineEvent,
+    WorkloadDefaults, parse_duration_millis,
 };
 use crate::{InputError, SimError};
 
@@ -238,13 +239,9 @@ fn kubelet_config_metadata(
                 if key == "annotations"
                     && let Some(text) = map.get(NODE_SELECTOR_ANNOTATION).and_then(|v| v.as_str())
                 {
-                    selector = Some(parse_selector(text).ok_or_else(|| {
-                        Box::new(raw_error(
-                            raw,
-                            &format!("metadata.annotations[{NODE_SELECTOR_ANNOTATION}]"),
-                            format!("Invalid value: {text:?}: expected key=value[,key=value...]"),
-                        ))
-                    })?);
+                    selector = Some(
+                        parse_selector(text).ok_or_else(|| Box::new(selector_error(raw, text)))?,
+                    );
                 }
             }
             other => {
@@ -413,25 +410,7 @@ fn admit(
 ) -> Option<Stored> {
     default_object(&mut object);
     let mut field_errors = validate_object(&object, &DraCel);
-    let namespace = match raw.namespace() {
-        "" => "default",
-        other => other,
-    };
-    match &object {
-        Object::ResourceClaim(claim) => field_errors.extend(admit_admin_access(
-            &claim.spec,
-            namespace,
-            "spec",
-            namespaces,
-        )),
-        Object::ResourceClaimTemplate(template) => field_errors.extend(admit_admin_access(
-            &template.spec.spec,
-            namespace,
-            "spec.spec",
-            namespaces,
-        )),
-        _ => {}
-    }
+    field_errors.extend(admit_dra(&object, raw, namespaces));
     for error in &field_errors {
         errors.push(match outer {
             Some((raw, prefix)) => field_error(raw, prefix, error),
@@ -442,6 +421,28 @@ fn admit(
         return None;
     }
     Stored::from_object(object)
+}
+
+/// DRA admission beyond validation: a claim or claim template asks for admin access only in a
+/// namespace labelled for it.
+fn admit_dra(
+    object: &Object,
+    raw: &RawDocument,
+    namespaces: &BTreeMap<String, Namespace>,
+) -> Vec<FieldError> {
+    let namespace = match raw.namespace() {
+        "" => "default",
+        other => other,
+    };
+    match object {
+        Object::ResourceClaim(claim) => {
+            admit_admin_access(&claim.spec, namespace, "spec", namespaces)
+        }
+        Object::ResourceClaimTemplate(template) => {
+            admit_admin_access(&template.spec.spec, namespace, "spec.spec", namespaces)
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn parse_selector(text: &str) -> Option<Vec<(String, Option<String>)>> {
@@ -485,12 +486,18 @@ fn duration_field(
 pub fn stored_key(stored: &Stored) -> ObjectKey {
     let kind = stored.kind();
     let meta = stored.meta();
-    let namespace = match (kind.namespaced(), meta.namespace.as_str()) {
+    let namespace = store_namespace(kind, &meta.namespace);
+    ObjectKey::new(kind, namespace, meta.name.clone())
+}
+
+/// The namespace an object of `kind` written with `namespace` has in the store: none for a
+/// cluster-scoped kind, `default` when a namespaced one gives none.
+fn store_namespace(kind: Kind, namespace: &str) -> String {
+    match (kind.namespaced(), namespace) {
         (false, _) => String::new(),
         (true, "") => "default".to_string(),
         (true, ns) => ns.to_string(),
-    };
-    ObjectKey::new(kind, namespace, meta.name.clone())
+    }
 }
 
 /// The Priority admission plugin's rule, over the input: one default PriorityClass.
@@ -509,377 +516,511 @@ fn kind_by_name(name: &str) -> Option<Kind> {
     Kind::ALL.into_iter().find(|k| k.name() == name)
 }
 
+/// What an input's documents say, gathered per kind family in document order, with the
+/// problems found so far (in the order they are met).
+#[derive(Default)]
+struct Collected {
+    errors: Vec<InputError>,
+    /// Store objects (core, workload and DRA kinds), defaulted and validated.
+    objects: Vec<Stored>,
+    /// Where each store object is defined (`file:line`).
+    seen: BTreeMap<ObjectKey, String>,
+    /// NodeTopology documents with where they start.
+    topologies: Vec<(TopologyEntry, String)>,
+    /// KubeletConfigurations for one node or a node label group.
+    kubelet_configs: Vec<KubeletConfigEntry>,
+    /// The KubeletConfiguration with neither name nor selector, with where it starts.
+    default_kubelet_config: Option<(String, KubeletConfiguration)>,
+    timelines: Vec<(RawDocument, Timeline)>,
+    options: Option<(RawDocument, SimulationOptions)>,
+}
+
+/// What the SimulationOptions document sets (defaults when absent).
+struct Settings {
+    options: SimulationOptions,
+    gates: allot_features::FeatureGates,
+    horizon_millis: u64,
+    binding_timeout_seconds: u64,
+    driver_health_timeout_millis: u64,
+}
+
+/// Reads every document by kind family, then the options, the timeline and the workload
+/// defaults, then checks node label groups; every problem is reported, in that order.
 fn build(loaded: Loaded) -> Result<Input, SimError> {
-    let mut errors: Vec<InputError> = loaded.errors.iter().map(load_error).collect();
-    let documents = loaded.documents;
-    let namespaces: BTreeMap<String, Namespace> = documents
+    let namespaces = input_namespaces(&loaded.documents);
+    let mut input = Collected {
+        errors: loaded.errors.iter().map(load_error).collect(),
+        ..Collected::default()
+    };
+    for document in loaded.documents {
+        input.add(document, &namespaces);
+    }
+    let Collected {
+        mut errors,
+        mut objects,
+        seen,
+        topologies,
+        kubelet_configs,
+        default_kubelet_config,
+        timelines,
+        options,
+    } = input;
+    crate::priority::admit_pod_priorities(&mut objects, &seen, &mut errors);
+    let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
+    let settings = settings(options, &mut errors);
+    let mut events = timeline_events(&timelines, &namespaces, &mut errors);
+    apply_workload_defaults(&timelines, &mut objects, &mut events, &mut errors);
+    let nodes = input_nodes(&objects, &seen, &events);
+    check_group_overlaps(&nodes, &topologies, &kubelet_configs, &mut errors);
+    let topologies: Vec<TopologyEntry> = topologies.into_iter().map(|(t, _)| t).collect();
+
+    if !errors.is_empty() {
+        return Err(SimError::Input(errors));
+    }
+    Ok(Input {
+        objects,
+        topologies,
+        kubelet_config,
+        kubelet_configs,
+        events,
+        options: settings.options,
+        features: settings.gates.dra(),
+        gates: settings.gates,
+        horizon_millis: settings.horizon_millis,
+        binding_timeout_seconds: settings.binding_timeout_seconds,
+        driver_health_timeout_millis: settings.driver_health_timeout_millis,
+    })
+}
+
+/// The input's Namespaces by name (DRA admission reads their labels).
+fn input_namespaces(documents: &[Document]) -> BTreeMap<String, Namespace> {
+    documents
         .iter()
         .filter_map(|d| match &d.object {
             Object::Namespace(ns) => Some((ns.metadata.name.clone(), ns.clone())),
             _ => None,
         })
-        .collect();
-    let mut objects = Vec::new();
-    let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
-    let mut topologies: Vec<(TopologyEntry, String)> = Vec::new();
-    let mut kubelet_configs: Vec<KubeletConfigEntry> = Vec::new();
-    let mut default_kubelet_config: Option<(String, KubeletConfiguration)> = None;
-    let mut timelines: Vec<(RawDocument, Timeline)> = Vec::new();
-    let mut options: Option<(RawDocument, SimulationOptions)> = None;
-    for document in documents {
+        .collect()
+}
+
+/// Where a document starts (`file:line`).
+fn origin(raw: &RawDocument) -> String {
+    format!("{}:{}", raw.file, raw.line)
+}
+
+/// The error for an [`NODE_SELECTOR_ANNOTATION`] annotation that does not parse.
+fn selector_error(raw: &RawDocument, text: &str) -> InputError {
+    raw_error(
+        raw,
+        &format!("metadata.annotations[{NODE_SELECTOR_ANNOTATION}]"),
+        format!("Invalid value: {text:?}: expected key=value[,key=value...]"),
+    )
+}
+
+impl Collected {
+    /// Sorts one document into its kind family.
+    fn add(&mut self, document: Document, namespaces: &BTreeMap<String, Namespace>) {
         let Document { raw, object } = document;
         match (&object, raw.api_version.as_str(), raw.kind.as_str()) {
             (Object::Extension, allot_topology::API_VERSION, allot_topology::KIND) => {
-                match decode::<NodeTopology>(&raw) {
-                    Ok(topology) => {
-                        if let Err(err) = topology.validate() {
-                            errors.push(raw_error(&raw, "", err.to_string()));
-                            continue;
-                        }
-                        let selector = match topology
-                            .metadata
-                            .annotations
-                            .get(NODE_SELECTOR_ANNOTATION)
-                        {
-                            None => None,
-                            Some(text) => match parse_selector(text) {
-                                Some(selector) => Some(selector),
-                                None => {
-                                    errors.push(raw_error(
-                                        &raw,
-                                        &format!("metadata.annotations[{NODE_SELECTOR_ANNOTATION}]"),
-                                        format!("Invalid value: {text:?}: expected key=value[,key=value...]"),
-                                    ));
-                                    continue;
-                                }
-                            },
-                        };
-                        let origin = format!("{}:{}", raw.file, raw.line);
-                        topologies.push((TopologyEntry { topology, selector }, origin));
-                    }
-                    Err(err) => errors.push(load_error(&err)),
-                }
+                self.add_topology(&raw)
             }
             (Object::Extension, allot_kubelet_config::API_VERSION, allot_kubelet_config::KIND) => {
-                let mut stripped = raw.clone();
-                let (name, selector) = match kubelet_config_metadata(&mut stripped) {
-                    Ok(meta) => meta,
-                    Err(err) => {
-                        errors.push(*err);
-                        continue;
-                    }
-                };
-                let config = match decode::<KubeletConfiguration>(&stripped) {
-                    Ok(config) => config,
-                    Err(err) => {
-                        errors.push(load_error(&err));
-                        continue;
-                    }
-                };
-                if let Err(err) = config.validate() {
-                    errors.push(raw_error(&raw, "", err.to_string()));
-                    continue;
-                }
-                let origin = format!("{}:{}", raw.file, raw.line);
-                if name.is_empty() && selector.is_none() {
-                    if let Some((first, _)) = &default_kubelet_config {
-                        errors.push(raw_error(
-                            &raw,
-                            "",
-                            format!("Duplicate value: the KubeletConfiguration at {first} is already the default for every node; give this one a metadata.name (one node) or an {NODE_SELECTOR_ANNOTATION} annotation (a node label group)"),
-                        ));
-                    } else {
-                        default_kubelet_config = Some((origin, config));
-                    }
-                    continue;
-                }
-                if selector.is_none()
-                    && let Some(first) = kubelet_configs
-                        .iter()
-                        .find(|k| k.selector.is_none() && k.name == name)
-                {
-                    errors.push(raw_error(
-                        &raw,
-                        "metadata.name",
-                        format!(
-                            "Duplicate value: {name:?}: the KubeletConfiguration at {} already configures this node",
-                            first.origin
-                        ),
-                    ));
-                    continue;
-                }
-                kubelet_configs.push(KubeletConfigEntry {
-                    config,
-                    name,
-                    selector,
-                    origin,
-                });
+                self.add_kubelet_config(&raw)
             }
             (Object::Extension, API_VERSION, TIMELINE_KIND) => match decode::<Timeline>(&raw) {
-                Ok(timeline) => timelines.push((raw, timeline)),
-                Err(err) => errors.push(load_error(&err)),
+                Ok(timeline) => self.timelines.push((raw, timeline)),
+                Err(err) => self.errors.push(load_error(&err)),
             },
-            (Object::Extension, API_VERSION, OPTIONS_KIND) => {
-                match decode::<SimulationOptions>(&raw) {
-                    Ok(parsed) => {
-                        if options.is_some() {
-                            errors.push(raw_error(
-                                &raw,
-                                "",
-                                "Duplicate value: only one SimulationOptions document is allowed",
-                            ));
-                        } else {
-                            options = Some((raw, parsed));
-                        }
-                    }
-                    Err(err) => errors.push(load_error(&err)),
-                }
-            }
+            (Object::Extension, API_VERSION, OPTIONS_KIND) => self.add_options(raw),
             // A previous run's report (the last item of `-o json|yaml`) is output: a run fed
             // its own output ignores it.
             (Object::Extension, API_VERSION, REPORT_KIND) => {}
             // Scheduler configuration and allocation options are accepted; the simulator's
             // own options carry what it uses.
             (Object::AllocationOptions(_) | Object::KubeSchedulerConfiguration(_), _, _) => {}
-            _ => {
-                if let Some(stored) = admit(object, &raw, &namespaces, &mut errors, None) {
-                    let key = stored_key(&stored);
-                    if !key.name.is_empty()
-                        && let Some(first) = seen.get(&key)
-                    {
-                        errors.push(raw_error(
-                            &raw,
-                            "metadata.name",
-                            format!("Duplicate value: {key} is also defined at {first}"),
-                        ));
-                    } else if let Some(reason) = one_default_priority_class(&stored, &objects) {
-                        errors.push(raw_error(
-                            &raw,
-                            "globalDefault",
-                            format!("Forbidden: {reason}"),
-                        ));
-                    } else {
-                        seen.insert(key, format!("{}:{}", raw.file, raw.line));
-                        objects.push(stored);
-                    }
-                }
-            }
+            _ => self.add_object(object, &raw, namespaces),
         }
     }
-    crate::priority::admit_pod_priorities(&mut objects, &seen, &mut errors);
-    let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
 
-    // One definition of the defaults for simulate and serve (allot-features).
-    let mut gates = allot_features::FeatureGates::defaults();
-    let mut horizon_millis = 3_600_000;
-    let mut binding_timeout_seconds = 600;
-    let mut driver_health_timeout_millis = 30_000;
-    let options = match options {
-        Some((raw, parsed)) => {
-            for (gate, enabled) in &parsed.feature_gates {
-                if gates.set(gate, *enabled).is_err() {
-                    errors.push(raw_error(
-                        &raw,
-                        &format!("featureGates[{gate}]"),
-                        format!("Unsupported value: {gate:?}: not a feature gate allot knows"),
-                    ));
-                }
+    /// A NodeTopology: decoded and validated, with its node label group's selector if any.
+    fn add_topology(&mut self, raw: &RawDocument) {
+        let topology = match decode::<NodeTopology>(raw) {
+            Ok(topology) => topology,
+            Err(err) => {
+                self.errors.push(load_error(&err));
+                return;
             }
-            horizon_millis = duration_field(
-                &raw,
-                "horizon",
-                &parsed.horizon,
-                horizon_millis,
-                &mut errors,
-            );
-            binding_timeout_seconds = duration_field(
-                &raw,
-                "bindingTimeout",
-                &parsed.binding_timeout,
-                600_000,
-                &mut errors,
-            ) / 1000;
-            driver_health_timeout_millis = duration_field(
-                &raw,
-                "driverHealthTimeout",
-                &parsed.driver_health_timeout,
-                driver_health_timeout_millis,
-                &mut errors,
-            );
-            if let Some(mode) = &parsed.eviction_mode
-                && !matches!(mode.as_str(), "Delete" | "MarkFailed")
-            {
-                errors.push(raw_error(
-                    &raw,
-                    "evictionMode",
-                    format!(
-                        "Unsupported value: {mode:?}: supported values: \"Delete\", \"MarkFailed\""
-                    ),
-                ));
-            }
-            parsed
+        };
+        if let Err(err) = topology.validate() {
+            self.errors.push(raw_error(raw, "", err.to_string()));
+            return;
         }
-        None => SimulationOptions::default(),
-    };
+        let selector = match topology.metadata.annotations.get(NODE_SELECTOR_ANNOTATION) {
+            None => None,
+            Some(text) => match parse_selector(text) {
+                Some(selector) => Some(selector),
+                None => {
+                    self.errors.push(selector_error(raw, text));
+                    return;
+                }
+            },
+        };
+        self.topologies
+            .push((TopologyEntry { topology, selector }, origin(raw)));
+    }
 
-    let mut events = Vec::new();
-    for (raw, timeline) in &timelines {
-        for (index, event) in timeline.events.iter().enumerate() {
-            let prefix = format!("events[{index}]");
-            let origin = format!("{}:{}", raw.file, raw.line_of(&prefix));
-            let Some(at) = parse_duration_millis(&event.at) else {
-                errors.push(raw_error(
-                    raw,
-                    &format!("{prefix}.at"),
-                    format!(
-                        "Invalid value: {:?}: must be a duration such as 90s, 10m or 1h",
-                        event.at
-                    ),
-                ));
-                continue;
-            };
-            let actions = usize::from(!event.create.is_empty())
-                + usize::from(!event.delete.is_empty())
-                + usize::from(!event.update.is_empty())
-                + usize::from(event.device_health.is_some())
-                + usize::from(event.claim_device_condition.is_some());
-            if actions > 1 {
-                errors.push(raw_error(
-                    raw,
-                    &prefix,
-                    "Invalid value: an event does one thing: create, update, delete, deviceHealth or claimDeviceCondition",
-                ));
-                continue;
+    /// A KubeletConfiguration: the simulator's metadata stripped, decoded and validated, then
+    /// kept as the default, one node's or a node label group's (one default, one per name).
+    fn add_kubelet_config(&mut self, raw: &RawDocument) {
+        let mut stripped = raw.clone();
+        let (name, selector) = match kubelet_config_metadata(&mut stripped) {
+            Ok(meta) => meta,
+            Err(err) => {
+                self.errors.push(*err);
+                return;
             }
-            let action = if !event.create.is_empty() {
-                let mut created = Vec::new();
-                for (j, value) in event.create.iter().enumerate() {
-                    let path = format!("{prefix}.create[{j}]");
-                    if let Some(stored) = inline_object(raw, &path, value, &namespaces, &mut errors)
-                    {
-                        created.push(stored);
-                    }
-                }
-                Action::Create(created)
-            } else if !event.update.is_empty() {
-                let mut updated = Vec::new();
-                for (j, value) in event.update.iter().enumerate() {
-                    let path = format!("{prefix}.update[{j}]");
-                    if let Some(stored) = inline_object(raw, &path, value, &namespaces, &mut errors)
-                    {
-                        updated.push(stored);
-                    }
-                }
-                Action::Update(updated)
-            } else if !event.delete.is_empty() {
-                let mut keys = Vec::new();
-                for (j, reference) in event.delete.iter().enumerate() {
-                    match kind_by_name(&reference.kind) {
-                        Some(kind) => {
-                            let namespace = match (kind.namespaced(), reference.namespace.as_str())
-                            {
-                                (false, _) => String::new(),
-                                (true, "") => "default".to_string(),
-                                (true, ns) => ns.to_string(),
-                            };
-                            let policy = reference
-                                .propagation_policy
-                                .as_deref()
-                                .unwrap_or("Background");
-                            let Some(policy) =
-                                allot_controllers::garbagecollector::Propagation::parse(policy)
-                            else {
-                                errors.push(raw_error(
-                                    raw,
-                                    &format!("{prefix}.delete[{j}].propagationPolicy"),
-                                    format!(
-                                        "Unsupported value: {policy:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
-                                    ),
-                                ));
-                                continue;
-                            };
-                            keys.push((
-                                ObjectKey::new(kind, namespace, reference.name.clone()),
-                                policy,
-                            ));
-                        }
-                        None => errors.push(raw_error(
-                            raw,
-                            &format!("{prefix}.delete[{j}].kind"),
-                            format!("Unsupported value: {:?}", reference.kind),
-                        )),
-                    }
-                }
-                Action::Delete(keys)
-            } else if let Some(health) = &event.device_health {
-                if !matches!(health.health.as_str(), "Healthy" | "Unhealthy" | "Unknown") {
-                    errors.push(raw_error(
-                        raw,
-                        &format!("{prefix}.deviceHealth.health"),
-                        format!(
-                            "Unsupported value: {:?}: supported values: \"Healthy\", \"Unhealthy\", \"Unknown\"",
-                            health.health
-                        ),
-                    ));
-                    continue;
-                }
-                Action::DeviceHealth(health.clone())
-            } else if let Some(condition) = &event.claim_device_condition {
-                if !matches!(
-                    condition.condition.status.as_str(),
-                    "True" | "False" | "Unknown"
-                ) {
-                    errors.push(raw_error(
-                        raw,
-                        &format!("{prefix}.claimDeviceCondition.condition.status"),
-                        format!(
-                            "Unsupported value: {:?}: supported values: \"False\", \"True\", \"Unknown\"",
-                            condition.condition.status
-                        ),
-                    ));
-                    continue;
-                }
-                let mut condition = condition.clone();
-                if condition.namespace.is_empty() {
-                    condition.namespace = "default".into();
-                }
-                Action::ClaimDeviceCondition(condition)
+        };
+        let config = match decode::<KubeletConfiguration>(&stripped) {
+            Ok(config) => config,
+            Err(err) => {
+                self.errors.push(load_error(&err));
+                return;
+            }
+        };
+        if let Err(err) = config.validate() {
+            self.errors.push(raw_error(raw, "", err.to_string()));
+            return;
+        }
+        let origin = origin(raw);
+        if name.is_empty() && selector.is_none() {
+            if let Some((first, _)) = &self.default_kubelet_config {
+                self.errors.push(raw_error(
+                    raw,
+                    "",
+                    format!("Duplicate value: the KubeletConfiguration at {first} is already the default for every node; give this one a metadata.name (one node) or an {NODE_SELECTOR_ANNOTATION} annotation (a node label group)"),
+                ));
             } else {
-                Action::Advance
-            };
-            events.push(ScheduledEvent {
-                at: SimTime(at),
-                action,
-                origin,
-            });
+                self.default_kubelet_config = Some((origin, config));
+            }
+            return;
+        }
+        if selector.is_none()
+            && let Some(first) = self
+                .kubelet_configs
+                .iter()
+                .find(|k| k.selector.is_none() && k.name == name)
+        {
+            self.errors.push(raw_error(
+                raw,
+                "metadata.name",
+                format!(
+                    "Duplicate value: {name:?}: the KubeletConfiguration at {} already configures this node",
+                    first.origin
+                ),
+            ));
+            return;
+        }
+        self.kubelet_configs.push(KubeletConfigEntry {
+            config,
+            name,
+            selector,
+            origin,
+        });
+    }
+
+    /// The SimulationOptions document (one at most).
+    fn add_options(&mut self, raw: RawDocument) {
+        match decode::<SimulationOptions>(&raw) {
+            Ok(_) if self.options.is_some() => self.errors.push(raw_error(
+                &raw,
+                "",
+                "Duplicate value: only one SimulationOptions document is allowed",
+            )),
+            Ok(parsed) => self.options = Some((raw, parsed)),
+            Err(err) => self.errors.push(load_error(&err)),
+        }
+    }
+
+    /// A store object (core, workload or DRA kind): admitted, then checked against the
+    /// objects before it (one object per key, one default PriorityClass).
+    fn add_object(
+        &mut self,
+        object: Object,
+        raw: &RawDocument,
+        namespaces: &BTreeMap<String, Namespace>,
+    ) {
+        let Some(stored) = admit(object, raw, namespaces, &mut self.errors, None) else {
+            return;
+        };
+        let key = stored_key(&stored);
+        if !key.name.is_empty()
+            && let Some(first) = self.seen.get(&key)
+        {
+            self.errors.push(raw_error(
+                raw,
+                "metadata.name",
+                format!("Duplicate value: {key} is also defined at {first}"),
+            ));
+        } else if let Some(reason) = one_default_priority_class(&stored, &self.objects) {
+            self.errors.push(raw_error(
+                raw,
+                "globalDefault",
+                format!("Forbidden: {reason}"),
+            ));
+        } else {
+            self.seen.insert(key, origin(raw));
+            self.objects.push(stored);
+        }
+    }
+}
+
+/// The run settings of the SimulationOptions document: feature gates over allot's defaults
+/// (one definition for simulate and serve, allot-features), durations and the eviction mode.
+fn settings(
+    options: Option<(RawDocument, SimulationOptions)>,
+    errors: &mut Vec<InputError>,
+) -> Settings {
+    let mut settings = Settings {
+        options: SimulationOptions::default(),
+        gates: allot_features::FeatureGates::defaults(),
+        horizon_millis: 3_600_000,
+        binding_timeout_seconds: 600,
+        driver_health_timeout_millis: 30_000,
+    };
+    let Some((raw, parsed)) = options else {
+        return settings;
+    };
+    for (gate, enabled) in &parsed.feature_gates {
+        if settings.gates.set(gate, *enabled).is_err() {
+            errors.push(raw_error(
+                &raw,
+                &format!("featureGates[{gate}]"),
+                format!("Unsupported value: {gate:?}: not a feature gate allot knows"),
+            ));
+        }
+    }
+    settings.horizon_millis = duration_field(
+        &raw,
+        "horizon",
+        &parsed.horizon,
+        settings.horizon_millis,
+        errors,
+    );
+    settings.binding_timeout_seconds = duration_field(
+        &raw,
+        "bindingTimeout",
+        &parsed.binding_timeout,
+        settings.binding_timeout_seconds * 1000,
+        errors,
+    ) / 1000;
+    settings.driver_health_timeout_millis = duration_field(
+        &raw,
+        "driverHealthTimeout",
+        &parsed.driver_health_timeout,
+        settings.driver_health_timeout_millis,
+        errors,
+    );
+    if let Some(mode) = &parsed.eviction_mode
+        && !matches!(mode.as_str(), "Delete" | "MarkFailed")
+    {
+        errors.push(raw_error(
+            &raw,
+            "evictionMode",
+            format!("Unsupported value: {mode:?}: supported values: \"Delete\", \"MarkFailed\""),
+        ));
+    }
+    settings.options = parsed;
+    settings
+}
+
+/// Every Timeline's events, decoded and validated, in time order (ties in input order).
+fn timeline_events(
+    timelines: &[(RawDocument, Timeline)],
+    namespaces: &BTreeMap<String, Namespace>,
+    errors: &mut Vec<InputError>,
+) -> Vec<ScheduledEvent> {
+    let mut events = Vec::new();
+    for (raw, timeline) in timelines {
+        for (index, event) in timeline.events.iter().enumerate() {
+            events.extend(timeline_event(raw, index, event, namespaces, errors));
         }
     }
     // A stable sort keeps input order among events at the same time.
     events.sort_by_key(|e| e.at);
-    for (raw, timeline) in &timelines {
+    events
+}
+
+/// One timeline event (`events[index]`): its time and its one action.
+fn timeline_event(
+    raw: &RawDocument,
+    index: usize,
+    event: &TimelineEvent,
+    namespaces: &BTreeMap<String, Namespace>,
+    errors: &mut Vec<InputError>,
+) -> Option<ScheduledEvent> {
+    let prefix = format!("events[{index}]");
+    let origin = format!("{}:{}", raw.file, raw.line_of(&prefix));
+    let Some(at) = parse_duration_millis(&event.at) else {
+        errors.push(raw_error(
+            raw,
+            &format!("{prefix}.at"),
+            format!(
+                "Invalid value: {:?}: must be a duration such as 90s, 10m or 1h",
+                event.at
+            ),
+        ));
+        return None;
+    };
+    let actions = usize::from(!event.create.is_empty())
+        + usize::from(!event.delete.is_empty())
+        + usize::from(!event.update.is_empty())
+        + usize::from(event.device_health.is_some())
+        + usize::from(event.claim_device_condition.is_some());
+    if actions > 1 {
+        errors.push(raw_error(
+            raw,
+            &prefix,
+            "Invalid value: an event does one thing: create, update, delete, deviceHealth or claimDeviceCondition",
+        ));
+        return None;
+    }
+    let action = event_action(raw, &prefix, event, namespaces, errors)?;
+    Some(ScheduledEvent {
+        at: SimTime(at),
+        action,
+        origin,
+    })
+}
+
+/// What a timeline event does (it does one thing at most); `None` when that is invalid.
+fn event_action(
+    raw: &RawDocument,
+    prefix: &str,
+    event: &TimelineEvent,
+    namespaces: &BTreeMap<String, Namespace>,
+    errors: &mut Vec<InputError>,
+) -> Option<Action> {
+    if !event.create.is_empty() {
+        let path = format!("{prefix}.create");
+        let created = inline_objects(raw, &path, &event.create, namespaces, errors);
+        Some(Action::Create(created))
+    } else if !event.update.is_empty() {
+        let path = format!("{prefix}.update");
+        let updated = inline_objects(raw, &path, &event.update, namespaces, errors);
+        Some(Action::Update(updated))
+    } else if !event.delete.is_empty() {
+        let keys = delete_keys(raw, prefix, &event.delete, errors);
+        Some(Action::Delete(keys))
+    } else if let Some(health) = &event.device_health {
+        if !matches!(health.health.as_str(), "Healthy" | "Unhealthy" | "Unknown") {
+            errors.push(raw_error(
+                raw,
+                &format!("{prefix}.deviceHealth.health"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"Healthy\", \"Unhealthy\", \"Unknown\"",
+                    health.health
+                ),
+            ));
+            return None;
+        }
+        Some(Action::DeviceHealth(health.clone()))
+    } else if let Some(condition) = &event.claim_device_condition {
+        if !matches!(
+            condition.condition.status.as_str(),
+            "True" | "False" | "Unknown"
+        ) {
+            errors.push(raw_error(
+                raw,
+                &format!("{prefix}.claimDeviceCondition.condition.status"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"False\", \"True\", \"Unknown\"",
+                    condition.condition.status
+                ),
+            ));
+            return None;
+        }
+        let mut condition = condition.clone();
+        if condition.namespace.is_empty() {
+            condition.namespace = "default".into();
+        }
+        Some(Action::ClaimDeviceCondition(condition))
+    } else {
+        Some(Action::Advance)
+    }
+}
+
+/// The manifests of a timeline event's `create` or `update` list (`path`), each admitted; the
+/// invalid ones are reported and left out.
+fn inline_objects(
+    raw: &RawDocument,
+    path: &str,
+    values: &[serde_json::Value],
+    namespaces: &BTreeMap<String, Namespace>,
+    errors: &mut Vec<InputError>,
+) -> Vec<Stored> {
+    let mut objects = Vec::new();
+    for (j, value) in values.iter().enumerate() {
+        let path = format!("{path}[{j}]");
+        if let Some(stored) = inline_object(raw, &path, value, namespaces, errors) {
+            objects.push(stored);
+        }
+    }
+    objects
+}
+
+/// The objects a timeline event deletes, with their propagation policies; invalid references
+/// are reported and left out.
+fn delete_keys(
+    raw: &RawDocument,
+    prefix: &str,
+    references: &[ObjectRef],
+    errors: &mut Vec<InputError>,
+) -> Vec<(ObjectKey, allot_controllers::garbagecollector::Propagation)> {
+    let mut keys = Vec::new();
+    for (j, reference) in references.iter().enumerate() {
+        let Some(kind) = kind_by_name(&reference.kind) else {
+            errors.push(raw_error(
+                raw,
+                &format!("{prefix}.delete[{j}].kind"),
+                format!("Unsupported value: {:?}", reference.kind),
+            ));
+            continue;
+        };
+        let policy = reference
+            .propagation_policy
+            .as_deref()
+            .unwrap_or("Background");
+        let Some(policy) = allot_controllers::garbagecollector::Propagation::parse(policy) else {
+            errors.push(raw_error(
+                raw,
+                &format!("{prefix}.delete[{j}].propagationPolicy"),
+                format!(
+                    "Unsupported value: {policy:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
+                ),
+            ));
+            continue;
+        };
+        let namespace = store_namespace(kind, &reference.namespace);
+        keys.push((
+            ObjectKey::new(kind, namespace, reference.name.clone()),
+            policy,
+        ));
+    }
+    keys
+}
+
+/// Applies every Timeline's `workloads` defaults (run duration, exit code) to the workload
+/// objects of the input and of the timeline's create and update events.
+fn apply_workload_defaults(
+    timelines: &[(RawDocument, Timeline)],
+    objects: &mut [Stored],
+    events: &mut [ScheduledEvent],
+    errors: &mut Vec<InputError>,
+) {
+    for (raw, timeline) in timelines {
         for (index, defaults) in timeline.workloads.iter().enumerate() {
-            let path = format!("workloads[{index}]");
-            if crate::workloads::KINDS.iter().all(|k| *k != defaults.kind) {
-                errors.push(raw_error(
-                    raw,
-                    &format!("{path}.kind"),
-                    format!(
-                        "Unsupported value: {:?}: supported values: {}",
-                        defaults.kind,
-                        crate::workloads::KINDS.map(|k| format!("{k:?}")).join(", ")
-                    ),
-                ));
-                continue;
-            }
-            if allot_nodesim::lifecycle::parse_duration_millis(&defaults.run_duration).is_none() {
-                errors.push(raw_error(
-                    raw,
-                    &format!("{path}.runDuration"),
-                    format!(
-                        "Invalid value: {:?}: must be a duration such as 90s, 10m or 1h",
-                        defaults.run_duration
-                    ),
-                ));
+            if !workload_defaults_valid(raw, index, defaults, errors) {
                 continue;
             }
             for object in objects.iter_mut() {
@@ -894,15 +1035,57 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             }
         }
     }
+}
 
+/// Whether `workloads[index]` names a workload kind and a valid run duration (reported if not).
+fn workload_defaults_valid(
+    raw: &RawDocument,
+    index: usize,
+    defaults: &WorkloadDefaults,
+    errors: &mut Vec<InputError>,
+) -> bool {
+    let path = format!("workloads[{index}]");
+    if crate::workloads::KINDS.iter().all(|k| *k != defaults.kind) {
+        errors.push(raw_error(
+            raw,
+            &format!("{path}.kind"),
+            format!(
+                "Unsupported value: {:?}: supported values: {}",
+                defaults.kind,
+                crate::workloads::KINDS.map(|k| format!("{k:?}")).join(", ")
+            ),
+        ));
+        return false;
+    }
+    if allot_nodesim::lifecycle::parse_duration_millis(&defaults.run_duration).is_none() {
+        errors.push(raw_error(
+            raw,
+            &format!("{path}.runDuration"),
+            format!(
+                "Invalid value: {:?}: must be a duration such as 90s, 10m or 1h",
+                defaults.run_duration
+            ),
+        ));
+        return false;
+    }
+    true
+}
+
+/// Every node of the run with where it is written: the input's, then those timeline events
+/// create.
+fn input_nodes<'a>(
+    objects: &'a [Stored],
+    seen: &BTreeMap<ObjectKey, String>,
+    events: &'a [ScheduledEvent],
+) -> Vec<(&'a Node, String)> {
     let mut nodes: Vec<(&Node, String)> = Vec::new();
-    for object in &objects {
+    for object in objects {
         if let Stored::Node(node) = object {
             let origin = seen.get(&stored_key(object)).cloned().unwrap_or_default();
             nodes.push((node, origin));
         }
     }
-    for event in &events {
+    for event in events {
         if let Action::Create(created) = &event.action {
             for object in created {
                 if let Stored::Node(node) = object {
@@ -911,25 +1094,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
             }
         }
     }
-    check_group_overlaps(&nodes, &topologies, &kubelet_configs, &mut errors);
-    let topologies: Vec<TopologyEntry> = topologies.into_iter().map(|(t, _)| t).collect();
-
-    if !errors.is_empty() {
-        return Err(SimError::Input(errors));
-    }
-    Ok(Input {
-        objects,
-        topologies,
-        kubelet_config,
-        kubelet_configs,
-        events,
-        options,
-        features: gates.dra(),
-        gates,
-        horizon_millis,
-        binding_timeout_seconds,
-        driver_health_timeout_millis,
-    })
+    nodes
 }
 
 /// Decodes and validates a manifest written inline in a timeline, reporting errors at their

@@ -72,6 +72,32 @@ fn go_pointer(type_name: &str, set: bool) -> String {
     }
 }
 
+/// The selector of a Deployment or ReplicaSet spec (`<path>.selector`), then its template
+/// against that selector as a ReplicaSet's (`<path>.template`). Upstream names the kind
+/// "deployment" in the selector messages of both.
+fn validate_replicas_selector_and_template(
+    selector: Option<&allot_api::meta::v1::LabelSelector>,
+    template: &PodTemplateSpec,
+    path: &str,
+) -> Vec<FieldError> {
+    let selector_path = child(path, "selector");
+    let mut errs = validate_workload_selector(selector, "deployment", &selector_path);
+    match selection_of(selector) {
+        None => errs.push(FieldError::invalid(
+            &selector_path,
+            go_label_selector(selector),
+            "invalid label selector",
+        )),
+        Some(selection) => errs.extend(validate_template_for_replicas(
+            template,
+            &selection,
+            "ReplicaSet",
+            &child(path, "template"),
+        )),
+    }
+    errs
+}
+
 /// The selector's rules for the template check, or Nothing when it does not convert.
 fn selection_of(selector: Option<&allot_api::meta::v1::LabelSelector>) -> Option<Selection<'_>> {
     match selector {
@@ -98,25 +124,11 @@ fn validate_deployment_spec(spec: &DeploymentSpec, path: &str) -> Vec<FieldError
         i64::from(spec.replicas.unwrap_or(1)),
         &child(path, "replicas"),
     );
-    let selector_path = child(path, "selector");
-    errs.extend(validate_workload_selector(
+    errs.extend(validate_replicas_selector_and_template(
         spec.selector.as_ref(),
-        "deployment",
-        &selector_path,
+        &spec.template,
+        path,
     ));
-    match selection_of(spec.selector.as_ref()) {
-        None => errs.push(FieldError::invalid(
-            &selector_path,
-            go_label_selector(spec.selector.as_ref()),
-            "invalid label selector",
-        )),
-        Some(selection) => errs.extend(validate_template_for_replicas(
-            &spec.template,
-            &selection,
-            "ReplicaSet",
-            &child(path, "template"),
-        )),
-    }
     errs.extend(validate_deployment_strategy(spec, &child(path, "strategy")));
     errs.extend(nonnegative(
         i64::from(spec.min_ready_seconds),
@@ -230,26 +242,11 @@ fn validate_replica_set_spec(spec: &ReplicaSetSpec, path: &str) -> Vec<FieldErro
         i64::from(spec.min_ready_seconds),
         &child(path, "minReadySeconds"),
     ));
-    let selector_path = child(path, "selector");
-    // Upstream names the kind "deployment" here too.
-    errs.extend(validate_workload_selector(
+    errs.extend(validate_replicas_selector_and_template(
         spec.selector.as_ref(),
-        "deployment",
-        &selector_path,
+        &spec.template,
+        path,
     ));
-    match selection_of(spec.selector.as_ref()) {
-        None => errs.push(FieldError::invalid(
-            &selector_path,
-            go_label_selector(spec.selector.as_ref()),
-            "invalid label selector",
-        )),
-        Some(selection) => errs.extend(validate_template_for_replicas(
-            &spec.template,
-            &selection,
-            "ReplicaSet",
-            &child(path, "template"),
-        )),
-    }
     errs
 }
 
@@ -579,13 +576,28 @@ pub fn validate_controller_revision_update(
     errs
 }
 
-/// A status counter that may not exceed another (`cannot be greater than ...`).
-fn not_above(value: i32, limit: i32, path: &str, message: &str) -> Vec<FieldError> {
-    if value > limit {
-        vec![FieldError::invalid(path, i64::from(value), message)]
-    } else {
-        Vec::new()
+/// Status counters that may not be negative (`status.<field>`), in upstream's order.
+fn nonnegative_counters(counters: &[(&str, i64)]) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (field, value) in counters {
+        errs.extend(nonnegative(*value, &child("status", field)));
     }
+    errs
+}
+
+/// Status counters that may not exceed `limit` (`cannot be greater than <limit_name>`).
+fn not_above(limit_name: &str, limit: i32, counters: &[(&str, i32)]) -> Vec<FieldError> {
+    counters
+        .iter()
+        .filter(|(_, value)| *value > limit)
+        .map(|(field, value)| {
+            FieldError::invalid(
+                &child("status", field),
+                i64::from(*value),
+                format!("cannot be greater than {limit_name}"),
+            )
+        })
+        .collect()
 }
 
 /// `IsDecremented` of a collision count.
@@ -605,7 +617,7 @@ fn collision_count_decremented(new: Option<i32>, old: Option<i32>) -> Vec<FieldE
 pub fn validate_deployment_status_update(new: &Deployment, old: &Deployment) -> Vec<FieldError> {
     let s = &new.status;
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    for (field, value) in [
+    errs.extend(nonnegative_counters(&[
         ("observedGeneration", s.observed_generation),
         ("replicas", i64::from(s.replicas)),
         ("updatedReplicas", i64::from(s.updated_replicas)),
@@ -613,33 +625,20 @@ pub fn validate_deployment_status_update(new: &Deployment, old: &Deployment) -> 
         ("availableReplicas", i64::from(s.available_replicas)),
         ("unavailableReplicas", i64::from(s.unavailable_replicas)),
         ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
-    ] {
-        errs.extend(nonnegative(value, &child("status", field)));
-    }
-    let above = "cannot be greater than status.replicas";
+    ]));
     errs.extend(not_above(
-        s.updated_replicas,
+        "status.replicas",
         s.replicas,
-        "status.updatedReplicas",
-        above,
+        &[
+            ("updatedReplicas", s.updated_replicas),
+            ("readyReplicas", s.ready_replicas),
+            ("availableReplicas", s.available_replicas),
+        ],
     ));
     errs.extend(not_above(
+        "readyReplicas",
         s.ready_replicas,
-        s.replicas,
-        "status.readyReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
-        s.replicas,
-        "status.availableReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
-        s.ready_replicas,
-        "status.availableReplicas",
-        "cannot be greater than readyReplicas",
+        &[("availableReplicas", s.available_replicas)],
     ));
     errs.extend(collision_count_decremented(
         s.collision_count,
@@ -652,39 +651,26 @@ pub fn validate_deployment_status_update(new: &Deployment, old: &Deployment) -> 
 pub fn validate_replica_set_status_update(new: &ReplicaSet, old: &ReplicaSet) -> Vec<FieldError> {
     let s = &new.status;
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    for (field, value) in [
+    errs.extend(nonnegative_counters(&[
         ("replicas", i64::from(s.replicas)),
         ("fullyLabeledReplicas", i64::from(s.fully_labeled_replicas)),
         ("readyReplicas", i64::from(s.ready_replicas)),
         ("availableReplicas", i64::from(s.available_replicas)),
         ("observedGeneration", s.observed_generation),
-    ] {
-        errs.extend(nonnegative(value, &child("status", field)));
-    }
-    let above = "cannot be greater than status.replicas";
+    ]));
     errs.extend(not_above(
-        s.fully_labeled_replicas,
+        "status.replicas",
         s.replicas,
-        "status.fullyLabeledReplicas",
-        above,
+        &[
+            ("fullyLabeledReplicas", s.fully_labeled_replicas),
+            ("readyReplicas", s.ready_replicas),
+            ("availableReplicas", s.available_replicas),
+        ],
     ));
     errs.extend(not_above(
+        "readyReplicas",
         s.ready_replicas,
-        s.replicas,
-        "status.readyReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
-        s.replicas,
-        "status.availableReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
-        s.ready_replicas,
-        "status.availableReplicas",
-        "cannot be greater than readyReplicas",
+        &[("availableReplicas", s.available_replicas)],
     ));
     errs
 }
@@ -696,7 +682,7 @@ pub fn validate_stateful_set_status_update(
 ) -> Vec<FieldError> {
     let s = &new.status;
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    for (field, value) in [
+    errs.extend(nonnegative_counters(&[
         ("replicas", i64::from(s.replicas)),
         ("readyReplicas", i64::from(s.ready_replicas)),
         ("currentReplicas", i64::from(s.current_replicas)),
@@ -704,39 +690,21 @@ pub fn validate_stateful_set_status_update(
         ("availableReplicas", i64::from(s.available_replicas)),
         ("observedGeneration", s.observed_generation),
         ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
-    ] {
-        errs.extend(nonnegative(value, &child("status", field)));
-    }
-    let above = "cannot be greater than status.replicas";
+    ]));
     errs.extend(not_above(
-        s.ready_replicas,
+        "status.replicas",
         s.replicas,
+        &[
+            ("readyReplicas", s.ready_replicas),
+            ("currentReplicas", s.current_replicas),
+            ("updatedReplicas", s.updated_replicas),
+            ("availableReplicas", s.available_replicas),
+        ],
+    ));
+    errs.extend(not_above(
         "status.readyReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.current_replicas,
-        s.replicas,
-        "status.currentReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.updated_replicas,
-        s.replicas,
-        "status.updatedReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
-        s.replicas,
-        "status.availableReplicas",
-        above,
-    ));
-    errs.extend(not_above(
-        s.available_replicas,
         s.ready_replicas,
-        "status.availableReplicas",
-        "cannot be greater than status.readyReplicas",
+        &[("availableReplicas", s.available_replicas)],
     ));
     errs.extend(collision_count_decremented(
         s.collision_count,
@@ -749,7 +717,7 @@ pub fn validate_stateful_set_status_update(
 pub fn validate_daemon_set_status_update(new: &DaemonSet, old: &DaemonSet) -> Vec<FieldError> {
     let s = &new.status;
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata);
-    for (field, value) in [
+    errs.extend(nonnegative_counters(&[
         (
             "currentNumberScheduled",
             i64::from(s.current_number_scheduled),
@@ -768,9 +736,7 @@ pub fn validate_daemon_set_status_update(new: &DaemonSet, old: &DaemonSet) -> Ve
         ("numberAvailable", i64::from(s.number_available)),
         ("numberUnavailable", i64::from(s.number_unavailable)),
         ("collisionCount", i64::from(s.collision_count.unwrap_or(0))),
-    ] {
-        errs.extend(nonnegative(value, &child("status", field)));
-    }
+    ]));
     errs.extend(collision_count_decremented(
         s.collision_count,
         old.status.collision_count,

@@ -37,6 +37,13 @@ pub fn run(args: &[String]) -> Result<u8> {
         if let Ok(joined) = std::env::join_paths(paths) {
             command.env("PATH", joined);
         }
+        // The standard library's one-time per-thread allocations are not leaks (the file says
+        // which and why).
+        let suppressions = root().join("fuzz").join("lsan-suppressions.txt");
+        command.env(
+            "LSAN_OPTIONS",
+            format!("suppressions={}", suppressions.display()),
+        );
         command
     };
     let listed = fuzz_cmd(&["list"])
