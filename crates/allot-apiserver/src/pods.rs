@@ -5,15 +5,9 @@
 //! class) and the Priority admission plugin (the priority and preemption policy of the pod's
 //! PriorityClass, the global default's, or 0).
 
-use allot_api::core::v1::{Pod, PreemptionPolicy};
+use allot_api::core::v1::Pod;
 use allot_api::scheduling::v1::PriorityClass;
 use allot_store::Store;
-
-/// The built-in classes upstream always has.
-const SYSTEM_CLASSES: &[(&str, i32)] = &[
-    ("system-node-critical", 2_000_001_000),
-    ("system-cluster-critical", 2_000_000_000),
-];
 
 /// Pod spec defaults, on every write (as upstream's decoder defaults every body).
 pub fn default(pod: &mut Pod) {
@@ -28,47 +22,8 @@ pub fn prepare_create(pod: &mut Pod, store: &Store) -> Result<(), String> {
     pod.status = Default::default();
     pod.status.phase = Some("Pending".into());
     pod.status.qos_class = Some(allot_kubelet::compute_pod_qos(pod, true).name().into());
-    let class_name = pod.spec.priority_class_name.clone().unwrap_or_default();
-    let (value, policy) = if class_name.is_empty() {
-        match store.list::<PriorityClass>().find(|c| c.global_default) {
-            Some(class) => {
-                pod.spec.priority_class_name = Some(class.metadata.name.clone());
-                (
-                    class.value,
-                    class
-                        .preemption_policy
-                        .as_ref()
-                        .map(|p| p.as_str().to_string()),
-                )
-            }
-            None => (0, None),
-        }
-    } else if let Some((_, value)) = SYSTEM_CLASSES.iter().find(|(n, _)| *n == class_name) {
-        (*value, None)
-    } else {
-        match store.get::<PriorityClass>("", &class_name) {
-            Some(class) => (
-                class.value,
-                class
-                    .preemption_policy
-                    .as_ref()
-                    .map(|p| p.as_str().to_string()),
-            ),
-            None => return Err(format!("no PriorityClass with name {class_name} was found")),
-        }
-    };
-    if pod.spec.priority.is_some_and(|p| p != value) {
-        return Err(
-            "the integer value of priority must not be provided in pod spec; priority admission controller computed "
-                .to_string()
-                + &format!("{value} from the given PriorityClass name"),
-        );
-    }
-    pod.spec.priority = Some(value);
-    pod.spec.preemption_policy.get_or_insert_with(|| {
-        PreemptionPolicy::from(policy.as_deref().unwrap_or("PreemptLowerPriority"))
-    });
-    Ok(())
+    let classes: Vec<PriorityClass> = store.list::<PriorityClass>().cloned().collect();
+    allot_validation::priority::admit_pod_priority(pod, &classes)
 }
 
 #[cfg(test)]

@@ -193,7 +193,9 @@ fn manage_replicas(
                 &rs.spec.template,
                 &pods_prefix(&rs.metadata.name),
             );
-            match store.create(pod, &stamp) {
+            let created = crate::workload::admit_priority(store, pod)
+                .and_then(|pod| store.create(pod, &stamp).map_err(|e| e.to_string()));
+            match created {
                 Ok(created) => record_pod_created(store, now, &involved, source, &created)?,
                 Err(err) => {
                     let message = format!("Error creating: {err}");

@@ -363,10 +363,13 @@ pub fn extended_resource_claim_name(pod: &Pod) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Whether a pod has finished (or is being deleted) and no longer needs its claims.
+/// Whether a pod has finished and no longer needs its claims (upstream `isPodDone`): its
+/// phase is terminal, or it is being deleted and was never scheduled. A scheduled pod in its
+/// grace period still holds its devices until it is gone.
 pub fn pod_is_done(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_some()
-        || matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+        || (pod.metadata.deletion_timestamp.is_some()
+            && pod.spec.node_name.as_deref().is_none_or(str::is_empty))
 }
 
 /// The consumer reference for a pod in `reservedFor`.

@@ -447,6 +447,7 @@ fn create_pod(
     }
     let mut pod = owned_pod(Kind::StatefulSet, &set.metadata, &set.spec.template, "");
     pod.metadata.name = name.clone();
+    let mut pod = crate::workload::admit_priority(store, pod)?;
     let labels = &mut pod.metadata.labels;
     labels.insert(POD_NAME_LABEL.into(), name.clone());
     labels.insert(POD_INDEX_LABEL.into(), ordinal.to_string());

@@ -111,6 +111,27 @@ pub fn pod_from_template(
     pod
 }
 
+/// kube-apiserver's Priority admission on a pod a controller creates
+/// (`allot_validation::priority`, as for every pod create): its priority and preemption
+/// policy from its PriorityClass; a refusal is the create's error, in upstream's words.
+pub fn admit_priority(store: &Store, mut pod: Pod) -> Result<Pod, String> {
+    let classes: Vec<allot_api::scheduling::v1::PriorityClass> = store
+        .list::<allot_api::scheduling::v1::PriorityClass>()
+        .cloned()
+        .collect();
+    match allot_validation::priority::admit_pod_priority(&mut pod, &classes) {
+        Ok(()) => Ok(pod),
+        Err(message) => {
+            let name = if pod.metadata.name.is_empty() {
+                &pod.metadata.generate_name
+            } else {
+                &pod.metadata.name
+            };
+            Err(format!("pods {name:?} is forbidden: {message}"))
+        }
+    }
+}
+
 /// A pod of the workload `owner` (of `kind`) from `template`: in the workload's namespace, with
 /// its controller reference, named by `generate_name` (see [`pod_from_template`]).
 pub fn owned_pod(
@@ -156,6 +177,7 @@ pub fn create_pod(
     source: Source<'_>,
     pod: Pod,
 ) -> Result<Pod, String> {
+    let pod = admit_priority(store, pod)?;
     let created = store
         .create(pod, &now.rfc3339())
         .map_err(|e| e.to_string())?;

@@ -281,6 +281,10 @@ pub struct Cache {
     /// The pod selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets
     /// (for PodTopologySpread's system default constraints).
     pub workloads: Workloads,
+    /// Pods waiting for the node preemption nominated for them, by node name (kept by the
+    /// scheduler): filters count them on that node for pods of lower or equal priority
+    /// (upstream `RunFilterPluginsWithNominatedPods`).
+    pub nominated: BTreeMap<String, Vec<Arc<PodInfo>>>,
     orphans: BTreeMap<String, Arc<ResourceSlice>>,
     slice_home: BTreeMap<String, (PoolKey, Option<String>)>,
     claim_pools: BTreeMap<ObjectKey, Vec<(usize, SmolStr, bool)>>,
@@ -1112,6 +1116,22 @@ impl Cache {
             }
         }
         out
+    }
+
+    /// The pods nominated to `node` that a pod of priority `priority` (key `key`) must leave
+    /// room for: those of higher or equal priority, but itself.
+    pub fn nominated_for(&self, node: &str, priority: i32, key: &ObjectKey) -> Vec<Arc<PodInfo>> {
+        self.nominated
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|q| {
+                q.pod.spec.priority.unwrap_or(0) >= priority
+                    && !(q.pod.metadata.namespace == key.namespace
+                        && q.pod.metadata.name == key.name)
+            })
+            .cloned()
+            .collect()
     }
 
     /// Every node in name order.

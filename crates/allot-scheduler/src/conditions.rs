@@ -14,6 +14,18 @@ pub fn write_pod_scheduled(
     verdict: Result<&str, (&str, &str)>,
     stamp: &str,
 ) -> Result<Option<Option<u64>>, StoreError> {
+    write_pod_scheduled_nominated(store, key, verdict, stamp, None)
+}
+
+/// [`write_pod_scheduled`], also setting `status.nominatedNodeName` when `nominated` is given
+/// (in the same write).
+pub fn write_pod_scheduled_nominated(
+    store: &mut Store,
+    key: &ObjectKey,
+    verdict: Result<&str, (&str, &str)>,
+    stamp: &str,
+    nominated: Option<&str>,
+) -> Result<Option<Option<u64>>, StoreError> {
     let (status, reason, message, node) = match verdict {
         Ok(node) => ("True", None, None, Some(node)),
         Err((reason, message)) => ("False", Some(reason), Some(message), None),
@@ -47,6 +59,9 @@ pub fn write_pod_scheduled(
                 }
             }
             None => pod.status.conditions.push(condition),
+        }
+        if let Some(node) = nominated {
+            pod.status.nominated_node_name = Some(node.to_string());
         }
         if pod.status.phase.is_none() {
             pod.status.phase = Some("Pending".into());

@@ -262,6 +262,12 @@ pub struct Scheduler {
     failures: BTreeMap<String, Failure>,
     /// The last time formatted by [`Scheduler::stamp`].
     stamp_memo: Option<(SimTime, String)>,
+    /// The node PostFilter nominated for the pod being marked not scheduled.
+    nominate: Option<String>,
+    /// Pods preemption marked for deletion, with the time their grace period ends.
+    terminating: BTreeMap<ObjectKey, SimTime>,
+    /// A nominated pod was bound or went away: the next pod event wakes every unschedulable pod.
+    nomination_ended: std::cell::Cell<bool>,
 }
 
 impl Scheduler {
@@ -326,6 +332,9 @@ impl Scheduler {
             own_writes: BTreeMap::new(),
             failures: BTreeMap::new(),
             stamp_memo: None,
+            nominate: None,
+            terminating: BTreeMap::new(),
+            nomination_ended: std::cell::Cell::new(false),
         })
     }
 
@@ -420,7 +429,34 @@ impl Scheduler {
         d.min(max)
     }
 
+    /// Records (or, with `None`, drops) the node preemption nominated for a pod.
+    fn set_nominated(&mut self, key: &ObjectKey, node: Option<(String, Arc<Pod>)>) {
+        let same = |p: &Arc<framework::PodInfo>| {
+            p.pod.metadata.namespace == key.namespace && p.pod.metadata.name == key.name
+        };
+        self.cache.nominated.retain(|_, pods| {
+            pods.retain(|p| !same(p));
+            !pods.is_empty()
+        });
+        if let Some((node, pod)) = node {
+            self.cache
+                .nominated
+                .entry(node)
+                .or_default()
+                .push(Arc::new(PodInfo::new(pod)));
+        }
+    }
+
     fn forget(&mut self, key: &ObjectKey) {
+        if !self.cache.nominated.is_empty() {
+            let before: usize = self.cache.nominated.values().map(Vec::len).sum();
+            self.set_nominated(key, None);
+            let after: usize = self.cache.nominated.values().map(Vec::len).sum();
+            if after < before {
+                // What was held for it is free for the others now.
+                self.nomination_ended.set(true);
+            }
+        }
         self.unschedulable.remove(key);
         self.wakes.borrow_mut().remove(key);
         self.own_writes.remove(key);
@@ -467,7 +503,14 @@ impl Scheduler {
         }
         self.note_gang(store, key, Err((reason, &message)), now)?;
         let stamp = self.stamp(now);
-        match conditions::write_pod_scheduled(store, key, Err((reason, &message)), &stamp) {
+        let nominated = self.nominate.take();
+        match conditions::write_pod_scheduled_nominated(
+            store,
+            key,
+            Err((reason, &message)),
+            &stamp,
+            nominated.as_deref(),
+        ) {
             Ok(Some(rv)) => {
                 self.own_writes.insert(key.clone(), rv);
                 Ok(Action::Done)
@@ -592,7 +635,8 @@ impl Scheduler {
                     .get(&next.key)
                     .is_some_and(|(_, until)| *until > now);
             let action = if alive && !busy {
-                // Earlier attempts of this loop may have bound or assumed pods.
+                // Earlier attempts of this loop may have written (claims allocated, pods bound
+                // or assumed): the cache catches up first.
                 self.cache.sync(store);
                 self.cache.order();
                 self.attempt(store, &next.key, now)?
@@ -839,7 +883,10 @@ impl Scheduler {
                 processed,
             } => {
                 let stamp = self.stamp(now);
-                let (_, post) = {
+                // Upstream stops before any plugin when the cluster has no node.
+                let (nominated, post, victims) = if self.cache.node_count() == 0 {
+                    (None, None, Vec::new())
+                } else {
                     let mut ctx = BindCtx {
                         cluster: &self.cache,
                         store,
@@ -849,7 +896,15 @@ impl Scheduler {
                     let statuses = error.diagnosis.node_statuses.clone();
                     self.frameworks[p].run_post_filter(&mut ctx, &mut cycle, &statuses)
                 };
-                error.diagnosis.post_filter_msg = post;
+                error.diagnosis.post_filter_msg = post.filter(|m| !m.is_empty());
+                let preempted = nominated.is_some();
+                if let Some(node) = &nominated {
+                    let pod = Arc::clone(&cycle.pod.pod);
+                    self.set_nominated(key, Some((node.clone(), pod)));
+                }
+                self.nominate = nominated;
+                let signature = signature.filter(|_| !preempted);
+                let wake = self.preempt(store, victims, now)?;
                 let head = error.message();
                 let mut message = head.clone();
                 for (_, e) in &explanations {
@@ -869,14 +924,18 @@ impl Scheduler {
                     );
                 }
                 let wait_for = self.frameworks[p].wait_for(&cycle);
-                self.mark_not_scheduled(
+                let action = self.mark_not_scheduled(
                     store,
                     key,
                     (POD_UNSCHEDULABLE, message),
                     wait_for,
                     (p, rejected_by),
                     now,
-                )
+                )?;
+                Ok(match wake {
+                    Some(at) => Action::RequeueAfterMillis(at.0.saturating_sub(now.0)),
+                    None => action,
+                })
             }
         }
     }
@@ -1061,6 +1120,54 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Deletes at once the victims without a grace period and remembers the others' deadlines;
+    /// the earliest deadline, when the preemptor must come back.
+    fn preempt(
+        &mut self,
+        store: &mut Store,
+        victims: Vec<framework::Victim>,
+        now: SimTime,
+    ) -> Result<Option<SimTime>, SchedulerError> {
+        let mut wake: Option<SimTime> = None;
+        for victim in victims {
+            let grace = u64::try_from(victim.grace_seconds).unwrap_or(0);
+            if grace == 0 {
+                self.delete_victim(store, &victim.key)?;
+                continue;
+            }
+            let at = now.plus_millis(grace.saturating_mul(1000));
+            let at = *self.terminating.entry(victim.key).or_insert(at);
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+        }
+        Ok(wake)
+    }
+
+    fn delete_victim(&mut self, store: &mut Store, key: &ObjectKey) -> Result<(), SchedulerError> {
+        match store.delete(key) {
+            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(SchedulerError::Store {
+                action: "delete pod",
+                key: key.to_string(),
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// Deletes the victims whose grace period has ended.
+    fn expire_victims(&mut self, store: &mut Store, now: SimTime) -> Result<(), SchedulerError> {
+        let due: Vec<ObjectKey> = self
+            .terminating
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            self.terminating.remove(&key);
+            self.delete_victim(store, &key)?;
+        }
+        Ok(())
+    }
+
     /// A pod waiting at Permit that was deleted or no longer wants scheduling: unreserved.
     fn reject_permit_waiting(&mut self, store: &mut Store, key: &ObjectKey, now: SimTime) {
         let Some(mut waiting) = self.permit_waiting.remove(key) else {
@@ -1241,6 +1348,13 @@ impl Scheduler {
             (Stored::Pod(pod), event_type) => {
                 let mut events = self.assigned_pod_events(&event.key, pod);
                 let mut keys = Vec::new();
+                if self.terminating.contains_key(&event.key) {
+                    keys.push(event.key.clone());
+                }
+                if self.nomination_ended.replace(false) {
+                    // The room held for a nominated pod is free again.
+                    events |= queueing::ALL;
+                }
                 if event_type == EventType::Added {
                     keys.extend(self.gated_in_group(store, cache::pod_group_key(pod)));
                 }
@@ -1354,6 +1468,14 @@ impl Controller for Scheduler {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
+        if !self.terminating.is_empty() {
+            self.expire_victims(store, ctx.now)
+                .map_err(|e| e.to_string())?;
+            // A victim's own reconcile comes back when its grace period ends.
+            if let Some(at) = self.terminating.get(key) {
+                return Ok(Action::RequeueAfterMillis(at.0.saturating_sub(ctx.now.0)));
+            }
+        }
         self.cache.sync(store);
         self.cache.order();
         for (pending, pod) in self.cache.take_new_pending() {

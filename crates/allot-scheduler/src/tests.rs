@@ -149,7 +149,8 @@ fn node_selector_picks_matching_node_and_explains_mismatch() {
     assert_eq!(node_of(&rt, "p2"), None);
     assert_eq!(
         message(&rt, "p2"),
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. \
+         preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
 
@@ -173,7 +174,8 @@ fn taints_keep_pods_away_unless_tolerated() {
     assert_eq!(node_of(&rt, "tolerant").as_deref(), Some("node-a"));
     assert_eq!(
         message(&rt, "plain"),
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector.\n\
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector. \
+         preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.\n\
          TaintToleration:\n  1 node(s) had untolerated taint(s):\n    node-a: taint {gpu: true} (NoSchedule) not tolerated"
     );
 }
@@ -193,7 +195,8 @@ fn resources_fit_and_least_allocated_spread() {
     assert_eq!(node_of(&rt, "p2").as_deref(), Some("node-b"));
     assert_eq!(
         message(&rt, "p3"),
-        "0/3 nodes are available: 3 Insufficient cpu."
+        "0/3 nodes are available: 3 Insufficient cpu. \
+         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
     );
 }
 
@@ -209,7 +212,8 @@ fn messages_aggregate_reasons_as_upstream() {
     assert_eq!(node_of(&rt, "big").as_deref(), Some("node-b"));
     assert_eq!(
         message(&rt, "p"),
-        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu."
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu. \
+         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -229,7 +233,8 @@ fn pre_scheduled_pods_are_skipped_but_use_resources() {
     );
     assert_eq!(
         message(&rt, "p"),
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. \
+         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -330,7 +335,8 @@ fn dra_allocation_reserves_and_binds() {
     let m = message(&rt, "p3");
     assert!(
         m.starts_with(
-            "0/3 nodes are available: 3 cannot allocate all claims.\nclaims do not fit on node "
+            "0/3 nodes are available: 3 cannot allocate all claims. \
+             preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.\nclaims do not fit on node "
         ),
         "{m}"
     );
@@ -596,7 +602,8 @@ fn missing_device_class_is_reported() {
     settle(&mut rt);
     assert_eq!(
         message(&rt, "p"),
-        "0/3 nodes are available: request gpu: device class gpu does not exist."
+        "0/3 nodes are available: request gpu: device class gpu does not exist. \
+         preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
     let class = store_of(&[GPU_CLASS.to_string()])
         .get::<allot_api::resource::v1::DeviceClass>("", "gpu")
@@ -830,6 +837,41 @@ fn an_allocation_that_runs_out_of_its_budget_is_upstreams_filter_timeout() {
         ),
         "{m}"
     );
+}
+
+/// Regression: a reconcile that first tries the queued pods of higher priority scheduled them
+/// one after the other on the cache as it was before the first (a second pod's claim got the
+/// device the first one's had just been allocated).
+#[test]
+fn higher_priority_pods_tried_in_one_reconcile_see_each_others_devices() {
+    let docs = vec![
+        NODES.to_string(),
+        GPU_CLASS.to_string(),
+        slice("node-a", &[("gpu-0", "big"), ("gpu-1", "big")], false),
+        claim("c-a", 1),
+        claim("c-b", 1),
+        pod("a-cpu-only", "1", "  nodeName: \"\"\n"),
+        pod(
+            "b-gpu",
+            "1",
+            &format!("  priority: 5\n{}", claim_ref(&["c-a"])),
+        ),
+        pod(
+            "c-gpu",
+            "1",
+            &format!("  priority: 5\n{}", claim_ref(&["c-b"])),
+        ),
+    ];
+    let mut rt = runtime(store_of(&docs));
+    settle(&mut rt);
+    let device = |name: &str| {
+        rt.store
+            .get::<ResourceClaim>("default", name)
+            .and_then(|c| c.status.allocation.clone())
+            .map(|a| a.devices.results[0].device.clone())
+    };
+    assert_eq!(device("c-a").as_deref(), Some("gpu-0"));
+    assert_eq!(device("c-b").as_deref(), Some("gpu-1"));
 }
 
 mod gang;

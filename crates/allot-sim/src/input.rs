@@ -573,6 +573,7 @@ fn build(loaded: Loaded) -> Result<Input, SimError> {
         options,
         scheduler_configs,
     } = input;
+    crate::priority::admit_pod_priorities(&mut objects, &seen, &mut errors);
     let kubelet_config = default_kubelet_config.map(|(_, c)| c).unwrap_or_default();
     let settings = settings(options, &mut errors);
     let mut events = timeline_events(&timelines, &namespaces, &mut errors);

@@ -21,6 +21,7 @@ pub mod input;
 pub mod invariants;
 pub mod memory;
 pub mod output;
+mod priority;
 pub mod progress;
 pub mod record;
 pub mod report;

@@ -361,7 +361,20 @@ fn apply(store: &mut Store, event: &ScheduledEvent, now: SimTime) -> Result<(), 
             let stamp = now.rfc3339();
             let mut problems = Vec::new();
             for object in objects {
-                if let Err(err) = store.create_stored(object.clone(), &stamp) {
+                // A pod arriving later meets the Priority admission plugin as at the start.
+                let object = match object {
+                    Stored::Pod(pod) => {
+                        match allot_controllers::workload::admit_priority(store, (**pod).clone()) {
+                            Ok(pod) => Stored::Pod(std::sync::Arc::new(pod)),
+                            Err(err) => {
+                                problems.push(err);
+                                continue;
+                            }
+                        }
+                    }
+                    other => other.clone(),
+                };
+                if let Err(err) = store.create_stored(object, &stamp) {
                     problems.push(err.to_string());
                 }
             }

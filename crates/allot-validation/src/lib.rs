@@ -22,6 +22,7 @@ pub mod kinds;
 pub mod meta;
 pub mod names;
 pub mod policy;
+pub mod priority;
 pub mod rbac;
 pub mod resource;
 pub mod resources;

@@ -439,6 +439,31 @@ fn examples_scheduling_two_profiles() {
     report(failures);
 }
 
+/// Preemption with DRA (examples/scheduling/preemption.yaml): a high-priority pod arriving at
+/// 5m preempts two of four low-priority GPU pods, which are deleted after their 30s grace
+/// period; the pod runs at 5m30s and the Deployment's replacements stay pending.
+#[test]
+fn examples_scheduling_preemption() {
+    let failures = [
+        case(
+            "examples-preemption-table",
+            "examples-preemption.table.txt",
+            &["simulate", "examples/scheduling/preemption.yaml"],
+        ),
+        case(
+            "examples-preemption-events",
+            "examples-preemption.events.txt",
+            &[
+                "simulate",
+                "-o",
+                "events",
+                "examples/scheduling/preemption.yaml",
+            ],
+        ),
+    ];
+    report(failures);
+}
+
 /// The YAML files of `examples/spec`, by file name, sorted.
 fn spec_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(workspace_root().join("examples/spec"))

@@ -471,7 +471,10 @@ fn anti_affinity_leaves_the_third_web_pod_pending() {
     let message = scheduled["message"].as_str().expect("message");
     assert_eq!(
         message.lines().next(),
-        Some("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."),
+        Some(
+            "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. \
+             preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        ),
         "{message}"
     );
     assert!(

@@ -326,16 +326,70 @@ pub trait FilterPlugin {
 /// Per rejected node, its status; nodes not listed were not rejected (or not looked at).
 pub type NodeStatuses = [(usize, Status)];
 
+/// What a PostFilter plugin may ask of the rest of the profile (upstream's framework handle,
+/// as preemption uses it): the other plugins' Filters and PreFilter extensions, run on a node
+/// state and a cycle state the caller changed.
+pub trait FilterHandle {
+    /// Every active Filter plugin on `node`, in profile order (upstream
+    /// `RunFilterPluginsWithNominatedPods`, without nominated pods): the first rejection,
+    /// with its plugin, or Success.
+    fn run_filters(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// Every active PreFilter plugin's `remove_pod` (upstream `RunPreFilterExtensionRemovePod`).
+    fn remove_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// Every active PreFilter plugin's `add_pod` (upstream `RunPreFilterExtensionAddPod`).
+    fn add_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+}
+
+/// A pod a PostFilter plugin marked for deletion: the scheduler deletes it once its grace
+/// period has passed on the clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Victim {
+    /// The pod.
+    pub key: ObjectKey,
+    /// Its grace period in seconds (`terminationGracePeriodSeconds`).
+    pub grace_seconds: i64,
+}
+
+/// What a PostFilter plugin decided (upstream `PostFilterResult` and status).
+#[derive(Debug, Clone)]
+pub struct PostFilterOutcome {
+    /// The node nominated for the pod, if any.
+    pub nominated: Option<String>,
+    /// A status whose message is appended to the pod's message.
+    pub status: Status,
+    /// Pods marked for deletion to make room.
+    pub victims: Vec<Victim>,
+}
+
 /// Runs when no node fits (preemption).
 pub trait PostFilterPlugin {
-    /// A nominated node (`Some`) and a status whose message is appended to the pod's message.
+    /// The plugin's decision; `handle` runs the other plugins for what-ifs.
     fn post_filter(
         &mut self,
         ctx: &mut BindCtx<'_>,
+        handle: &mut dyn FilterHandle,
         state: &mut CycleState,
         pod: &PodInfo,
         statuses: &NodeStatuses,
-    ) -> (Option<String>, Status);
+    ) -> PostFilterOutcome;
 }
 
 /// Runs once per scoring round before Score.

@@ -27,10 +27,10 @@ pub use cycle_state::{CycleState, StateData};
 pub use diagnosis::{Diagnosis, FitError};
 pub use interface::{
     BindCtx, BindPlugin, ClusterEvents, Ctx, EnqueueExtensions, EventSet, Explanation,
-    FilterPlugin, NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterPlugin, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterCtx, PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
-    QueuedPodInfo, ReservePlugin, ScorePlugin, SummaryCheck, SummaryPass, explanation_data,
-    node_names, queueing,
+    FilterHandle, FilterPlugin, NodeStatuses, PermitPlugin, Plugin, PluginSet, PostFilterOutcome,
+    PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterCtx, PreFilterPlugin,
+    PreScorePlugin, QueueSortPlugin, QueuedPodInfo, ReservePlugin, ScorePlugin, SummaryCheck,
+    SummaryPass, Victim, explanation_data, node_names, queueing,
 };
 pub use profile::{PluginConfig, PointEntry, Profile};
 pub use queue::ActiveQueue;

@@ -70,11 +70,11 @@ pub struct PointEntry {
 }
 
 impl Profile {
-    /// kube-scheduler 1.37's default profile, without the plugins allot does not have yet
-    /// (DefaultPreemption): SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
+    /// kube-scheduler 1.37's default profile, every plugin of it:
+    /// SchedulingGates, PrioritySort, NodeUnschedulable, NodeName,
     /// TaintToleration (weight 3), NodeAffinity (2), NodePorts, NodeResourcesFit (1),
     /// VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-    /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1),
+    /// PodTopologySpread (2), InterPodAffinity (2), DynamicResources (1), DefaultPreemption,
     /// NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, and
     /// GangScheduling (upstream adds it with the GangScheduling feature, which allot has on).
     pub fn default_profile(scheduler_name: &str) -> Self {
@@ -97,6 +97,7 @@ impl Profile {
                 p("PodTopologySpread").weight(2),
                 p("InterPodAffinity").weight(2),
                 p("DynamicResources"),
+                p("DefaultPreemption"),
                 p("NodeResourcesBalancedAllocation").weight(1),
                 p("ImageLocality").weight(1),
                 p("DefaultBinder"),

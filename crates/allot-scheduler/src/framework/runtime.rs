@@ -16,8 +16,8 @@ use crate::cache::NodeSummary;
 use super::cycle_state::CycleState;
 use super::diagnosis::{Diagnosis, FitError};
 use super::interface::{
-    BindCtx, ClusterEvents, Ctx, EventSet, Explanation, Plugin, PluginSet, PreFilterCtx,
-    QueueSortPlugin, SummaryPass, queueing,
+    BindCtx, ClusterEvents, Ctx, EventSet, Explanation, FilterHandle, Plugin, PluginSet,
+    PreFilterCtx, QueueSortPlugin, SummaryPass, Victim, queueing,
 };
 use super::profile::{PluginConfig, Profile};
 use super::status::{Code, Status};
@@ -509,11 +509,59 @@ impl Framework {
         self.filter_node_info(ctx, cycle, filters, node)
     }
 
-    /// [`Framework::filter_node`] on a node's state.
+    /// [`Framework::filter_node`] on a node's state. Pods nominated to the node of higher or
+    /// equal priority count as if they ran there (upstream
+    /// `RunFilterPluginsWithNominatedPods`, its first pass).
     fn filter_node_info(
         &mut self,
         ctx: &Ctx<'_>,
         cycle: &mut Cycle,
+        filters: &[usize],
+        node: &crate::cache::NodeInfo,
+    ) -> Result<Option<Status>, String> {
+        if !ctx.cluster.nominated.is_empty() {
+            let pod = &cycle.pod.pod;
+            let key = ObjectKey::new(
+                allot_store::Kind::Pod,
+                pod.metadata.namespace.clone(),
+                pod.metadata.name.clone(),
+            );
+            let nominated =
+                ctx.cluster
+                    .nominated_for(&node.name, pod.spec.priority.unwrap_or(0), &key);
+            if !nominated.is_empty() {
+                let mut copy = node.clone();
+                for q in &nominated {
+                    let requests = crate::resources::pod_requests(&q.pod);
+                    let non_zero = crate::resources::pod_non_zero_requests_with(&q.pod, &requests);
+                    copy.add_pod(std::sync::Arc::clone(q), &requests, non_zero);
+                    let status =
+                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, true);
+                    if !status.is_success() {
+                        return Err(status.message());
+                    }
+                }
+                let out = self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, &copy);
+                // The cycle state goes back to the node without them.
+                for q in &nominated {
+                    let status =
+                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, false);
+                    if !status.is_success() {
+                        return Err(status.message());
+                    }
+                }
+                return out;
+            }
+        }
+        self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, node)
+    }
+
+    /// The filters `filters` on a node's state, with a given cycle state and pod.
+    fn filter_with(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
         filters: &[usize],
         node: &crate::cache::NodeInfo,
     ) -> Result<Option<Status>, String> {
@@ -522,7 +570,7 @@ impl Framework {
             let Some(p) = self.plugins[i].as_filter() else {
                 continue;
             };
-            let status = p.filter(ctx, &mut cycle.state, &cycle.pod, node);
+            let status = p.filter(ctx, state, pod, node);
             if status.is_success() {
                 continue;
             }
@@ -681,7 +729,12 @@ impl Framework {
                     // pod fits nowhere.
                     continue;
                 }
-                if plan.passes(summary) {
+                if plan.passes(summary)
+                    && (cluster.nominated.is_empty()
+                        || cluster
+                            .node(slot)
+                            .is_none_or(|n| !cluster.nominated.contains_key(&n.name)))
+                {
                     batch.push(Candidate { slot, rank });
                     continue;
                 }
@@ -1036,28 +1089,90 @@ impl Framework {
         }
     }
 
-    /// Runs PostFilter plugins until one nominates a node; their messages joined.
+    /// Runs PostFilter plugins until one nominates a node: the nominated node, their messages
+    /// joined, and the pods marked for deletion. Each plugin runs with a [`FilterHandle`] over
+    /// the rest of the profile (it is taken out of the profile meanwhile).
     pub fn run_post_filter(
         &mut self,
         ctx: &mut BindCtx<'_>,
         cycle: &mut Cycle,
         statuses: &[(usize, Status)],
-    ) -> (Option<String>, Option<String>) {
+    ) -> (Option<String>, Option<String>, Vec<Victim>) {
         let mut messages = Vec::new();
-        for &i in &self.points.post_filter {
-            let Some(p) = self.plugins[i].as_post_filter() else {
+        let mut victims = Vec::new();
+        let (walk, deferred, _) = self.plan(cycle);
+        let filters: Vec<usize> = self
+            .points
+            .filter
+            .iter()
+            .copied()
+            .filter(|i| walk.contains(i) || deferred.contains(i))
+            .collect();
+        for k in 0..self.points.post_filter.len() {
+            let i = self.points.post_filter[k];
+            let mut plugin = std::mem::replace(&mut self.plugins[i], Box::new(Vacant));
+            let outcome = match plugin.as_post_filter() {
+                Some(p) => {
+                    let mut handle = Handle {
+                        framework: self,
+                        filters: &filters,
+                    };
+                    Some(p.post_filter(ctx, &mut handle, &mut cycle.state, &cycle.pod, statuses))
+                }
+                None => None,
+            };
+            self.plugins[i] = plugin;
+            let Some(outcome) = outcome else {
                 continue;
             };
-            let (nominated, status) = p.post_filter(ctx, &mut cycle.state, &cycle.pod, statuses);
-            let message = status.message();
+            let message = outcome.status.message();
             if !message.is_empty() {
                 messages.push(message);
             }
-            if nominated.is_some() {
-                return (nominated, Some(messages.join(" ")));
+            victims.extend(outcome.victims);
+            if outcome.nominated.is_some() {
+                return (outcome.nominated, Some(messages.join(" ")), victims);
             }
         }
-        (None, (!messages.is_empty()).then(|| messages.join(" ")))
+        (
+            None,
+            (!messages.is_empty()).then(|| messages.join(" ")),
+            victims,
+        )
+    }
+
+    /// The PreFilter extensions of the active PreFilter plugins, `add` or remove.
+    fn pre_filter_extension(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        other: &PodInfo,
+        node: &crate::cache::NodeInfo,
+        add: bool,
+    ) -> Status {
+        for k in 0..self.points.pre_filter.len() {
+            let i = self.points.pre_filter[k];
+            if state.filter_skipped(i) {
+                continue;
+            }
+            let Some(p) = self.plugins[i].as_pre_filter() else {
+                continue;
+            };
+            let status = if add {
+                p.add_pod(state, pod, other, node)
+            } else {
+                p.remove_pod(state, pod, other, node)
+            };
+            if !status.is_success() {
+                return Status::error(format!(
+                    "running {} PreFilter extension of {:?}: {}",
+                    if add { "AddPod" } else { "RemovePod" },
+                    self.names[i],
+                    status.message()
+                ));
+            }
+        }
+        Status::success()
     }
 
     /// Runs Reserve; on a failure, Unreserve for every Reserve plugin (in reverse) and the
@@ -1154,5 +1269,61 @@ impl SummaryPlan {
     #[inline]
     fn passes(&self, summary: &NodeSummary) -> bool {
         self.usable && (!self.plain || summary.plain) && self.fits.is_none_or(|r| summary.fits(&r))
+    }
+}
+
+/// Stands in the profile for a plugin taken out while it runs.
+struct Vacant;
+
+impl Plugin for Vacant {
+    fn name(&self) -> &'static str {
+        ""
+    }
+}
+
+/// The rest of the profile, as a PostFilter plugin sees it.
+struct Handle<'f> {
+    framework: &'f mut Framework,
+    filters: &'f [usize],
+}
+
+impl FilterHandle for Handle<'_> {
+    fn run_filters(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &crate::cache::NodeInfo,
+    ) -> Status {
+        match self
+            .framework
+            .filter_with(ctx, state, pod, self.filters, node)
+        {
+            Ok(None) => Status::success(),
+            Ok(Some(status)) => status,
+            Err(message) => Status::error(message),
+        }
+    }
+
+    fn remove_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &crate::cache::NodeInfo,
+    ) -> Status {
+        self.framework
+            .pre_filter_extension(state, pod, removed, node, false)
+    }
+
+    fn add_pod(
+        &mut self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &PodInfo,
+        node: &crate::cache::NodeInfo,
+    ) -> Status {
+        self.framework
+            .pre_filter_extension(state, pod, added, node, true)
     }
 }

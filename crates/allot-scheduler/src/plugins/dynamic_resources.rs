@@ -16,7 +16,7 @@
 //! waits up to the binding timeout; a failure or timeout undoes the allocation and the pod is
 //! scheduled again, preferring other nodes).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use allot_api::core::v1::Pod;
@@ -114,6 +114,14 @@ struct State {
     explanation: Option<(String, DraExplanation)>,
     /// Nodes rejected by the free-device bound alone, by name.
     pruned: Vec<(String, usize)>,
+    /// Preemption's what-if: the uids of the pods removed from the node being tried. A claim
+    /// every pod of whose `reservedFor` is among them counts as deallocated.
+    removed: BTreeSet<String>,
+    /// The uids of pods added by a what-if that were not removed before (nominated pods).
+    added: BTreeSet<String>,
+    /// Per node name, the unallocated claims of the pods nominated there that this pod must
+    /// leave devices for (higher or equal priority): allocated first, in memory.
+    nominated: BTreeMap<String, Vec<ResourceClaim>>,
     /// PreBind: claims written; waiting for binding conditions until this time.
     written: bool,
     deadline: Option<SimTime>,
@@ -214,12 +222,22 @@ impl DynamicResources {
             .and_then(|plan| plan.claim_for_node(pod, &node.allocatable))
             .map(|(claim, _)| claim);
         let with_special: Vec<ResourceClaim>;
+        let held = s.nominated.get(&node.name).map_or(&[][..], Vec::as_slice);
         let claims = match special {
             Some(claim) => {
-                with_special = s.to_allocate.iter().cloned().chain([claim]).collect();
+                with_special = held
+                    .iter()
+                    .chain(&s.to_allocate)
+                    .cloned()
+                    .chain([claim])
+                    .collect();
                 &with_special[..]
             }
-            None => &s.to_allocate[..],
+            None if held.is_empty() => &s.to_allocate[..],
+            None => {
+                with_special = held.iter().chain(&s.to_allocate).cloned().collect();
+                &with_special[..]
+            }
         };
         let results = if claims.is_empty() {
             Vec::new()
@@ -228,7 +246,11 @@ impl DynamicResources {
             let slices_owned: Vec<Arc<ResourceSlice>> = self.node_slices(cluster, node).to_vec();
             // References to the cache's shared objects: the allocator copies nothing.
             let slices: Vec<&ResourceSlice> = slices_owned.iter().map(|s| &**s).collect();
-            let in_use: Vec<&ResourceClaim> = in_use_arcs.iter().map(|c| &**c).collect();
+            let in_use: Vec<&ResourceClaim> = in_use_arcs
+                .iter()
+                .map(|c| &**c)
+                .filter(|c| !freed(c, &s.removed))
+                .collect();
             let input = AllocationInput {
                 node: &node.node,
                 classes: &cluster.classes,
@@ -244,7 +266,10 @@ impl DynamicResources {
                 &self.cel,
                 &self.config.allocation_budget,
             ) {
-                Ok(Outcome::Allocated(results)) => results,
+                // The nominated pods' results come first: not this pod's.
+                Ok(Outcome::Allocated(mut results)) => {
+                    results.split_off(held.len().min(results.len()))
+                }
                 Ok(Outcome::Unschedulable(explanation)) => {
                     return Err(Rejection::Devices(explanation));
                 }
@@ -806,7 +831,9 @@ impl PreFilterPlugin for DynamicResources {
                     .iter()
                     .any(|r| !r.first_available.is_empty())
             });
+        let nominated = nominated_claims(ctx, pod);
         state.write(State {
+            nominated,
             needed_devices: min_devices(&to_allocate),
             check_bound: !to_allocate.is_empty() || extended.is_some(),
             claims,
@@ -820,6 +847,86 @@ impl PreFilterPlugin for DynamicResources {
         });
         (PreFilterResult::all_nodes(), Status::success())
     }
+
+    /// Preemption's what-if: the removed pod's claims count as deallocated once no remaining
+    /// consumer reserves them (see [`freed`]).
+    fn remove_pod(
+        &mut self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        removed: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<State>() {
+            let uid = &removed.pod.metadata.uid;
+            if !s.added.remove(uid) {
+                s.removed.insert(uid.clone());
+            }
+        }
+        Status::success()
+    }
+
+    /// Undoes [`PreFilterPlugin::remove_pod`].
+    fn add_pod(
+        &mut self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        added: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        if let Some(s) = state.read_mut::<State>() {
+            let uid = &added.pod.metadata.uid;
+            if !s.removed.remove(uid) {
+                s.added.insert(uid.clone());
+            }
+        }
+        Status::success()
+    }
+}
+
+/// The unallocated claims of the pods nominated to each node that `pod` must leave room for
+/// (upstream counts nominated pods on their node; for their claims allot allocates them first
+/// on that node, in memory, so that a lower-priority pod cannot take the devices preemption
+/// freed for them).
+fn nominated_claims(ctx: &PreFilterCtx<'_>, pod: &Pod) -> BTreeMap<String, Vec<ResourceClaim>> {
+    let mut out = BTreeMap::new();
+    if ctx.cluster.nominated.is_empty() {
+        return out;
+    }
+    let key = ObjectKey::new(
+        Kind::Pod,
+        pod.metadata.namespace.clone(),
+        pod.metadata.name.clone(),
+    );
+    let priority = pod.spec.priority.unwrap_or(0);
+    for node in ctx.cluster.nominated.keys() {
+        let mut claims = Vec::new();
+        for q in ctx.cluster.nominated_for(node, priority, &key) {
+            if let Ok(resolved) = resolve_claims(ctx.store, &q.pod) {
+                claims.extend(
+                    resolved
+                        .iter()
+                        .filter(|pc| pc.claim.status.allocation.is_none())
+                        .map(|pc| (*pc.claim).clone()),
+                );
+            }
+        }
+        if !claims.is_empty() {
+            out.insert(node.clone(), claims);
+        }
+    }
+    out
+}
+
+/// Whether preemption's removals free a claim: it is reserved for pods only, and every one of
+/// them was removed (allot's rule; a claim reserved for a PodGroup or for no one stays).
+fn freed(claim: &ResourceClaim, removed: &BTreeSet<String>) -> bool {
+    let reserved = &claim.status.reserved_for;
+    !removed.is_empty()
+        && !reserved.is_empty()
+        && reserved
+            .iter()
+            .all(|r| r.resource == "pods" && removed.contains(&r.uid))
 }
 
 impl FilterPlugin for DynamicResources {
@@ -850,6 +957,7 @@ impl FilterPlugin for DynamicResources {
             return Status::success();
         }
         if s.check_bound
+            && s.removed.is_empty()
             && ctx
                 .cluster
                 .free_devices(node.slot)
@@ -937,9 +1045,10 @@ impl FilterPlugin for DynamicResources {
     /// A pod with allocated claims depends on them: its verdicts are not reused.
     fn cacheable(&self, state: &CycleState) -> bool {
         state.read::<State>().is_none_or(|s| {
-            s.claims
-                .iter()
-                .all(|pc| pc.claim.status.allocation.is_none())
+            s.nominated.is_empty()
+                && s.claims
+                    .iter()
+                    .all(|pc| pc.claim.status.allocation.is_none())
         })
     }
 

@@ -2,6 +2,7 @@
 
 pub mod balanced_allocation;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod gang_scheduling;
 pub mod image_locality;
@@ -81,6 +82,9 @@ pub fn build(config: &PluginConfig, features: &Features) -> Result<Box<dyn Plugi
             Box::new(balanced_allocation::BalancedAllocation::new(args(name, a)?))
         }
         image_locality::NAME => Box::new(image_locality::ImageLocality),
+        default_preemption::NAME => {
+            Box::new(default_preemption::DefaultPreemption::new(args(name, a)?)?)
+        }
         default_binder::NAME => Box::new(default_binder::DefaultBinder),
         volume_restrictions::NAME => Box::new(volume_restrictions::VolumeRestrictions),
         node_volume_limits::NAME => Box::new(node_volume_limits::NodeVolumeLimits),
