@@ -160,6 +160,9 @@ fn zero_grace_period_deletes_at_once() {
     settle(&mut rt);
     add(&mut rt, &pod("high", "2", 5, ""));
     assert!(get(&rt, "low").is_none());
+    // The preemptor is tried again once its backoff (1 s) has passed, as upstream's queue does.
+    rt.advance_to(SimTime::ZERO.plus_seconds(2), 100_000)
+        .unwrap();
     assert_eq!(node_of(&rt, "high").as_deref(), Some("n1"));
 }
 
@@ -267,6 +270,9 @@ fn a_second_attempt_waits_for_the_terminating_victims() {
     assert!(preempted(&rt, "low"));
     // Another change wakes the pod: it does not preempt again.
     add(&mut rt, &node("n2", "1"));
+    // Past its backoff, well within the victim's 30 s grace period.
+    rt.advance_to(SimTime::ZERO.plus_seconds(12), 100_000)
+        .unwrap();
     assert_eq!(
         message(&rt, "high"),
         "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to a terminating pod on the nominated node."
