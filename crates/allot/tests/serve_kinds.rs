@@ -169,7 +169,8 @@ fn kubectl_applies_lists_and_explains_every_kind() {
     assert_eq!(cells(row(&claims, "data"))[..2], ["data", "Pending"]);
     let volumes = serve.ok(&["get", "pv"]);
     let pv = cells(row(&volumes, "pv-1"));
-    assert_eq!(pv[1..5], ["10Gi", "RWO", "Retain", "Pending"]);
+    // The PersistentVolume binder makes an unclaimed volume Available, as upstream's does.
+    assert_eq!(pv[1..5], ["10Gi", "RWO", "Retain", "Available"]);
     let classes = serve.ok(&["get", "storageclass"]);
     assert!(classes.contains("fast (default)"), "{classes}");
     assert!(

@@ -191,7 +191,7 @@ fn without_the_feature_gate_extended_resources_need_a_device_plugin() {
     assert!(trainer["spec"]["nodeName"].is_null());
     assert_eq!(
         scheduled_message(trainer),
-        "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't match Pod's node affinity/selector."
+        "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -219,18 +219,18 @@ fn node_allocatable_resources_of_devices_count_against_the_node() {
     let late = find(&items, "Pod", "cpu-late");
     assert_eq!(
         scheduled_message(late),
-        "0/1 nodes are available: 1 Insufficient cpu."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     );
     assert!(late["status"]["nodeAllocatableResourceClaimStatuses"].is_null());
     assert_eq!(
         scheduled_message(find(&items, "Pod", "xpu-big")),
-        "0/1 nodes are available: 1 Insufficient memory."
+        "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     );
     // A claim with a mapped device is one pod's.
     assert_eq!(find(&items, "Pod", "share-a")["spec"]["nodeName"], "node-1");
     assert_eq!(
         scheduled_message(find(&items, "Pod", "share-b")),
-        "0/1 nodes are available: 1 node allocatable resource claim shared-cpus has a mapped device and cannot be shared across pods."
+        "0/1 nodes are available: 1 node allocatable resource claim shared-cpus has a mapped device and cannot be shared across pods. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     );
 }
 
