@@ -196,7 +196,8 @@ pub fn term_valid(term: &NodeSelectorTerm) -> bool {
     term.match_expressions.iter().all(label_ok) && term.match_fields.iter().all(field_ok)
 }
 
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
+/// Whether one requirement holds for a label (or field) value, `None` when the node lacks it.
+pub fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
     let values = &requirement.values;
     match &requirement.operator {
         NodeSelectorOperator::In => value.is_some_and(|v| values.iter().any(|x| x == v)),

@@ -1501,6 +1501,9 @@ mod summary_tests;
 mod queue_tests;
 
 #[cfg(test)]
+mod explain_tests;
+
+#[cfg(test)]
 mod properties;
 
 #[cfg(test)]

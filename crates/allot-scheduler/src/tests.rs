@@ -150,7 +150,7 @@ fn node_selector_picks_matching_node_and_explains_mismatch() {
     assert_eq!(
         message(&rt, "p2"),
         "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. \
-         preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+         preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.\nNodeAffinity:\n  3 node(s) didn't match Pod's node affinity/selector:\n    node-a: nodeSelector zone=z9: the node has zone=z1\n    node-b: nodeSelector zone=z9: the node has zone=z2\n    node-c: nodeSelector zone=z9: the node has zone=z2"
     );
 }
 
@@ -176,7 +176,7 @@ fn taints_keep_pods_away_unless_tolerated() {
         message(&rt, "plain"),
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector. \
          preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.\n\
-         TaintToleration:\n  1 node(s) had untolerated taint(s):\n    node-a: taint {gpu: true} (NoSchedule) not tolerated"
+         TaintToleration:\n  1 node(s) had untolerated taint(s):\n    node-a: taint {gpu: true} (NoSchedule) not tolerated\nNodeAffinity:\n  2 node(s) didn't match Pod's node affinity/selector:\n    node-b: nodeSelector zone=z1: the node has zone=z2\n    node-c: nodeSelector zone=z1: the node has zone=z2"
     );
 }
 
@@ -196,7 +196,7 @@ fn resources_fit_and_least_allocated_spread() {
     assert_eq!(
         message(&rt, "p3"),
         "0/3 nodes are available: 3 Insufficient cpu. \
-         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
+         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.\nNodeResourcesFit:\n  3 Insufficient cpu:\n    node-a: wants 3, 1 free: 4 allocatable, 3 requested by default/p1 3\n    node-b: wants 3, 1 free: 4 allocatable, 3 requested by default/p2 3\n    node-c: wants 3, more than the node's 2 allocatable"
     );
 }
 
@@ -213,7 +213,7 @@ fn messages_aggregate_reasons_as_upstream() {
     assert_eq!(
         message(&rt, "p"),
         "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu. \
-         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.\nNodeAffinity:\n  1 node(s) didn't match Pod's node affinity/selector:\n    node-a: nodeSelector zone=z2: the node has zone=z1\nNodeResourcesFit:\n  2 Insufficient cpu:\n    node-b: wants 3, 1 free: 4 allocatable, 3 requested by default/big 3\n    node-c: wants 3, more than the node's 2 allocatable"
     );
 }
 
@@ -234,7 +234,7 @@ fn pre_scheduled_pods_are_skipped_but_use_resources() {
     assert_eq!(
         message(&rt, "p"),
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. \
-         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+         preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.\nNodeAffinity:\n  2 node(s) didn't match Pod's node affinity/selector:\n    node-b: nodeSelector zone=z1: the node has zone=z2\n    node-c: nodeSelector zone=z1: the node has zone=z2\nNodeResourcesFit:\n  1 Insufficient cpu:\n    node-a: wants 3, 0 free: 4 allocatable, 4 requested by default/pinned 4"
     );
 }
 

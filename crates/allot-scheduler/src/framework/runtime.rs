@@ -1141,6 +1141,29 @@ impl Framework {
         )
     }
 
+    /// Runs `f` with a [`FilterHandle`] over this profile's filters active for the cycle, as
+    /// PostFilter plugins get it (for driving a PostFilter plugin from outside the profile:
+    /// upstream's preemption test tables do).
+    pub fn with_filter_handle<R>(
+        &mut self,
+        cycle: &Cycle,
+        f: impl FnOnce(&mut dyn FilterHandle) -> R,
+    ) -> R {
+        let (walk, deferred, _) = self.plan(cycle);
+        let filters: Vec<usize> = self
+            .points
+            .filter
+            .iter()
+            .copied()
+            .filter(|i| walk.contains(i) || deferred.contains(i))
+            .collect();
+        let mut handle = Handle {
+            framework: self,
+            filters: &filters,
+        };
+        f(&mut handle)
+    }
+
     /// The PreFilter extensions of the active PreFilter plugins, `add` or remove.
     fn pre_filter_extension(
         &mut self,
@@ -1165,7 +1188,7 @@ impl Framework {
             };
             if !status.is_success() {
                 return Status::error(format!(
-                    "running {} PreFilter extension of {:?}: {}",
+                    "running {} on PreFilter plugin {:?}: {}",
                     if add { "AddPod" } else { "RemovePod" },
                     self.names[i],
                     status.message()

@@ -15,7 +15,8 @@
 //!   one that started earlier), those whose return would break a PodDisruptionBudget first;
 //!   a pod whose return keeps the pod fitting is spared ("reprieved"), the others are victims.
 //! - Dry runs stop once `max(minCandidateNodesAbsolute, minCandidateNodesPercentage% of the
-//!   candidates)` nodes gave victims, one of them without PDB violations. Upstream starts at a
+//!   candidates)` nodes gave victims, one of them without PDB violations (at most that many
+//!   candidates with violations and that many without are kept). Upstream starts at a
 //!   random offset; allot starts at the first node by name, to stay deterministic.
 //! - Among the candidates the node chosen has, in order: the fewest PDB violations, the lowest
 //!   highest victim priority, the smallest sum of victim priorities (each plus 2^31), the
@@ -164,11 +165,19 @@ fn start_time(pod: &Pod, now: &str) -> String {
         .to_string()
 }
 
+/// An RFC 3339 UTC time as text that sorts in time order, with or without fractional
+/// seconds (`…:05Z` and `…:05.000000001Z` become `…:05000000000` and `…:05000000001`).
+fn time_key(text: &str) -> String {
+    let text = text.trim_end_matches('Z');
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    format!("{whole}{fraction:0<9}")
+}
+
 /// Upstream `MoreImportantPod`, made total: higher priority, then earlier start, then key.
 fn more_important(a: &Pod, b: &Pod, now: &str) -> std::cmp::Ordering {
     priority(b)
         .cmp(&priority(a))
-        .then_with(|| start_time(a, now).cmp(&start_time(b, now)))
+        .then_with(|| time_key(&start_time(a, now)).cmp(&time_key(&start_time(b, now))))
         .then_with(|| a.metadata.namespace.cmp(&b.metadata.namespace))
         .then_with(|| a.metadata.name.cmp(&b.metadata.name))
 }
@@ -364,36 +373,46 @@ pub fn pick_one(candidates: &[Candidate], now: &str) -> Option<usize> {
     if candidates.is_empty() {
         return None;
     }
-    type Score<'a> = Box<dyn Fn(&Candidate) -> i128 + 'a>;
+    /// A criterion's score: higher is better.
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Key {
+        Number(i128),
+        Time(String),
+    }
+    type Score<'a> = Box<dyn Fn(&Candidate) -> Key + 'a>;
     let scores: Vec<Score<'_>> = vec![
-        Box::new(|c| -(c.pdb_violations as i128)),
-        Box::new(|c| -i128::from(c.victims.first().map_or(0, |p| priority(&p.pod)))),
+        Box::new(|c| Key::Number(-(c.pdb_violations as i128))),
         Box::new(|c| {
-            -c.victims
-                .iter()
-                .map(|p| i128::from(priority(&p.pod)) + (1i128 << 31))
-                .sum::<i128>()
+            Key::Number(-i128::from(
+                c.victims.first().map_or(0, |p| priority(&p.pod)),
+            ))
         }),
-        Box::new(|c| -(c.victims.len() as i128)),
+        Box::new(|c| {
+            Key::Number(
+                -c.victims
+                    .iter()
+                    .map(|p| i128::from(priority(&p.pod)) + (1i128 << 31))
+                    .sum::<i128>(),
+            )
+        }),
+        Box::new(|c| Key::Number(-(c.victims.len() as i128))),
         Box::new(move |c| {
             // The earliest start among the highest-priority victims; later is better.
             let top = c.victims.first().map_or(0, |p| priority(&p.pod));
-            c.victims
-                .iter()
-                .filter(|p| priority(&p.pod) == top)
-                .map(|p| start_time(&p.pod, now))
-                .min()
-                .and_then(|t| allot_runtime::SimTime::parse_rfc3339(&t))
-                .map_or(i128::MIN, |t| i128::from(t.0))
+            Key::Time(
+                c.victims
+                    .iter()
+                    .filter(|p| priority(&p.pod) == top)
+                    .map(|p| time_key(&start_time(&p.pod, now)))
+                    .min()
+                    .unwrap_or_default(),
+            )
         }),
     ];
     let mut remaining: Vec<usize> = (0..candidates.len()).collect();
     for score in &scores {
-        let best = remaining
-            .iter()
-            .map(|&i| score(&candidates[i]))
-            .max()
-            .unwrap_or(0);
+        let best = remaining.iter().map(|&i| score(&candidates[i])).max();
+        let Some(best) = best else { break };
         remaining.retain(|&i| score(&candidates[i]) == best);
         if remaining.len() == 1 {
             break;
@@ -404,7 +423,7 @@ pub fn pick_one(candidates: &[Candidate], now: &str) -> Option<usize> {
 
 impl DefaultPreemption {
     /// Upstream `PodEligibleToPreemptOthers`: `Err` with the reason when not eligible.
-    fn eligible(
+    pub fn eligible(
         &self,
         ctx: &BindCtx<'_>,
         pod: &PodInfo,
@@ -444,8 +463,10 @@ impl DefaultPreemption {
     }
 
     /// Upstream `findCandidates` + `DryRunPreemption`: the candidates (nodes without PDB
-    /// violations first) and the statuses of the nodes that are none.
-    fn find_candidates(
+    /// violations first) and the statuses of the nodes that are none. A node whose dry run
+    /// fails with an error is no candidate; the errors are returned (joined as upstream's
+    /// aggregate error) only when no node is a candidate.
+    pub fn find_candidates(
         &self,
         ctx: &mut BindCtx<'_>,
         handle: &mut dyn FilterHandle,
@@ -475,6 +496,7 @@ impl DefaultPreemption {
             now: ctx.now,
         };
         let (mut clean, mut violating) = (Vec::new(), Vec::new());
+        let mut errors: Vec<String> = Vec::new();
         for node in potential {
             let mut copy = node.clone();
             let mut state = state.clone();
@@ -485,26 +507,43 @@ impl DefaultPreemption {
                         victims,
                         pdb_violations: violations,
                     };
-                    if violations == 0 {
-                        clean.push(c);
+                    // Each list holds at most `wanted` candidates (upstream's
+                    // `candidateList` of that size drops the others).
+                    let list = if violations == 0 {
+                        &mut clean
                     } else {
-                        violating.push(c);
+                        &mut violating
+                    };
+                    if list.len() < wanted {
+                        list.push(c);
                     }
                     if !clean.is_empty() && clean.len() + violating.len() >= wanted {
                         break;
                     }
                 }
                 Ok(_) => {
-                    return Err(format!(
-                        "expected at least one victim pod on node {:?}",
-                        node.name
-                    ));
+                    let message =
+                        format!("expected at least one victim pod on node {:?}", node.name);
+                    errors.push(message.clone());
+                    out_statuses.push((node.slot, Status::error(message)));
                 }
-                Err(status) if status.code() == Code::Error => return Err(status.message()),
-                Err(status) => out_statuses.push((node.slot, status)),
+                Err(status) => {
+                    if status.code() == Code::Error {
+                        errors.push(status.message());
+                    }
+                    out_statuses.push((node.slot, status));
+                }
             }
         }
         clean.extend(violating);
+        if clean.is_empty() && !errors.is_empty() {
+            // Upstream's `utilerrors.NewAggregate`: one error as it is, several in brackets.
+            return Err(if errors.len() == 1 {
+                errors.remove(0)
+            } else {
+                format!("[{}]", errors.join(", "))
+            });
+        }
         Ok((clean, out_statuses))
     }
 

@@ -4,15 +4,18 @@
 
 use std::collections::BTreeSet;
 
-use allot_api::core::v1::{NodeAffinity as NodeAffinityTerms, NodeSelectorOperator, Pod};
+use allot_api::core::v1::{
+    NodeAffinity as NodeAffinityTerms, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod,
+};
 use serde::Deserialize;
 
 use crate::cache::NodeInfo;
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, MAX_NODE_SCORE,
-    NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    ScorePlugin, Status, SummaryCheck, default_normalize_score, queueing,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
+    MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status, SummaryCheck, default_normalize_score, queueing,
 };
 
 /// The plugin's name.
@@ -184,6 +187,127 @@ impl FilterPlugin for NodeAffinity {
 
     fn summary_check(&self, _state: &CycleState, _pod: &PodInfo) -> SummaryCheck {
         SummaryCheck::NONE
+    }
+
+    /// Per node, what failed: the profile's `addedAffinity` term, the `nodeSelector` key, or
+    /// the required term and expression, with the node's own label value.
+    fn explain(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        let added = self
+            .added
+            .required_during_scheduling_ignored_during_execution
+            .as_ref();
+        Ok(Some(Explanation::grouped(
+            NAME,
+            rejected,
+            |node, reason| match reason {
+                REASON_ENFORCED => added.map(|a| {
+                    format!(
+                        "the profile's addedAffinity: {}",
+                        selector_mismatch(a, node)
+                    )
+                }),
+                _ => Some(pod_mismatch(&pod.pod, node)),
+            },
+        )))
+    }
+}
+
+/// A label's value on the node as the explanations write it.
+fn label_on(node: &NodeInfo, key: &str) -> String {
+    match node.labels().get(key) {
+        Some(v) => format!("the node has {key}={v}"),
+        None => format!("the node has no label {key}"),
+    }
+}
+
+/// A requirement as written in the pod (`zone In [a, b]`).
+fn describe_requirement(r: &NodeSelectorRequirement) -> String {
+    let op = r.operator.as_str();
+    if r.values.is_empty() {
+        format!("{} {op}", r.key)
+    } else {
+        format!("{} {op} [{}]", r.key, r.values.join(", "))
+    }
+}
+
+/// Why one term does not match the node: its first failing requirement.
+fn term_mismatch(term: &NodeSelectorTerm, node: &NodeInfo) -> String {
+    if term.match_expressions.is_empty() && term.match_fields.is_empty() {
+        return "the term is empty and matches no node".into();
+    }
+    if !filters::term_valid(term) {
+        return "the term has an invalid requirement and matches no node".into();
+    }
+    for r in &term.match_expressions {
+        let value = node.labels().get(&r.key).map(String::as_str);
+        if !filters::requirement_matches(r, value) {
+            return format!(
+                "{} fails: {}",
+                describe_requirement(r),
+                label_on(node, &r.key)
+            );
+        }
+    }
+    for r in &term.match_fields {
+        if r.key != "metadata.name" || !filters::requirement_matches(r, Some(node.name.as_str())) {
+            return format!(
+                "field {} fails: the node's metadata.name is {}",
+                describe_requirement(r),
+                node.name
+            );
+        }
+    }
+    "the term does not match".into()
+}
+
+/// Why a selector (terms ORed) does not match the node: each term's first failure.
+fn selector_mismatch(selector: &NodeSelector, node: &NodeInfo) -> String {
+    match selector.node_selector_terms.as_slice() {
+        [] => "no required terms, which matches no node".into(),
+        [term] => term_mismatch(term, node),
+        terms => {
+            let parts: Vec<String> = terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("term {i}: {}", term_mismatch(t, node)))
+                .collect();
+            format!(
+                "none of the {} required terms matches ({})",
+                terms.len(),
+                parts.join("; ")
+            )
+        }
+    }
+}
+
+/// Why the pod's `nodeSelector` or required node affinity rejects the node.
+fn pod_mismatch(pod: &Pod, node: &NodeInfo) -> String {
+    for (key, value) in &pod.spec.node_selector {
+        if node.labels().get(key) != Some(value) {
+            return format!("nodeSelector {key}={value}: {}", label_on(node, key));
+        }
+    }
+    let required = pod
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    match required {
+        Some(selector) => format!(
+            "required node affinity: {}",
+            selector_mismatch(selector, node)
+        ),
+        None => "the pod's node selector does not match".into(),
     }
 }
 

@@ -3,8 +3,8 @@
 use crate::cache::NodeInfo;
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, Plugin, PodInfo,
-    Status, SummaryCheck, queueing,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin, Plugin,
+    PodInfo, Status, SummaryCheck, queueing,
 };
 
 /// The plugin's name.
@@ -40,6 +40,31 @@ impl FilterPlugin for NodeName {
             None => Status::success(),
             Some(_) => Status::unresolvable(filters::REASON_NODE_NAME),
         }
+    }
+
+    /// The node the pod names, once for all the nodes rejected (they all fail for the same
+    /// reason), and whether the cluster has it.
+    fn explain(
+        &mut self,
+        ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        let wanted = pod.pod.spec.node_name.as_deref().unwrap_or_default();
+        let whereabouts = if ctx.cluster.node_by_name(wanted).is_some() {
+            "the only node it may run on"
+        } else {
+            "no node has that name"
+        };
+        Ok(Some(Explanation {
+            text: format!(
+                "{NAME}:\n  {} {}:\n    the pod's spec.nodeName is {wanted:?}: {whereabouts}",
+                rejected.len(),
+                filters::REASON_NODE_NAME
+            ),
+            data: None,
+        }))
     }
 
     /// Every node passes a pod that names none.

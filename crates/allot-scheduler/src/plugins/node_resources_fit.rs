@@ -15,7 +15,7 @@ use crate::cache::{NodeInfo, NodeSummary};
 use crate::extended::ExtendedPlan;
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Code, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin,
+    ClusterEvents, Code, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
     MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass, queueing,
 };
@@ -456,6 +456,31 @@ impl FilterPlugin for NodeResourcesFit {
         Status::with_reasons(code, reasons.into_iter().map(Into::into).collect())
     }
 
+    /// Per reason, per node: what the pod requests, what is free, the node's allocatable
+    /// amount and how much its pods already request (the largest of them named); for "Too many
+    /// pods" the pod count and the limit. At most [`MAX_NODES_EXPLAINED`] nodes per reason
+    /// are listed, then how many more and the most any of them has free.
+    fn explain(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        let owned;
+        let request = match state.read::<Request>() {
+            Some(r) => &r.request,
+            None => {
+                owned = pod_requests(&pod.pod);
+                &owned
+            }
+        };
+        Ok(Some(Explanation {
+            text: explain_fit(request, rejected),
+            data: None,
+        }))
+    }
+
     /// Without extended resources, a node with room for the CPU, memory and ephemeral
     /// storage requests and one more pod passes.
     fn summary_check(&self, state: &CycleState, _pod: &PodInfo) -> SummaryCheck {
@@ -471,6 +496,155 @@ impl FilterPlugin for NodeResourcesFit {
             _ => SummaryCheck::NONE,
         }
     }
+}
+
+/// The most nodes an explanation lists per reason.
+pub const MAX_NODES_EXPLAINED: usize = 10;
+/// The most pods named as a node's consumers of a resource.
+const MAX_CONSUMERS: usize = 3;
+
+/// An amount of a resource as a quantity (`500m`, `2`, `1536Mi`).
+pub fn amount(resource: &str, value: i64) -> String {
+    use allot_quantity::{Format, Quantity};
+    let q = match resource {
+        "cpu" => Quantity::from_milli(value, Format::DecimalSI),
+        "memory" | "ephemeral-storage" => Quantity::from_i64(value, Format::BinarySI),
+        r if r.starts_with("hugepages-") => Quantity::from_i64(value, Format::BinarySI),
+        _ => Quantity::from_i64(value, Format::DecimalSI),
+    };
+    q.canonical_string()
+}
+
+/// The resource a reason names (`pods` for "Too many pods").
+fn reason_resource(reason: &str) -> Option<&str> {
+    if reason == filters::REASON_TOO_MANY_PODS {
+        return Some("pods");
+    }
+    reason.strip_prefix("Insufficient ")
+}
+
+/// One node's line for a resource.
+fn fit_detail(request: &Resources, node: &NodeInfo, resource: &str) -> String {
+    use std::fmt::Write as _;
+    if resource == "pods" {
+        return format!(
+            "{} pod(s) already, {} allowed",
+            node.pod_count, node.allocatable.pods
+        );
+    }
+    let want = request.get(resource);
+    let allocatable = node.allocatable.get(resource);
+    let used = node.requested.get(resource);
+    let a = |v| amount(resource, v);
+    if allocatable <= 0 {
+        return format!("wants {}, the node has none", a(want));
+    }
+    if want > allocatable {
+        return format!(
+            "wants {}, more than the node's {} allocatable",
+            a(want),
+            a(allocatable)
+        );
+    }
+    let mut consumers: Vec<(i64, String)> = node
+        .pods
+        .iter()
+        .map(|p| (pod_requests(&p.pod).get(resource), p.key()))
+        .filter(|(v, _)| *v > 0)
+        .collect();
+    consumers.sort_by_key(|c| std::cmp::Reverse(c.0));
+    let mut line = format!(
+        "wants {}, {} free: {} allocatable, {} requested by ",
+        a(want),
+        a((allocatable - used).max(0)),
+        a(allocatable),
+        a(used)
+    );
+    let named: Vec<String> = consumers
+        .iter()
+        .take(MAX_CONSUMERS)
+        .map(|(v, k)| format!("{k} {}", a(*v)))
+        .collect();
+    if consumers.len() > MAX_CONSUMERS {
+        let _ = write!(
+            line,
+            "{} pods, most by {}",
+            consumers.len(),
+            named.join(", ")
+        );
+    } else if named.is_empty() {
+        line.push_str("no pod");
+    } else {
+        line.push_str(&named.join(", "));
+    }
+    line
+}
+
+/// The explanation of NodeResourcesFit's rejections of a pod with `request`.
+pub fn explain_fit(request: &Resources, rejected: &[(&NodeInfo, &Status)]) -> String {
+    use std::fmt::Write as _;
+    let mut reasons: Vec<&str> = Vec::new();
+    for (_, status) in rejected {
+        for r in status.reasons() {
+            if !reasons.contains(&r.as_ref()) {
+                reasons.push(r.as_ref());
+            }
+        }
+    }
+    let mut text = format!("{NAME}:");
+    for reason in reasons {
+        let nodes: Vec<&NodeInfo> = rejected
+            .iter()
+            .filter(|(_, st)| st.reasons().iter().any(|r| r.as_ref() == reason))
+            .map(|(n, _)| *n)
+            .collect();
+        let _ = write!(text, "\n  {} {reason}:", nodes.len());
+        let Some(resource) = reason_resource(reason) else {
+            continue;
+        };
+        for node in nodes.iter().take(MAX_NODES_EXPLAINED) {
+            let _ = write!(
+                text,
+                "\n    {}: {}",
+                node.name,
+                fit_detail(request, node, resource)
+            );
+        }
+        if nodes.len() > MAX_NODES_EXPLAINED {
+            let more = nodes.len() - MAX_NODES_EXPLAINED;
+            let free = |n: &NodeInfo| {
+                if resource == "pods" {
+                    n.allocatable.pods - n.pod_count
+                } else {
+                    n.allocatable.get(resource) - n.requested.get(resource)
+                }
+            };
+            // The first node by name among those with the most free.
+            let best = nodes
+                .iter()
+                .copied()
+                .fold(None::<&NodeInfo>, |best, n| match best {
+                    Some(b) if free(b) >= free(n) => Some(b),
+                    _ => Some(n),
+                });
+            let _ = write!(text, "\n    and {more} more node(s)");
+            if let Some(b) = best {
+                let most = free(b).max(0);
+                let most = if resource == "pods" {
+                    format!("{most} pod(s)")
+                } else {
+                    amount(resource, most)
+                };
+                let _ = write!(
+                    text,
+                    "; the most free of all {}: {most} on {}",
+                    nodes.len(),
+                    b.name
+                );
+            }
+        }
+    }
+    text
 }
 
 impl PreScorePlugin for NodeResourcesFit {

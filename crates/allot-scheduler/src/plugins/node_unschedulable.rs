@@ -4,8 +4,8 @@
 use crate::cache::NodeInfo;
 use crate::filters;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, FilterPlugin, Plugin, PodInfo,
-    Status, SummaryCheck, SummaryPass, queueing,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin, Plugin,
+    PodInfo, Status, SummaryCheck, SummaryPass, queueing,
 };
 
 /// The plugin's name.
@@ -41,6 +41,23 @@ impl FilterPlugin for NodeUnschedulable {
             None => Status::success(),
             Some(_) => Status::unresolvable(filters::REASON_UNSCHEDULABLE),
         }
+    }
+
+    /// Each node is cordoned, and the pod lacks the toleration that would let it in.
+    fn explain(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        rejected: &[(&NodeInfo, &Status)],
+    ) -> Result<Option<Explanation>, String> {
+        Ok(Some(Explanation::grouped(NAME, rejected, |_, _| {
+            Some(
+                "cordoned (spec.unschedulable: true) and the pod does not tolerate \
+                 node.kubernetes.io/unschedulable:NoSchedule"
+                    .into(),
+            )
+        })))
     }
 
     /// A plain node (schedulable, untainted) passes.

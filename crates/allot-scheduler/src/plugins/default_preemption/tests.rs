@@ -126,7 +126,7 @@ fn lowest_priority_pod_is_preempted_and_the_preemptor_runs_after_the_grace_perio
     assert_eq!(node_of(&rt, "high"), None);
     assert_eq!(
         message(&rt, "high"),
-        "0/1 nodes are available: 1 Insufficient cpu."
+        "0/1 nodes are available: 1 Insufficient cpu.\nNodeResourcesFit:\n  1 Insufficient cpu:\n    n1: wants 2, 0 free: 4 allocatable, 4 requested by default/mid 2, default/low 2"
     );
     let low = get(&rt, "low").unwrap();
     let condition = low
@@ -177,7 +177,7 @@ fn never_policy_preempts_nothing() {
     assert!(!preempted(&rt, "low"));
     assert_eq!(
         message(&rt, "high"),
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.\nNodeResourcesFit:\n  1 Insufficient cpu:\n    n1: wants 2, 0 free: 2 allocatable, 2 requested by default/low 2"
     );
 }
 
@@ -191,7 +191,7 @@ fn equal_priority_is_never_preempted() {
     assert!(!preempted(&rt, "a") && !preempted(&rt, "b"));
     assert_eq!(
         message(&rt, "c"),
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.\nNodeResourcesFit:\n  2 Insufficient cpu:\n    n1: wants 2, 0 free: 2 allocatable, 2 requested by default/a 2\n    n2: wants 2, 0 free: 2 allocatable, 2 requested by default/b 2"
     );
 }
 
@@ -206,7 +206,7 @@ fn unresolvable_nodes_are_not_helpful() {
     assert!(!preempted(&rt, "low"));
     assert_eq!(
         message(&rt, "high"),
-        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.\nNodeAffinity:\n  1 node(s) didn't match Pod's node affinity/selector:\n    n1: nodeSelector zone=nowhere: the node has no label zone"
     );
 }
 
@@ -275,7 +275,7 @@ fn a_second_attempt_waits_for_the_terminating_victims() {
         .unwrap();
     assert_eq!(
         message(&rt, "high"),
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to a terminating pod on the nominated node."
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to a terminating pod on the nominated node.\nNodeResourcesFit:\n  2 Insufficient cpu:\n    n1: wants 2, 0 free: 2 allocatable, 2 requested by default/low 2\n    n2: wants 2, more than the node's 1 allocatable"
     );
 }
 
