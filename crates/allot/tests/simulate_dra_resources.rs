@@ -191,7 +191,7 @@ fn without_the_feature_gate_extended_resources_need_a_device_plugin() {
     assert!(trainer["spec"]["nodeName"].is_null());
     assert_eq!(
         scheduled_message(trainer),
-        "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.\nNodeAffinity:\n  1 node(s) didn't match Pod's node affinity/selector:\n    gpu-dp: nodeSelector kind=dra: the node has kind=dp\nNodeResourcesFit:\n  1 Insufficient example.com/gpu:\n    gpu-dra: wants 2, the node has none"
     );
 }
 
