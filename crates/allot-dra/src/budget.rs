@@ -7,6 +7,11 @@
 //! stays around a tenth to a third of a second on a busy 2-core machine, far below upstream's timeout. The memo of failed
 //! search states is the only thing that grows with the search rather than with the input; it
 //! stops growing at [`Budget::max_memo_bytes`] (the search goes on without remembering more).
+//!
+//! A caller that wants upstream's time limit as well (the scheduler's `filterTimeout`) sets
+//! [`Budget::max_time`]: the search then also gives up once that much wall-clock time has
+//! passed since it started. Such a limit makes the answer depend on the machine's speed for
+//! searches near it; at upstream's default of 10 s the step limit always comes first.
 
 /// The work and memory one allocate call may spend (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +20,8 @@ pub struct Budget {
     pub max_steps: u64,
     /// Bytes the memo of failed search states may hold.
     pub max_memo_bytes: u64,
+    /// Wall-clock time after which the search gives up (`None`: no time limit).
+    pub max_time: Option<std::time::Duration>,
 }
 
 impl Budget {
@@ -28,6 +35,7 @@ impl Budget {
         Budget {
             max_steps: u64::MAX,
             max_memo_bytes: u64::MAX,
+            max_time: None,
         }
     }
 }
@@ -37,6 +45,7 @@ impl Default for Budget {
         Budget {
             max_steps: Self::DEFAULT_STEPS,
             max_memo_bytes: Self::DEFAULT_MEMO_BYTES,
+            max_time: None,
         }
     }
 }

@@ -69,14 +69,28 @@ pub struct GaveUp {
     pub memo_bytes: u64,
     /// The budget's memo bytes.
     pub max_memo_bytes: u64,
+    /// When the budget's time limit stopped the search: that limit (`10ms`, `1ns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<String>,
 }
 
 impl fmt::Display for GaveUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.time_limit {
+            Some(limit) => write!(
+                f,
+                "gave up at the time limit of one allocation ({limit}, {} search steps)",
+                self.steps
+            )?,
+            None => write!(
+                f,
+                "gave up after {} search steps (the limit of one allocation)",
+                self.steps
+            )?,
+        }
         write!(
             f,
-            "gave up after {} search steps (the limit of one allocation) on node {}: found no devices for claim{} {} and could not prove that {} not fit",
-            self.steps,
+            " on node {}: found no devices for claim{} {} and could not prove that {} not fit",
             self.node,
             if self.claims.len() == 1 { "" } else { "s" },
             sample(&self.claims),

@@ -259,6 +259,7 @@ pub fn check(data: &[u8]) {
     let budget = Budget {
         max_steps: STEPS,
         max_memo_bytes: 1 << 20,
+        max_time: None,
     };
     let pruned = crate::allocate_within(&input, &features, &CelCache::default(), &budget);
     let plain = crate::allocate_without_pruning_within(
@@ -267,6 +268,7 @@ pub fn check(data: &[u8]) {
         &Budget {
             max_steps: PLAIN_STEPS,
             max_memo_bytes: 0,
+            max_time: None,
         },
     );
     match (&pruned, &plain) {

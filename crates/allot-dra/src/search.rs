@@ -357,6 +357,10 @@ pub(crate) fn run(
         Err(Stop::MaxSize | Stop::Hopeless) => false,
         Err(Stop::Budget) => {
             return Ok(Outcome::GaveUp(explain::GaveUp {
+                // Rust writes durations as Go does (`10ms`, `1ns`, `1.5s`).
+                time_limit: search
+                    .timed_out
+                    .then(|| format!("{:?}", budget.max_time.unwrap_or_default())),
                 node: input.node.metadata.name.clone(),
                 claims: problem.claims.iter().map(|c| c.name.clone()).collect(),
                 steps: search.spent(),
@@ -1743,6 +1747,12 @@ pub(crate) struct Search {
     skips: u64,
     /// The work after which the search gives up.
     limit: u64,
+    /// When the search gives up whatever its work ([`crate::Budget::max_time`]).
+    deadline: Option<std::time::Instant>,
+    /// The work at which the clock is read next.
+    next_clock: u64,
+    /// The search gave up at its deadline.
+    pub(crate) timed_out: bool,
     /// States from which the rest of the search failed.
     failed_states: HashSet<Box<[u32]>, crate::cel::FxBuild>,
     /// Bytes `failed_states` holds, and may hold.
@@ -1760,6 +1770,9 @@ pub(crate) struct Search {
     /// What they proved, if anything.
     pub(crate) shortfall: Option<bound::Shortfall>,
 }
+
+/// How often (in steps) a search with a deadline reads the clock: tens of microseconds.
+const CLOCK_EVERY_STEPS: u64 = 1024;
 
 impl Search {
     pub(crate) fn new(problem: &Problem<'_>, budget: &crate::Budget) -> Self {
@@ -1792,6 +1805,11 @@ impl Search {
             steps: 0,
             skips: 0,
             limit: budget.max_steps,
+            deadline: budget
+                .max_time
+                .and_then(|t| std::time::Instant::now().checked_add(t)),
+            next_clock: 0,
+            timed_out: false,
             failed_states: HashSet::default(),
             memo_bytes: 0,
             memo_limit: budget.max_memo_bytes,
@@ -1817,6 +1835,15 @@ impl Search {
         self.steps = self.steps.saturating_add(work);
         if self.spent() > self.limit {
             return Err(Stop::Budget);
+        }
+        if let Some(deadline) = self.deadline
+            && self.steps >= self.next_clock
+        {
+            self.next_clock = self.steps.saturating_add(CLOCK_EVERY_STEPS);
+            if std::time::Instant::now() >= deadline {
+                self.timed_out = true;
+                return Err(Stop::Budget);
+            }
         }
         Ok(())
     }

@@ -230,6 +230,7 @@ fn a_search_the_bounds_cannot_cut_gives_up_within_its_budget() {
     let budget = Budget {
         max_steps: 50_000,
         max_memo_bytes: 1 << 20,
+        max_time: None,
     };
     let Outcome::GaveUp(gave_up) = outcome(&pairs_in_triples(16), &budget) else {
         panic!("expected the search to give up");
@@ -251,6 +252,7 @@ fn a_search_the_bounds_cannot_cut_gives_up_within_its_budget() {
     let tight = Budget {
         max_steps: 50_000,
         max_memo_bytes: 2_000,
+        max_time: None,
     };
     let Outcome::GaveUp(gave_up) = outcome(&pairs_in_triples(16), &tight) else {
         panic!("expected the search to give up");
@@ -303,4 +305,30 @@ fn six_thousand_claims_on_six_thousand_devices_fit_on_a_small_stack() {
         })
         .expect("thread starts");
     handle.join().expect("no stack overflow, no panic");
+}
+
+#[test]
+fn a_time_limit_stops_a_search_that_would_run_long() {
+    // No step limit to speak of: only the clock stops this hopeless search.
+    let budget = Budget {
+        max_steps: u64::MAX,
+        max_time: Some(std::time::Duration::from_nanos(1)),
+        ..Budget::default()
+    };
+    let Outcome::GaveUp(gave_up) = outcome(&pairs_in_triples(16), &budget) else {
+        panic!("expected the search to give up");
+    };
+    assert_eq!(gave_up.time_limit.as_deref(), Some("1ns"));
+    assert!(
+        gave_up.to_string().starts_with(&format!(
+            "gave up at the time limit of one allocation (1ns, {} search steps) on node node-1",
+            gave_up.steps
+        )),
+        "{gave_up}"
+    );
+    // Without the time limit the step limit ends it, as before.
+    let Outcome::GaveUp(gave_up) = outcome(&pairs_in_triples(16), &small()) else {
+        panic!("expected the search to give up");
+    };
+    assert_eq!(gave_up.time_limit, None);
 }

@@ -312,12 +312,22 @@ fn dynamic_resources(path: &str, args: &Value, errors: &mut Vec<String>) {
 
 /// A Go duration (`1h2m3.5s`, `250ms`, `-1s`) in milliseconds.
 pub fn duration_millis(text: &str) -> Option<i64> {
+    duration_exact_millis(text).map(|ms| ms.round() as i64)
+}
+
+/// A Go duration in nanoseconds (for limits below a millisecond, as `filterTimeout: 1ns`).
+pub fn duration_nanos(text: &str) -> Option<i64> {
+    duration_exact_millis(text).map(|ms| (ms * 1e6).round() as i64)
+}
+
+/// A Go duration in milliseconds, unrounded.
+fn duration_exact_millis(text: &str) -> Option<f64> {
     let (negative, mut rest) = match text.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, text),
     };
     if rest == "0" {
-        return Some(0);
+        return Some(0.0);
     }
     let mut total = 0f64;
     if rest.is_empty() {
@@ -344,6 +354,5 @@ pub fn duration_millis(text: &str) -> Option<i64> {
         rest = &rest[unit_len..];
         total += number * factor;
     }
-    let ms = total.round() as i64;
-    Some(if negative { -ms } else { ms })
+    Some(if negative { -total } else { total })
 }

@@ -84,7 +84,11 @@ pub struct SchedulerConfig {
     /// [`Profile::default_profile`]) with `scheduler_name` and `percentage_of_nodes_to_score`.
     pub profile: Option<Profile>,
     /// The allocator's budget per node and attempt, allot's counterpart of upstream's
-    /// DynamicResources `filterTimeout` (counted in search steps, not time).
+    /// DynamicResources `filterTimeout` (counted in search steps, not time). A
+    /// KubeSchedulerConfiguration's `filterTimeout` adds a wall-clock limit per profile
+    /// (`Budget::max_time`); without one there is none: upstream's default of 10 s is left
+    /// out, as the step budget (a fraction of a second of search) always ends a search first
+    /// and keeps simulations reproducible.
     pub allocation_budget: allot_dra::Budget,
     /// A KubeSchedulerConfiguration: its profiles replace `profile`, and it sets the queue's
     /// backoff.
@@ -300,6 +304,20 @@ impl Scheduler {
                 .and_then(config_args::duration_millis)
             {
                 features.dra.binding_timeout_seconds = (ms.max(0) as u64).div_ceil(1000);
+            }
+            // Its `filterTimeout` bounds each node's allocation search in wall-clock time, as
+            // upstream's (0 disables it); the step budget stays.
+            if let Some(ns) = config
+                .configuration
+                .as_ref()
+                .and_then(|c| c.plugin_args.get(i))
+                .and_then(|args| args.get(plugins::dynamic_resources::NAME))
+                .and_then(|args| args.get("filterTimeout"))
+                .and_then(serde_json::Value::as_str)
+                .and_then(config_args::duration_nanos)
+            {
+                features.dra.allocation_budget.max_time =
+                    (ns > 0).then(|| std::time::Duration::from_nanos(ns as u64));
             }
             let framework = Framework::new(profile, &mut |plugin| {
                 plugins::build(plugin, &features)

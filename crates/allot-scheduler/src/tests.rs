@@ -875,3 +875,81 @@ fn higher_priority_pods_tried_in_one_reconcile_see_each_others_devices() {
 }
 
 mod gang;
+
+/// `k + 1` claims of two same-size GPUs on a node with three GPUs of each of `k` sizes: no
+/// bound sees that they cannot fit, the search has to try the pairs (a hopeless search that
+/// grows fast with `k`).
+fn triples_docs(k: usize) -> Vec<String> {
+    let devices: Vec<(String, String)> = (0..3 * k)
+        .map(|d| (format!("gpu-{d}"), format!("s{}", d / 3)))
+        .collect();
+    let refs: Vec<(&str, &str)> = devices
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect();
+    let mut docs = vec![
+        NODES.to_string(),
+        GPU_CLASS.to_string(),
+        slice("node-a", &refs, false),
+    ];
+    let mut names = Vec::new();
+    for i in 0..=k {
+        docs.push(format!(
+            "{}    constraints:\n    - matchAttribute: gpu.example.com/size\n",
+            claim(&format!("pair{i}"), 2)
+        ));
+        names.push(format!("pair{i}"));
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    docs.push(pod("p", "100m", &claim_ref(&names)));
+    docs
+}
+
+fn with_filter_timeout(timeout: &str) -> SchedulerConfig {
+    let value = serde_json::json!({
+        "profiles": [{
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": timeout}}],
+        }],
+    });
+    SchedulerConfig {
+        configuration: Some(
+            config::SchedulerConfiguration::from_value(&value, &plugins::exists).unwrap(),
+        ),
+        ..SchedulerConfig::default()
+    }
+}
+
+#[test]
+fn filter_timeout_stops_each_nodes_search_and_zero_disables_it() {
+    // A tiny filterTimeout on a hopeless search: upstream's error, naming the node, and the
+    // limit with the steps done.
+    let mut rt = runtime_with(store_of(&triples_docs(5)), with_filter_timeout("1ns"));
+    settle(&mut rt);
+    assert_eq!(node_of(&rt, "p"), None);
+    let c = scheduled_condition(&rt, "p");
+    assert_eq!(c.reason.as_deref(), Some("SchedulerError"));
+    let m = c.message.unwrap_or_default();
+    assert!(
+        m.starts_with(
+            "running \"DynamicResources\" filter plugin: node node-a: timed out trying to allocate devices: gave up at the time limit of one allocation (1ns, "
+        ),
+        "{m}"
+    );
+    // 0 disables the time limit: the answer is the one without a configuration.
+    let mut plain = runtime(store_of(&triples_docs(5)));
+    settle(&mut plain);
+    let mut rt = runtime_with(store_of(&triples_docs(5)), with_filter_timeout("0s"));
+    settle(&mut rt);
+    let want = scheduled_condition(&plain, "p");
+    let got = scheduled_condition(&rt, "p");
+    assert!(
+        !want
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("time limit"),
+        "{want:?}"
+    );
+    assert_eq!((got.reason, got.message), (want.reason, want.message));
+}
