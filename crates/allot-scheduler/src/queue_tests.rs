@@ -303,3 +303,101 @@ spec:
         ]
     );
 }
+
+/// The volume plugins' QueueingHints: a pod VolumeZone rejected (its volume is in zone z9, the
+/// nodes in z1) is not moved by a node's allocatable change, which VolumeZone does not
+/// register, but is moved by a node's relabelling into z9 and then scheduled there.
+#[test]
+fn volume_zone_rejections_wait_for_zone_label_changes() {
+    let docs = vec![
+        NODES.replace(
+            "labels: {kubernetes.io/hostname: node-a}",
+            "labels: {kubernetes.io/hostname: node-a, topology.kubernetes.io/zone: z1}",
+        )
+        .replace(
+            "labels: {kubernetes.io/hostname: node-b}",
+            "labels: {kubernetes.io/hostname: node-b, topology.kubernetes.io/zone: z1}",
+        ),
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-z9, labels: {topology.kubernetes.io/zone: z9}}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  hostPath: {path: /data}\n  claimRef: {namespace: default, name: data}\nstatus: {phase: Bound}\n".into(),
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: default}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n  volumeName: pv-z9\nstatus: {phase: Bound}\n".into(),
+        pod(
+            "zonal",
+            "1",
+            "  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n",
+        ),
+    ];
+    let mut store = store_of(&docs);
+    let mut s = Scheduler::new(SchedulerConfig::default());
+    let at = |ms| Context { now: SimTime(ms) };
+    s.reconcile(&mut store, &key("zonal"), &at(0)).unwrap();
+    assert!(s.unschedulable.contains_key(&key("zonal")));
+    let message = store
+        .get::<Pod>("default", "zonal")
+        .and_then(|p| p.status.conditions.first().and_then(|c| c.message.clone()))
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("0/2 nodes are available: 2 node(s) had no available volume zone."),
+        "{message}"
+    );
+    let rv = store.events_since(0).last().unwrap().resource_version;
+
+    // More CPU on node-a: not a VolumeZone event (only arms the flush).
+    store
+        .modify::<allot_api::core::v1::Node, _>("", "node-a", |n| {
+            n.status
+                .allocatable
+                .insert("cpu".into(), allot_api::Quantity::parse("8").unwrap());
+        })
+        .unwrap();
+    let event = store.events_since(rv).last().unwrap().clone();
+    assert_eq!(s.keys_for(&event, &store), vec![key("zonal")]);
+    assert_eq!(s.wakes.borrow().get(&key("zonal")), Some(&Wake::Unhinted));
+    s.reconcile(&mut store, &key("zonal"), &at(500)).unwrap();
+    assert!(!s.unschedulable[&key("zonal")].moved);
+
+    // node-b moves to z9: registered by VolumeZone.
+    let rv = event.resource_version;
+    store
+        .modify::<allot_api::core::v1::Node, _>("", "node-b", |n| {
+            n.metadata
+                .labels
+                .insert("topology.kubernetes.io/zone".into(), "z9".into());
+        })
+        .unwrap();
+    let event = store.events_since(rv).last().unwrap().clone();
+    assert_eq!(s.keys_for(&event, &store), vec![key("zonal")]);
+    assert_eq!(s.wakes.borrow().get(&key("zonal")), Some(&Wake::Hinted));
+    s.reconcile(&mut store, &key("zonal"), &at(1_000)).unwrap();
+    assert_eq!(node_of(&store, "zonal").as_deref(), Some("node-b"));
+}
+
+/// Each volume plugin registers upstream's events (with queueing hints on), not every event.
+#[test]
+fn volume_plugins_register_upstreams_events() {
+    use crate::framework::{EnqueueExtensions, Plugin};
+    let features = plugins::Features {
+        dra: plugins::dynamic_resources::Config {
+            features: allot_dra::Features::default(),
+            binding_timeout_seconds: 600,
+            extended_resource: true,
+            node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
+        },
+    };
+    let q = |name: &str| {
+        let plugin: Box<dyn Plugin> =
+            plugins::build(&crate::framework::PluginConfig::new(name), &features).unwrap();
+        plugin
+            .as_enqueue_extensions()
+            .map(EnqueueExtensions::requeue_on)
+            .unwrap()
+    };
+    use queueing::*;
+    assert_eq!(q("VolumeBinding"), STORAGE | NODE_ADDED | NODE_LABEL);
+    assert_eq!(
+        q("VolumeRestrictions"),
+        ASSIGNED_POD_DELETED | NODE_ADDED | STORAGE
+    );
+    assert_eq!(q("VolumeZone"), STORAGE | NODE_ADDED | NODE_LABEL);
+    assert_eq!(q("NodeVolumeLimits"), STORAGE | ASSIGNED_POD_DELETED);
+}

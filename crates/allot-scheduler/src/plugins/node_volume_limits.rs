@@ -19,8 +19,8 @@ use allot_store::Store;
 
 use crate::cache::NodeInfo;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, Plugin, PodInfo,
-    PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin, Plugin,
+    PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status, queueing,
 };
 
 use super::volume_util::{ClaimUse, claim_class, ephemeral_claim_for_pod, pod_claims};
@@ -73,6 +73,13 @@ impl EnqueueExtensions for NodeVolumeLimits {
     /// deletions retry every unschedulable pod.
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()
+    }
+
+    /// Upstream's `EventsToRegister`: a CSINode added or updated, a claim added, a
+    /// VolumeAttachment deleted ([`queueing::STORAGE`]), and a bound pod deleted (its volumes
+    /// no longer count).
+    fn requeue_on(&self) -> EventSet {
+        queueing::STORAGE | queueing::ASSIGNED_POD_DELETED
     }
 }
 

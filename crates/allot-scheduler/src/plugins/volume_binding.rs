@@ -45,8 +45,9 @@ use allot_store::Store;
 
 use crate::cache::NodeInfo;
 use crate::framework::{
-    BindCtx, ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, Plugin,
-    PodInfo, PreBindPlugin, PreFilterCtx, PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
+    BindCtx, ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation,
+    FilterPlugin, Plugin, PodInfo, PreBindPlugin, PreFilterCtx, PreFilterPlugin, PreFilterResult,
+    ReservePlugin, Status, queueing,
 };
 use crate::labels::Selector;
 
@@ -142,6 +143,14 @@ impl EnqueueExtensions for VolumeBinding {
     /// the scheduler for all volume plugins.
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()
+    }
+
+    /// Upstream's `EventsToRegister` with queueing hints on: StorageClass, claim and volume
+    /// additions and updates, CSINode, CSIDriver and CSIStorageCapacity changes (all
+    /// [`queueing::STORAGE`]), and a node added or relabelled (allowed topologies, volume node
+    /// affinity).
+    fn requeue_on(&self) -> EventSet {
+        queueing::STORAGE | queueing::NODE_ADDED | queueing::NODE_LABEL
     }
 }
 

@@ -11,8 +11,8 @@ use allot_api::core::v1::PersistentVolumeClaim;
 
 use crate::cache::NodeInfo;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, Plugin, PodInfo,
-    PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin, Plugin,
+    PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status, queueing,
 };
 
 use super::volume_util::{PodVolume, claim_not_found, is_read_write_once_pod, pod_volumes};
@@ -78,6 +78,13 @@ impl EnqueueExtensions for VolumeRestrictions {
     /// claim creations are routed by the scheduler for all volume plugins.
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()
+    }
+
+    /// Upstream's `EventsToRegister` with queueing hints on: a bound pod deleted (its disks
+    /// and ReadWriteOncePod claims are free), a node added, a claim added
+    /// ([`queueing::STORAGE`]).
+    fn requeue_on(&self) -> EventSet {
+        queueing::ASSIGNED_POD_DELETED | queueing::NODE_ADDED | queueing::STORAGE
     }
 }
 

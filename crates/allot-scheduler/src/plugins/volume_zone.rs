@@ -12,8 +12,8 @@ use allot_api::storage::v1::StorageClass;
 
 use crate::cache::NodeInfo;
 use crate::framework::{
-    ClusterEvents, Ctx, CycleState, EnqueueExtensions, Explanation, FilterPlugin, Plugin, PodInfo,
-    PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
+    ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin, Plugin,
+    PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status, queueing,
 };
 
 use super::volume_util::{ClaimUse, claim_class, claim_not_found, pod_volumes};
@@ -68,6 +68,13 @@ impl EnqueueExtensions for VolumeZone {
     /// Node, claim, volume and class events are routed by the scheduler for all volume plugins.
     fn events(&self) -> ClusterEvents {
         ClusterEvents::default()
+    }
+
+    /// Upstream's `EventsToRegister` with queueing hints on: a StorageClass added, claims
+    /// and volumes added or updated ([`queueing::STORAGE`]), a node added or relabelled (its
+    /// zone and region labels).
+    fn requeue_on(&self) -> EventSet {
+        queueing::STORAGE | queueing::NODE_ADDED | queueing::NODE_LABEL
     }
 }
 
