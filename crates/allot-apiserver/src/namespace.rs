@@ -120,10 +120,16 @@ pub fn mark_terminating(namespace: &Stored, now: &str) -> Result<Option<Stored>,
 }
 
 /// Whether an object whose deletion was asked for may go now: no finalizers left (for a
-/// namespace, none in `spec.finalizers` either).
+/// namespace, none in `spec.finalizers` either), and no grace period running (a pod marked
+/// with `deletionGracePeriodSeconds`, as the scheduler marks a preemption victim, stays until
+/// whoever marked it deletes it: upstream's registry deletes on update only at grace 0).
 pub fn ready_to_delete(object: &Stored) -> bool {
     object.meta().deletion_timestamp.is_some()
         && object.meta().finalizers.is_empty()
+        && !object
+            .meta()
+            .deletion_grace_period_seconds
+            .is_some_and(|g| g > 0)
         && !(object.kind() == Kind::Namespace && has_spec_finalizers(&object.to_json()))
 }
 
