@@ -126,10 +126,10 @@ pub fn mark_terminating(namespace: &Stored, now: &str) -> Result<Option<Stored>,
 pub fn ready_to_delete(object: &Stored) -> bool {
     object.meta().deletion_timestamp.is_some()
         && object.meta().finalizers.is_empty()
-        && !object
+        && object
             .meta()
             .deletion_grace_period_seconds
-            .is_some_and(|g| g > 0)
+            .is_none_or(|g| g <= 0)
         && !(object.kind() == Kind::Namespace && has_spec_finalizers(&object.to_json()))
 }
 
