@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The inputs of the workload benchmarks of issue 18 (bench/workloads/README.md), written to DIR.
 
-week DIR: a trace of 100,000 single-pod Jobs (1-8 GPUs each from a claim template, running
-1 minute to 10 hours) arriving over a simulated week, for `allot gen --nodes 2000` clusters;
-deployments DIR: 5,000 Deployments of 10 replicas and a Timeline that rolls each once.
+week DIR [SCALE]: a trace of 100,000 single-pod Jobs (1-8 GPUs each from a claim template,
+running 1 minute to 10 hours) arriving over a simulated week, for `allot gen --nodes 2000`
+clusters;
+deployments DIR [SCALE]: 5,000 Deployments of 10 replicas and a Timeline that rolls each once,
+for `allot gen --nodes 5000` clusters.
+SCALE (default 1) multiplies the number of Jobs or Deployments (0.1: a tenth; give the cluster a
+tenth of the nodes too, so the load per node stays the same).
 Deterministic (a fixed seed)."""
 import json
 import os
@@ -13,7 +17,7 @@ import sys
 DURATIONS = ["1m", "5m", "15m", "30m", "1h", "2h", "3h", "4h", "6h", "8h", "10h"]
 
 
-def week(out):
+def week(out, scale=1.0):
     rng = random.Random(18)
     os.makedirs(os.path.join(out, "jobs"), exist_ok=True)
     docs = []
@@ -48,7 +52,8 @@ def week(out):
         json.dump({"apiVersion": "allot.dev/v1alpha1", "kind": "SimulationOptions",
                    "metadata": {"name": "week"}, "horizon": "11h"}, f)
     week_s = 7 * 24 * 3600
-    times = sorted(rng.uniform(0, week_s) for _ in range(100_000))
+    jobs = round(100_000 * scale)
+    times = sorted(rng.uniform(0, week_s) for _ in range(jobs))
     with open(os.path.join(out, "trace.csv"), "w") as f:
         f.write("time,manifest,name\n")
         for i, t in enumerate(times):
@@ -57,8 +62,9 @@ def week(out):
             f.write(f"{t:.0f},jobs/{gpus}-{d}.json,job-{i:06d}\n")
 
 
-def deployments(out):
+def deployments(out, scale=1.0):
     os.makedirs(out, exist_ok=True)
+    count = round(5000 * scale)
 
     def deployment(i, image):
         return {
@@ -74,14 +80,15 @@ def deployments(out):
 
     with open(os.path.join(out, "deployments.json"), "w") as f:
         json.dump({"apiVersion": "v1", "kind": "List",
-                   "items": [deployment(i, "registry.example.com/web:1") for i in range(5000)]}, f)
+                   "items": [deployment(i, "registry.example.com/web:1") for i in range(count)]}, f)
     timeline = {"apiVersion": "allot.dev/v1alpha1", "kind": "Timeline",
                 "metadata": {"name": "roll"},
                 "events": [{"at": "10m", "update": [deployment(i, "registry.example.com/web:2")
-                                                   for i in range(5000)]}]}
+                                                   for i in range(count)]}]}
     with open(os.path.join(out, "roll.json"), "w") as f:
         json.dump(timeline, f)
 
 
 if __name__ == "__main__":
-    {"week": week, "deployments": deployments}[sys.argv[1]](sys.argv[2])
+    scale = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
+    {"week": week, "deployments": deployments}[sys.argv[1]](sys.argv[2], scale)
