@@ -28,6 +28,7 @@
 
 mod decode;
 mod encode;
+mod json;
 pub mod schema;
 pub mod time;
 pub mod wire;
@@ -321,6 +322,23 @@ pub fn decode<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
             .with_prefix("apiVersion", envelope.api_version)
             .with_prefix("kind", envelope.kind),
     )
+}
+
+/// Decodes an encoded object straight into its JSON text (with `apiVersion` and `kind` from
+/// the envelope): the bytes `serde_json::to_vec` writes for `decode::<serde_json::Value>`,
+/// without building the `Value`.
+pub fn decode_json(bytes: &[u8]) -> Result<Vec<u8>, Error> {
+    let envelope = envelope(bytes)?;
+    let msg = object_message(envelope.api_version, envelope.kind)?;
+    // JSON text is about twice the size of the message.
+    let mut out = Vec::with_capacity(envelope.raw.len() * 2 + 64);
+    serde::de::DeserializeSeed::deserialize(
+        json::Json(&mut out),
+        decode::MessageDe::new(Schema::get(), msg, envelope.raw)
+            .with_prefix("apiVersion", envelope.api_version)
+            .with_prefix("kind", envelope.kind),
+    )?;
+    Ok(out)
 }
 
 /// Splits a watch stream into its events: `(type, encoded object)`; the rest that does not

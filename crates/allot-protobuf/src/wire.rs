@@ -95,9 +95,39 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0 }
     }
 
+    /// Where the next field starts.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Goes back to a position [`Reader::position`] gave.
+    #[inline]
+    pub fn rewind(&mut self, pos: usize) {
+        self.pos = pos;
+    }
+
+    /// The bytes from `start` (a position) to the current one.
+    #[inline]
+    pub fn since(&self, start: usize) -> &'a [u8] {
+        &self.data[start..self.pos]
+    }
+
     /// Reads a varint.
     #[inline]
     pub fn varint(&mut self) -> Result<u64, Error> {
+        // Tags and short lengths: one byte.
+        if let Some(&byte) = self.data.get(self.pos)
+            && byte < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(byte));
+        }
+        self.long_varint()
+    }
+
+    /// A varint of more than one byte (or none: an error).
+    fn long_varint(&mut self) -> Result<u64, Error> {
         let mut value = 0u64;
         let mut shift = 0;
         loop {
