@@ -36,58 +36,11 @@ fn wire_fits(field: &Field, raw: &Raw<'_>) -> bool {
     }
 }
 
-/// Checks a message's fields as [`read_fields`] does (known numbers, fitting wire types) and
-/// says whether it can be read in one pass, field by field: no field number in two places
-/// (a repeated field's values one after the other, a single field once), inlined structs
-/// likewise. Go writes every message so; one that is not is read through groups.
-fn streamable(schema: &Schema, msg: &Message, data: &[u8]) -> Result<bool, Error> {
-    if msg.fields.len() > 128 {
-        return Ok(false);
-    }
-    let mut seen = 0u128;
-    let mut last = usize::MAX;
-    let mut reader = Reader::new(data);
-    while let Some((number, raw)) = reader.field()? {
-        let Some((index, field)) = msg.field_by_number(number) else {
-            return Err(Error::new(format!(
-                "{}: unknown field number {number}",
-                msg.name
-            )));
-        };
-        let fits = match field.card {
-            Card::Map => matches!(raw, Raw::Bytes(_)),
-            _ => wire_fits(field, &raw),
-        };
-        if !fits {
-            return Err(Error::new(format!(
-                "{}: field {} has the wrong wire type",
-                msg.name, field.json
-            )));
-        }
-        let index = usize::from(index);
-        let bit = 1u128 << index;
-        if seen & bit != 0 && (index != last || field.card == Card::One) {
-            return Ok(false);
-        }
-        seen |= bit;
-        last = index;
-        if field.inline {
-            let (Ty::Message(m), Raw::Bytes(inner)) = (field.ty, raw) else {
-                return Err(Error::new(format!("{}: bad inlined field", msg.name)));
-            };
-            if !streamable(schema, &schema.messages[m as usize], inner)? {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
-}
-
 fn read_fields<'de, 's>(
     schema: &'s Schema,
     msg: &'s Message,
     data: &'de [u8],
-    groups: &mut Vec<Group<'de, 's>>,
+    groups: &mut SmallVec<[Group<'de, 's>; 12]>,
 ) -> Result<(), Error> {
     let mut reader = Reader::new(data);
     while let Some((number, raw)) = reader.field()? {
@@ -131,12 +84,13 @@ fn read_fields<'de, 's>(
 }
 
 /// Whether a present field is left out of the JSON form (`omitempty` and a zero value, as Go's
-/// encoder writes every non-pointer scalar); `last` is its last value.
-fn omitted(field: &Field, last: Option<&Raw<'_>>) -> bool {
+/// encoder writes every non-pointer scalar).
+fn omitted(group: &Group<'_, '_>) -> bool {
+    let field = group.field;
     if field.presence != Presence::OmitEmpty || field.card != Card::One {
         return false;
     }
-    let Some(last) = last else {
+    let Some(last) = group.vals.last() else {
         return true;
     };
     match (field.ty, last) {
@@ -146,23 +100,6 @@ fn omitted(field: &Field, last: Option<&Raw<'_>>) -> bool {
         (Ty::Float, Raw::I32(v)) => f32::from_bits(*v) == 0.0,
         _ => false,
     }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests read every message through groups, to compare both ways.
-    pub(crate) static FORCE_GROUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[cfg(test)]
-fn groups_forced() -> bool {
-    FORCE_GROUPS.with(std::cell::Cell::get)
-}
-
-#[cfg(not(test))]
-#[inline(always)]
-fn groups_forced() -> bool {
-    false
 }
 
 /// A message as a JSON object.
@@ -191,23 +128,14 @@ impl<'de, 's> MessageDe<'de, 's> {
     }
 
     fn fields(self) -> Result<Fields<'de, 's>, Error> {
-        let source = match self.payloads.as_slice() {
-            [data] if !groups_forced() && streamable(self.schema, self.msg, data)? => {
-                Source::Stream {
-                    readers: smallvec![(Reader::new(data), self.msg)],
-                }
-            }
-            payloads => {
-                let mut groups = Vec::new();
-                for payload in payloads {
-                    read_fields(self.schema, self.msg, payload, &mut groups)?;
-                }
-                Source::Groups { groups, next: 0 }
-            }
-        };
+        let mut groups = SmallVec::new();
+        for payload in &self.payloads {
+            read_fields(self.schema, self.msg, payload, &mut groups)?;
+        }
         Ok(Fields {
             schema: self.schema,
-            source,
+            groups,
+            next: 0,
             prefix: self.prefix,
             prefix_next: 0,
             current: None,
@@ -240,99 +168,21 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de, '_> {
     }
 }
 
-/// Where a message's fields come from.
-enum Source<'de, 's> {
-    /// Read as they come (see [`streamable`]): the readers of the message and of the inlined
-    /// structs being read, innermost last.
-    Stream {
-        readers: SmallVec<[(Reader<'de>, &'s Message); 2]>,
-    },
-    /// Gathered by field first.
-    Groups {
-        groups: Vec<Group<'de, 's>>,
-        next: usize,
-    },
-}
-
 /// The fields of a message, as map entries.
 struct Fields<'de, 's> {
     schema: &'s Schema,
-    source: Source<'de, 's>,
+    groups: SmallVec<[Group<'de, 's>; 12]>,
+    next: usize,
     prefix: SmallVec<[(&'static str, &'de str); 2]>,
     prefix_next: usize,
-    /// What `next_value_seed` reads.
-    current: Option<Current<'de, 's>>,
+    /// What `next_value_seed` reads: a prefix entry or a group.
+    current: Option<Current>,
 }
 
 #[derive(Clone, Copy)]
-enum Current<'de, 's> {
-    /// A prefix entry.
+enum Current {
     Prefix(usize),
-    /// A group.
     Group(usize),
-    /// A field read as it came: its values.
-    Field(&'s Field, Vals<'de>),
-}
-
-/// The values of a field read as it came: one value, or the wire bytes of a repeated field's
-/// values (each with its tag), and how many there are.
-#[derive(Clone, Copy)]
-enum Vals<'de> {
-    One(Raw<'de>),
-    Run(&'de [u8], usize),
-}
-
-impl<'de, 's> Fields<'de, 's> {
-    /// The next field of a message read as it comes.
-    fn next_streamed(&mut self) -> Result<Option<(&'s Field, Vals<'de>)>, Error> {
-        let Source::Stream { readers } = &mut self.source else {
-            return Ok(None);
-        };
-        loop {
-            let Some((reader, msg)) = readers.last_mut() else {
-                return Ok(None);
-            };
-            let msg: &'s Message = msg;
-            let start = reader.position();
-            let Some((number, raw)) = reader.field()? else {
-                readers.pop();
-                continue;
-            };
-            // `streamable` checked the number and the wire type.
-            let Some((_, field)) = msg.field_by_number(number) else {
-                return Err(Error::new(format!(
-                    "{}: unknown field number {number}",
-                    msg.name
-                )));
-            };
-            if field.inline {
-                if let (Ty::Message(m), Raw::Bytes(inner)) = (field.ty, raw) {
-                    readers.push((Reader::new(inner), &self.schema.messages[m as usize]));
-                }
-                continue;
-            }
-            if field.card == Card::One {
-                if omitted(field, Some(&raw)) {
-                    continue;
-                }
-                return Ok(Some((field, Vals::One(raw))));
-            }
-            // The rest of a repeated field's values.
-            let mut count = 1;
-            loop {
-                let at = reader.position();
-                match reader.field()? {
-                    Some((n, _)) if n == number => count += 1,
-                    Some(_) => {
-                        reader.rewind(at);
-                        break;
-                    }
-                    None => break,
-                }
-            }
-            return Ok(Some((field, Vals::Run(reader.since(start), count))));
-        }
-    }
 }
 
 impl<'de> de::MapAccess<'de> for Fields<'de, '_> {
@@ -350,61 +200,33 @@ impl<'de> de::MapAccess<'de> for Fields<'de, '_> {
                 .deserialize(BorrowedStrDeserializer::<Error>::new(key))
                 .map(Some);
         }
-        if let Source::Groups { groups, next } = &mut self.source {
-            while *next < groups.len() {
-                let at = *next;
-                *next += 1;
-                let group = &groups[at];
-                if omitted(group.field, group.vals.last()) {
-                    continue;
-                }
-                self.current = Some(Current::Group(at));
-                let key: &str = &groups[at].field.json;
-                return seed
-                    .deserialize(de::value::StrDeserializer::<Error>::new(key))
-                    .map(Some);
+        while self.next < self.groups.len() {
+            let at = self.next;
+            self.next += 1;
+            if omitted(&self.groups[at]) {
+                continue;
             }
-            return Ok(None);
+            self.current = Some(Current::Group(at));
+            let key: &str = &self.groups[at].field.json;
+            return seed
+                .deserialize(de::value::StrDeserializer::<Error>::new(key))
+                .map(Some);
         }
-        let Some((field, vals)) = self.next_streamed()? else {
-            return Ok(None);
-        };
-        self.current = Some(Current::Field(field, vals));
-        let key: &str = &field.json;
-        seed.deserialize(de::value::StrDeserializer::<Error>::new(key))
-            .map(Some)
+        Ok(None)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
         match self.current.take() {
             Some(Current::Prefix(at)) => seed.deserialize(Text(self.prefix[at].1)),
             Some(Current::Group(at)) => {
-                let Source::Groups { groups, .. } = &self.source else {
-                    return Err(Error::new("a value without a key"));
-                };
-                let group = &groups[at];
+                let group = &self.groups[at];
                 seed.deserialize(FieldDe {
                     schema: self.schema,
                     ty: group.field.ty,
                     card: group.field.card,
                     vals: &group.vals,
-                    run: None,
                 })
                 .map_err(|e| e.within(&group.field.json))
-            }
-            Some(Current::Field(field, vals)) => {
-                let (one, run) = match vals {
-                    Vals::One(raw) => ([raw], None),
-                    Vals::Run(bytes, count) => ([Raw::Bytes(&[])], Some((bytes, count))),
-                };
-                seed.deserialize(FieldDe {
-                    schema: self.schema,
-                    ty: field.ty,
-                    card: field.card,
-                    vals: if run.is_some() { &[] } else { &one },
-                    run,
-                })
-                .map_err(|e| e.within(&field.json))
             }
             None => Err(Error::new("a value without a key")),
         }
@@ -432,48 +254,12 @@ impl<'de> de::Deserializer<'de> for Text<'de> {
     }
 }
 
-/// One field's values: `vals`, then those of `run` (the wire bytes of a repeated field's
-/// values and how many there are).
+/// One field's values.
 struct FieldDe<'a, 'de, 's> {
     schema: &'s Schema,
     ty: Ty,
     card: Card,
     vals: &'a [Raw<'de>],
-    run: Option<(&'de [u8], usize)>,
-}
-
-/// The values of a repeated field or a map, one by one.
-struct ValIter<'a, 'de> {
-    vals: &'a [Raw<'de>],
-    run: Reader<'de>,
-    left: usize,
-}
-
-impl<'a, 'de> ValIter<'a, 'de> {
-    fn new(vals: &'a [Raw<'de>], run: Option<(&'de [u8], usize)>) -> Self {
-        let (bytes, left) = run.unwrap_or((&[], 0));
-        ValIter {
-            vals,
-            run: Reader::new(bytes),
-            left,
-        }
-    }
-
-    fn next(&mut self) -> Result<Option<Raw<'de>>, Error> {
-        if let Some((first, rest)) = self.vals.split_first() {
-            self.vals = rest;
-            return Ok(Some(*first));
-        }
-        if self.left == 0 {
-            return Ok(None);
-        }
-        self.left -= 1;
-        Ok(self.run.field()?.map(|(_, raw)| raw))
-    }
-
-    fn len(&self) -> usize {
-        self.vals.len() + self.left
-    }
 }
 
 fn bytes<'de>(raw: &Raw<'de>) -> Result<&'de [u8], Error> {
@@ -604,7 +390,8 @@ fn single<'de, V: Visitor<'de>>(
             visitor.visit_seq(Elements {
                 schema,
                 ty: Ty::String,
-                vals: ValIter::new(&items, None),
+                vals: &items,
+                at: 0,
                 packed: None,
             })
         }
@@ -621,13 +408,15 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
             Card::Repeated => visitor.visit_seq(Elements {
                 schema: self.schema,
                 ty: self.ty,
-                vals: ValIter::new(self.vals, self.run),
+                vals: self.vals,
+                at: 0,
                 packed: None,
             }),
             Card::Map => visitor.visit_map(Entries {
                 schema: self.schema,
                 ty: self.ty,
-                vals: ValIter::new(self.vals, self.run),
+                vals: self.vals,
+                at: 0,
                 value: None,
             }),
         }
@@ -683,7 +472,8 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
 struct Elements<'a, 'de, 's> {
     schema: &'s Schema,
     ty: Ty,
-    vals: ValIter<'a, 'de>,
+    vals: &'a [Raw<'de>],
+    at: usize,
     /// Packed scalars being read.
     packed: Option<Reader<'de>>,
 }
@@ -696,7 +486,6 @@ impl<'de, 's> Elements<'_, 'de, 's> {
             ty: self.ty,
             card: Card::One,
             vals: std::slice::from_ref(raw),
-            run: None,
         }
     }
 }
@@ -720,9 +509,10 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
                     None => self.packed = None,
                 }
             }
-            let Some(raw) = self.vals.next()? else {
+            let Some(raw) = self.vals.get(self.at) else {
                 return Ok(None);
             };
+            self.at += 1;
             let scalar = matches!(
                 self.ty,
                 Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64 | Ty::Double | Ty::Float
@@ -731,12 +521,12 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
                 self.packed = Some(Reader::new(b));
                 continue;
             }
-            return seed.deserialize(self.one(&raw)).map(Some);
+            return seed.deserialize(self.one(raw)).map(Some);
         }
     }
 
     fn size_hint(&self) -> Option<usize> {
-        self.packed.is_none().then(|| self.vals.len())
+        self.packed.is_none().then(|| self.vals.len() - self.at)
     }
 }
 
@@ -744,7 +534,8 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
 struct Entries<'a, 'de, 's> {
     schema: &'s Schema,
     ty: Ty,
-    vals: ValIter<'a, 'de>,
+    vals: &'a [Raw<'de>],
+    at: usize,
     value: Option<Raw<'de>>,
 }
 
@@ -755,9 +546,10 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de, '_> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        let Some(raw) = self.vals.next()? else {
+        let Some(raw) = self.vals.get(self.at) else {
             return Ok(None);
         };
+        self.at += 1;
         let mut key: &'de [u8] = &[];
         // A missing value is the value type's zero.
         let mut value = match self.ty {
@@ -766,7 +558,7 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de, '_> {
             Ty::Float => Raw::I32(0),
             _ => Raw::Bytes(&[]),
         };
-        let mut reader = Reader::new(bytes(&raw)?);
+        let mut reader = Reader::new(bytes(raw)?);
         while let Some((number, raw)) = reader.field()? {
             match (number, raw) {
                 (1, Raw::Bytes(b)) => key = b,
@@ -793,11 +585,6 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de, '_> {
             ty: self.ty,
             card: Card::One,
             vals: std::slice::from_ref(&value),
-            run: None,
         })
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.vals.len())
     }
 }

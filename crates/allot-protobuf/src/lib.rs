@@ -15,10 +15,13 @@
 //! What it costs: every field is found by name where generated code would use a fixed offset
 //! (on encode, a comparison with the schema's next fields, as a struct writes them in the
 //! schema's order, else a hash lookup); a nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer). Decoding into allot's typed
-//! objects costs what building them costs: their uninterpreted fields are `serde_json::Value`s,
-//! built value by value from either wire format. Field numbers the schema does
-//! not know, wrong wire types, and JSON keys that have no field are errors: nothing is dropped.
+//! written (a move of its bytes when it is 128 bytes or longer). The decoder gathers a
+//! message's values by field first (protobuf merges a field found in two places), then
+//! presents them. Decoding into allot's typed objects costs what building them
+//! costs: their uninterpreted fields are `serde_json::Value`s, built value by value from
+//! either wire format. [`decode_json`] writes the JSON text with no tree at all (serve's
+//! request bodies). Field numbers the schema does not know, wrong wire types, and JSON keys
+//! that have no field are errors: nothing is dropped.
 //!
 //! Framing: [`encode`] writes the `k8s\0` magic and the `runtime.Unknown` envelope
 //! (apiVersion, kind, the raw message); lists are the `XList` messages; watch events are

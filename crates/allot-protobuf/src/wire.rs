@@ -95,24 +95,6 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0 }
     }
 
-    /// Where the next field starts.
-    #[inline]
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    /// Goes back to a position [`Reader::position`] gave.
-    #[inline]
-    pub fn rewind(&mut self, pos: usize) {
-        self.pos = pos;
-    }
-
-    /// The bytes from `start` (a position) to the current one.
-    #[inline]
-    pub fn since(&self, start: usize) -> &'a [u8] {
-        &self.data[start..self.pos]
-    }
-
     /// Reads a varint.
     #[inline]
     pub fn varint(&mut self) -> Result<u64, Error> {
