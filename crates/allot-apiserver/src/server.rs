@@ -1147,15 +1147,14 @@ fn decode_protobuf(bytes: &[u8]) -> Result<axum::body::Bytes, ApiError> {
             ),
         ));
     }
-    let value: Value = allot_protobuf::decode(bytes).map_err(|e| {
+    // Straight to JSON text, without a `Value` in between.
+    let json = allot_protobuf::decode_json(bytes).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
             envelope.kind, envelope.api_version, envelope.kind
         ))
     })?;
-    Ok(axum::body::Bytes::from(
-        serde_json::to_vec(&value).unwrap_or_default(),
-    ))
+    Ok(axum::body::Bytes::from(json))
 }
 
 /// How long the storage check of `/readyz` waits for etcd (kube-apiserver's

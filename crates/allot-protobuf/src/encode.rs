@@ -633,6 +633,25 @@ impl<'a> ser::Serializer for ValSer<'a> {
             ty => Err(type_error(ty, "string")),
         }
     }
+    /// A value that prints itself (a `Quantity`) is printed straight into the message, not
+    /// into a `String` first.
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
+        let (outer, start) = match self.ty {
+            Ty::String => (None, begin_len(self.out, self.number)),
+            Ty::Quantity => {
+                let outer = begin_len(self.out, self.number);
+                (Some(outer), begin_len(self.out, 1))
+            }
+            _ => return self.serialize_str(&value.to_string()),
+        };
+        use std::io::Write;
+        write!(self.out, "{value}").map_err(|e| Error::new(e.to_string()))?;
+        end_len(self.out, start);
+        if let Some(outer) = outer {
+            end_len(self.out, outer);
+        }
+        Ok(())
+    }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
         match self.ty {
             Ty::Bytes => {

@@ -15,10 +15,13 @@
 //! What it costs: every field is found by name where generated code would use a fixed offset
 //! (on encode, a comparison with the schema's next fields, as a struct writes them in the
 //! schema's order, else a hash lookup); a nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer). Decoding into allot's typed
-//! objects costs what building them costs: their uninterpreted fields are `serde_json::Value`s,
-//! built value by value from either wire format. Field numbers the schema does
-//! not know, wrong wire types, and JSON keys that have no field are errors: nothing is dropped.
+//! written (a move of its bytes when it is 128 bytes or longer). The decoder gathers a
+//! message's values by field first (protobuf merges a field found in two places), then
+//! presents them. Decoding into allot's typed objects costs what building them
+//! costs: their uninterpreted fields are `serde_json::Value`s, built value by value from
+//! either wire format. [`decode_json`] writes the JSON text with no tree at all (serve's
+//! request bodies). Field numbers the schema does not know, wrong wire types, and JSON keys
+//! that have no field are errors: nothing is dropped.
 //!
 //! Framing: [`encode`] writes the `k8s\0` magic and the `runtime.Unknown` envelope
 //! (apiVersion, kind, the raw message); lists are the `XList` messages; watch events are
@@ -28,6 +31,7 @@
 
 mod decode;
 mod encode;
+mod json;
 pub mod schema;
 pub mod time;
 pub mod wire;
@@ -321,6 +325,23 @@ pub fn decode<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
             .with_prefix("apiVersion", envelope.api_version)
             .with_prefix("kind", envelope.kind),
     )
+}
+
+/// Decodes an encoded object straight into its JSON text (with `apiVersion` and `kind` from
+/// the envelope): the bytes `serde_json::to_vec` writes for `decode::<serde_json::Value>`,
+/// without building the `Value`.
+pub fn decode_json(bytes: &[u8]) -> Result<Vec<u8>, Error> {
+    let envelope = envelope(bytes)?;
+    let msg = object_message(envelope.api_version, envelope.kind)?;
+    // JSON text is about twice the size of the message.
+    let mut out = Vec::with_capacity(envelope.raw.len() * 2 + 64);
+    serde::de::DeserializeSeed::deserialize(
+        json::Json(&mut out),
+        decode::MessageDe::new(Schema::get(), msg, envelope.raw)
+            .with_prefix("apiVersion", envelope.api_version)
+            .with_prefix("kind", envelope.kind),
+    )?;
+    Ok(out)
 }
 
 /// Splits a watch stream into its events: `(type, encoded object)`; the rest that does not

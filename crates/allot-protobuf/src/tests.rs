@@ -21,6 +21,118 @@ fn round_trip_value(api_version: &str, kind: &str, value: &Value) -> Value {
     decode::<Value>(&bytes).expect("decodes")
 }
 
+/// The JSON text written straight from protobuf is the text of the decoded `Value`.
+fn assert_json_path_agrees(bytes: &[u8]) {
+    let value: Value = decode(bytes).expect("decodes");
+    let wanted = serde_json::to_vec(&value).expect("json");
+    let text = decode_json(bytes).expect("decodes to JSON");
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        String::from_utf8_lossy(&wanted)
+    );
+}
+
+#[test]
+fn json_text_straight_from_protobuf() {
+    // Every special encoding, escapes, floats, an embedded document, empty lists and maps.
+    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "c\"q\u{1}\n", "namespace": "default",
+            "creationTimestamp": "2026-01-02T15:04:05Z",
+            "annotations": {"a": "\u{e9}\u{1F600}</>&"}},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+            "allocationMode": "ExactCount", "count": 1,
+            "capacity": {"requests": {"memory": "1.5Gi"}}}}],
+            "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com",
+                "parameters": {"kind": "Config", "n": -3, "f": 1.5, "big": 18446744073709551615u64,
+                    "list": [], "map": {}, "nested": [{"x": null}, true]}}}]}}});
+    let bytes = encode("resource.k8s.io/v1", "ResourceClaim", &claim).expect("encodes");
+    assert_json_path_agrees(&bytes);
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l"},
+        "spec": {"holderIdentity": "", "leaseDurationSeconds": 0,
+                 "renewTime": "2026-01-02T15:04:06.000001Z"}});
+    assert_json_path_agrees(&encode("coordination.k8s.io/v1", "Lease", &lease).expect("encodes"));
+    // Errors are the decoder's, with their path.
+    let mut body = MAGIC.to_vec();
+    let mut type_meta = len_field(1, b"v1");
+    type_meta.extend(len_field(2, b"Namespace"));
+    body.extend(len_field(1, &type_meta));
+    body.extend(len_field(2, &len_field(1, &len_field(1, b"\xff"))));
+    let old = decode::<Value>(&body).expect_err("not UTF-8");
+    assert_eq!(decode_json(&body).expect_err("not UTF-8"), old);
+    assert_eq!(old.to_string(), "metadata.name: a string is not UTF-8");
+}
+
+/// No message has two fields of one JSON name, its inlined structs' fields included: the
+/// decoder never presents a key twice (which the JSON text would repeat and a map would not).
+#[test]
+fn json_names_are_unique_within_a_message() {
+    let schema = Schema::get();
+    fn names(schema: &Schema, msg: u16, out: &mut Vec<Box<str>>) {
+        for field in &schema.messages[msg as usize].fields {
+            match (field.inline, field.ty) {
+                (true, schema::Ty::Message(inner)) => names(schema, inner, out),
+                _ => out.push(field.json.clone()),
+            }
+        }
+    }
+    for (index, message) in schema.messages.iter().enumerate() {
+        let mut all = Vec::new();
+        names(schema, index as u16, &mut all);
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "{}", message.name);
+        if message.object {
+            assert!(!all.iter().any(|n| &**n == "apiVersion" || &**n == "kind"));
+        }
+    }
+}
+
+#[test]
+fn fields_out_of_order_and_repeated_are_read_as_protobuf_reads_them() {
+    // A label entry, the name twice (the last wins), another label entry: the map's entries
+    // are gathered, as protobuf merges a repeated field's values wherever they come.
+    let mut meta = len_field(11, &[len_field(1, b"a"), len_field(2, b"1")].concat());
+    meta.extend(len_field(1, b"first"));
+    meta.extend(len_field(1, b"second"));
+    meta.extend(len_field(
+        11,
+        &[len_field(1, b"b"), len_field(2, b"2")].concat(),
+    ));
+    let mut type_meta = len_field(1, b"v1");
+    type_meta.extend(len_field(2, b"Namespace"));
+    let mut body = MAGIC.to_vec();
+    body.extend(len_field(1, &type_meta));
+    body.extend(len_field(2, &len_field(1, &meta)));
+    let value: Value = decode(&body).expect("decodes");
+    assert_eq!(
+        value,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"labels": {"a": "1", "b": "2"}, "name": "second"}})
+    );
+    let typed: allot_api::core::v1::Namespace = decode(&body).expect("decodes typed");
+    assert_eq!(typed.metadata.name, "second");
+    assert_json_path_agrees(&body);
+    // The spec in two pieces: merged. (Field 2 of Pod is its spec; 10 is nodeName, 8 the
+    // service account name.)
+    let mut raw = len_field(1, &len_field(1, b"p"));
+    raw.extend(len_field(2, &len_field(10, b"n1")));
+    raw.extend(len_field(2, &len_field(8, b"sa")));
+    let mut type_meta = len_field(1, b"v1");
+    type_meta.extend(len_field(2, b"Pod"));
+    let mut body = MAGIC.to_vec();
+    body.extend(len_field(1, &type_meta));
+    body.extend(len_field(2, &raw));
+    let value: Value = decode(&body).expect("decodes");
+    assert_eq!(
+        value["spec"],
+        json!({"nodeName": "n1", "serviceAccountName": "sa"})
+    );
+    let typed: allot_api::core::v1::Pod = decode(&body).expect("decodes typed");
+    assert_eq!(typed.spec.node_name.as_deref(), Some("n1"));
+}
+
 #[test]
 fn a_namespace_has_upstreams_exact_bytes() {
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
@@ -239,6 +351,7 @@ fn every_example_object_round_trips_typed() {
                             let back = decode(&bytes)
                                 .unwrap_or_else(|e| panic!("{}: {} {}: {e}", path.display(), raw.kind, o.metadata.name));
                             assert_eq!(o, &back, "{}: {}", path.display(), raw.kind);
+                            assert_json_path_agrees(&bytes);
                             checked += 1;
                         })*
                         _ => {}
@@ -309,6 +422,65 @@ mod properties {
             prop_assert_eq!(back, wanted);
         }
 
+        /// The JSON text written straight from protobuf is the text of the `Value` the
+        /// decoder builds, for pods with any labels, strings, numbers and quantities.
+        #[test]
+        fn json_text_equals_the_values_text(
+            labels in proptest::collection::btree_map(name(), ".{0,12}", 0..6),
+            annotations in proptest::collection::btree_map(".{0,10}", any::<String>(), 0..4),
+            command in proptest::collection::vec(any::<String>(), 0..4),
+            priority in any::<i32>(),
+            grace in any::<i64>(),
+            port in proptest::option::of(any::<i32>()),
+            named_port in proptest::option::of(name()),
+            cpu in 0u64..1_000_000,
+            seconds in 0i64..4_000_000_000,
+            micros in 0u32..1_000_000,
+            parameters in proptest::collection::vec((name(), any::<f64>(), any::<i64>()), 0..4),
+        ) {
+            let time = {
+                let mut text = String::new();
+                crate::time::format_rfc3339(&mut text, seconds, Some(micros));
+                text
+            };
+            let probe_port = match (&named_port, port) {
+                (Some(name), _) => json!(name),
+                (None, Some(port)) => json!(port),
+                (None, None) => json!(80),
+            };
+            let params: serde_json::Map<String, Value> = parameters
+                .iter()
+                .map(|(k, f, i)| (k.clone(), json!([f, i])))
+                .collect();
+            let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "labels": labels, "annotations": annotations,
+                    "creationTimestamp": time.clone()},
+                "spec": {"priority": priority, "terminationGracePeriodSeconds": grace,
+                    "containers": [{"name": "c", "command": command,
+                        "readinessProbe": {"httpGet": {"port": probe_port}},
+                        "resources": {"requests": {"cpu": format!("{cpu}m")}}}]},
+                "status": {"conditions": [{"type": "Ready", "status": "True",
+                    "lastTransitionTime": time}]}});
+            let bytes = crate::encode("v1", "Pod", &pod).expect("encodes");
+            let old = serde_json::to_vec(&crate::decode::<Value>(&bytes).expect("decodes")).expect("json");
+            prop_assert_eq!(crate::decode_json(&bytes).expect("decodes"), old);
+            let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "c"},
+                "spec": {"devices": {"config": [{"opaque": {"driver": "d", "parameters": params}}]}}});
+            let bytes = crate::encode("resource.k8s.io/v1", "ResourceClaim", &claim).expect("encodes");
+            let old = serde_json::to_vec(&crate::decode::<Value>(&bytes).expect("decodes")).expect("json");
+            prop_assert_eq!(crate::decode_json(&bytes).expect("decodes"), old);
+        }
+
+        /// Arbitrary bytes: the JSON text and the `Value` agree, errors included.
+        #[test]
+        fn random_bytes_decode_alike(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut body = crate::MAGIC.to_vec();
+            body.extend(tail);
+            let old = crate::decode::<Value>(&body).map(|v| serde_json::to_vec(&v).expect("json"));
+            prop_assert_eq!(crate::decode_json(&body), old);
+        }
+
         /// Arbitrary bytes never panic the decoder.
         #[test]
         fn random_bytes_do_not_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
@@ -342,6 +514,7 @@ fn every_other_kind_round_trips_typed() {
                         let value = serde_json::to_value(o).expect("json");
                         let bytes = encode(&raw.api_version, &raw.kind, &value)
                             .unwrap_or_else(|e| panic!("{}: {e}", raw.kind));
+                        assert_json_path_agrees(&bytes);
                         let mut back: Value = decode(&bytes).expect("decodes");
                         back.as_object_mut().map(|m| { m.remove("apiVersion"); m.remove("kind"); });
                         let mut wanted = value.clone();

@@ -98,6 +98,18 @@ impl<'a> Reader<'a> {
     /// Reads a varint.
     #[inline]
     pub fn varint(&mut self) -> Result<u64, Error> {
+        // Tags and short lengths: one byte.
+        if let Some(&byte) = self.data.get(self.pos)
+            && byte < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(byte));
+        }
+        self.long_varint()
+    }
+
+    /// A varint of more than one byte (or none: an error).
+    fn long_varint(&mut self) -> Result<u64, Error> {
         let mut value = 0u64;
         let mut shift = 0;
         loop {
