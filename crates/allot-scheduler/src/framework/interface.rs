@@ -331,7 +331,8 @@ pub type NodeStatuses = [(usize, Status)];
 /// state and a cycle state the caller changed.
 pub trait FilterHandle {
     /// Every active Filter plugin on `node`, in profile order (upstream
-    /// `RunFilterPluginsWithNominatedPods`, without nominated pods): the first rejection,
+    /// `RunFilterPluginsWithNominatedPods`: pods nominated to the node with a priority at
+    /// least the pod's count as placed there): the first rejection,
     /// with its plugin, or Success.
     fn run_filters(
         &mut self,

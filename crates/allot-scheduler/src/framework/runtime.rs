@@ -509,9 +509,7 @@ impl Framework {
         self.filter_node_info(ctx, cycle, filters, node)
     }
 
-    /// [`Framework::filter_node`] on a node's state. Pods nominated to the node of higher or
-    /// equal priority count as if they ran there (upstream
-    /// `RunFilterPluginsWithNominatedPods`, its first pass).
+    /// [`Framework::filter_node`] on a node's state.
     fn filter_node_info(
         &mut self,
         ctx: &Ctx<'_>,
@@ -519,8 +517,22 @@ impl Framework {
         filters: &[usize],
         node: &crate::cache::NodeInfo,
     ) -> Result<Option<Status>, String> {
+        self.filter_with_nominated(ctx, &mut cycle.state, &cycle.pod, filters, node)
+    }
+
+    /// The filters `filters` on a node's state, pods nominated to the node of higher or equal
+    /// priority counting as if they ran there (upstream `RunFilterPluginsWithNominatedPods`,
+    /// its first pass).
+    fn filter_with_nominated(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod_info: &PodInfo,
+        filters: &[usize],
+        node: &crate::cache::NodeInfo,
+    ) -> Result<Option<Status>, String> {
         if !ctx.cluster.nominated.is_empty() {
-            let pod = &cycle.pod.pod;
+            let pod = &pod_info.pod;
             let key = ObjectKey::new(
                 allot_store::Kind::Pod,
                 pod.metadata.namespace.clone(),
@@ -535,17 +547,15 @@ impl Framework {
                     let requests = crate::resources::pod_requests(&q.pod);
                     let non_zero = crate::resources::pod_non_zero_requests_with(&q.pod, &requests);
                     copy.add_pod(std::sync::Arc::clone(q), &requests, non_zero);
-                    let status =
-                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, true);
+                    let status = self.pre_filter_extension(state, pod_info, q, &copy, true);
                     if !status.is_success() {
                         return Err(status.message());
                     }
                 }
-                let out = self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, &copy);
+                let out = self.filter_with(ctx, state, pod_info, filters, &copy);
                 // The cycle state goes back to the node without them.
                 for q in &nominated {
-                    let status =
-                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, false);
+                    let status = self.pre_filter_extension(state, pod_info, q, &copy, false);
                     if !status.is_success() {
                         return Err(status.message());
                     }
@@ -553,7 +563,7 @@ impl Framework {
                 return out;
             }
         }
-        self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, node)
+        self.filter_with(ctx, state, pod_info, filters, node)
     }
 
     /// The filters `filters` on a node's state, with a given cycle state and pod.
@@ -1297,7 +1307,7 @@ impl FilterHandle for Handle<'_> {
     ) -> Status {
         match self
             .framework
-            .filter_with(ctx, state, pod, self.filters, node)
+            .filter_with_nominated(ctx, state, pod, self.filters, node)
         {
             Ok(None) => Status::success(),
             Ok(Some(status)) => status,
