@@ -171,6 +171,10 @@ pub enum SummaryPass {
     /// Nodes with room for `[cpu, memory, ephemeral storage]` and one more pod pass (the
     /// request has no scalar resources).
     IfFits([i64; 3]),
+    /// Nodes pass when this plugin's own filter passes them, run alone (the other plugins
+    /// passing on the summary): for a filter that is cheap on its own, so the others need not
+    /// run on every node.
+    IfOwnFilter,
     /// The summary says nothing: run the filter.
     Never,
 }

@@ -464,6 +464,7 @@ impl Framework {
             plain: false,
             fits: None,
             min_free: 0,
+            own: Vec::new(),
         };
         for &i in &self.points.filter {
             if cycle.state.filter_skipped(i) {
@@ -489,6 +490,7 @@ impl Framework {
                     }
                     plan.fits = Some(r);
                 }
+                SummaryPass::IfOwnFilter => plan.own.push(i),
                 SummaryPass::Never => plan.usable = false,
             }
         }
@@ -650,6 +652,23 @@ impl Framework {
         Ok(totals)
     }
 
+    /// Whether the filters of `own` ([`SummaryPass::IfOwnFilter`]), each run alone, pass the
+    /// node. A rejection or an error says no: the full filters then run and report it.
+    fn own_filters_pass(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        own: &[usize],
+        node: &crate::cache::NodeInfo,
+    ) -> bool {
+        own.iter().all(|&i| {
+            self.plugins[i]
+                .as_filter()
+                .is_some_and(|p| p.filter(ctx, state, pod, node).is_success())
+        })
+    }
+
     /// For tests of the fast path: whether the summary passes the node for this cycle, and the
     /// walk-time filters' verdict on its full state.
     #[cfg(test)]
@@ -662,7 +681,9 @@ impl Framework {
     ) -> (bool, Result<Option<Status>, String>) {
         let (walk, _, plan) = self.plan(cycle);
         let bound = plan.min_free > 0 && summary.free < plan.min_free;
-        let passes = !bound && plan.passes(summary);
+        let passes = !bound
+            && plan.passes(summary)
+            && self.own_filters_pass(ctx, &mut cycle.state, &cycle.pod, &plan.own, node);
         (passes, self.filter_node_info(ctx, cycle, &walk, node))
     }
 
@@ -744,6 +765,16 @@ impl Framework {
                         || cluster
                             .node(slot)
                             .is_none_or(|n| !cluster.nominated.contains_key(&n.name)))
+                    && (plan.own.is_empty()
+                        || cluster.node(slot).is_some_and(|node| {
+                            self.own_filters_pass(
+                                ctx,
+                                &mut cycle.state,
+                                &cycle.pod,
+                                &plan.own,
+                                node,
+                            )
+                        }))
                 {
                     batch.push(Candidate { slot, rank });
                     continue;
@@ -1263,7 +1294,7 @@ impl Framework {
 }
 
 /// The merged summary verdicts of the walk-time filters (see [`SummaryCheck`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct SummaryPlan {
     /// Every walk-time filter offered a pass condition.
     usable: bool,
@@ -1273,6 +1304,8 @@ struct SummaryPlan {
     fits: Option<[i64; 3]>,
     /// Fewer free devices reject the node.
     min_free: usize,
+    /// Plugins whose own filter must pass the node ([`SummaryPass::IfOwnFilter`]).
+    own: Vec<usize>,
 }
 
 impl SummaryPlan {
