@@ -452,10 +452,16 @@ impl Scheduler {
         let same = |p: &Arc<framework::PodInfo>| {
             p.pod.metadata.namespace == key.namespace && p.pod.metadata.name == key.name
         };
+        let before: usize = self.cache.nominated.values().map(Vec::len).sum();
         self.cache.nominated.retain(|_, pods| {
             pods.retain(|p| !same(p));
             !pods.is_empty()
         });
+        let after: usize = self.cache.nominated.values().map(Vec::len).sum();
+        if after != before || node.is_some() {
+            // Filters count nominated pods: a failure remembered before holds no more.
+            self.cache.epoch += 1;
+        }
         if let Some((node, pod)) = node {
             self.cache
                 .nominated
@@ -772,7 +778,13 @@ impl Scheduler {
             );
         }
         // A pod that failed before in the same cluster state fails the same way again.
-        let cacheable = !self.avoid.contains_key(key) && self.frameworks[p].cacheable(&cycle);
+        // A nominated pod sees its node without itself: another pod's failure is not its own.
+        let nominated =
+            self.cache.nominated.values().flatten().any(|q| {
+                q.pod.metadata.namespace == key.namespace && q.pod.metadata.name == key.name
+            });
+        let cacheable =
+            !self.avoid.contains_key(key) && !nominated && self.frameworks[p].cacheable(&cycle);
         if self
             .failures
             .first_key_value()

@@ -4,7 +4,8 @@
 //!
 //! `cargo run --release -p allot-sim --example scheduler_perf -- SchedulingBasic [nodes]`
 //! (workloads: SchedulingBasic, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-//! TopologySpreading; `all` runs each).
+//! TopologySpreading, PreemptionBasic, SchedulingWithResourceClaimTemplate; `all` runs each).
+//! Exits 1 when a pod that should be bound is not.
 
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ fn cpu_seconds() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-fn run(w: Workload) {
+fn run(w: Workload) -> bool {
     let started = Instant::now();
     let mut input = match w.load() {
         Ok(input) => input,
@@ -58,23 +59,26 @@ fn run(w: Workload) {
         .sum::<f64>();
     let pods = w.pods() as f64;
     println!(
-        "{}: {} nodes, {} pods ({} init + {} measured), {bound} bound; load {:.2}s, run {ran:.2}s wall ({} CPU), scheduler {scheduler:.2}s",
+        "{}: {} nodes, {} pods ({} init + {} measured), {bound} bound at the end (expected {}); load {:.2}s, run {ran:.2}s wall ({} CPU), scheduler {scheduler:.2}s",
         w.name,
         w.nodes,
         w.pods(),
         w.init_pods,
         w.measure_pods,
+        w.bound_at_end(),
         loaded.as_secs_f64(),
         cpu.map_or("?".to_string(), |c| format!("{c:.2}s")),
     );
+    let target = w.threshold.map_or("none upstream".to_string(), |t| {
+        format!("{t} pods/s, 10x = {}", 10 * t)
+    });
     println!(
-        "  {:.0} pods/s (run, wall), {} pods/s (run, CPU), {:.0} pods/s (scheduler only); upstream threshold {} pods/s, 10x = {}",
+        "  {:.0} pods/s (run, wall), {} pods/s (run, CPU), {:.0} pods/s (scheduler only); upstream threshold {target}",
         pods / ran,
         cpu.map_or("?".to_string(), |c| format!("{:.0}", pods / c)),
         pods / scheduler.max(1e-9),
-        w.threshold,
-        10 * w.threshold,
     );
+    bound == w.bound_at_end()
 }
 
 fn main() {
@@ -97,7 +101,11 @@ fn main() {
             }
         }
     };
+    let mut ok = true;
     for w in chosen {
-        run(nodes.map_or(w, |n| w.scaled(n)));
+        ok &= run(nodes.map_or(w, |n| w.scaled(n)));
+    }
+    if !ok {
+        std::process::exit(1);
     }
 }

@@ -171,6 +171,10 @@ pub enum SummaryPass {
     /// Nodes with room for `[cpu, memory, ephemeral storage]` and one more pod pass (the
     /// request has no scalar resources).
     IfFits([i64; 3]),
+    /// Nodes pass when this plugin's own filter passes them, run alone (the other plugins
+    /// passing on the summary): for a filter that is cheap on its own, so the others need not
+    /// run on every node.
+    IfOwnFilter,
     /// The summary says nothing: run the filter.
     Never,
 }
@@ -331,7 +335,8 @@ pub type NodeStatuses = [(usize, Status)];
 /// state and a cycle state the caller changed.
 pub trait FilterHandle {
     /// Every active Filter plugin on `node`, in profile order (upstream
-    /// `RunFilterPluginsWithNominatedPods`, without nominated pods): the first rejection,
+    /// `RunFilterPluginsWithNominatedPods`: pods nominated to the node with a priority at
+    /// least the pod's count as placed there): the first rejection,
     /// with its plugin, or Success.
     fn run_filters(
         &mut self,

@@ -464,6 +464,7 @@ impl Framework {
             plain: false,
             fits: None,
             min_free: 0,
+            own: Vec::new(),
         };
         for &i in &self.points.filter {
             if cycle.state.filter_skipped(i) {
@@ -489,6 +490,7 @@ impl Framework {
                     }
                     plan.fits = Some(r);
                 }
+                SummaryPass::IfOwnFilter => plan.own.push(i),
                 SummaryPass::Never => plan.usable = false,
             }
         }
@@ -509,9 +511,7 @@ impl Framework {
         self.filter_node_info(ctx, cycle, filters, node)
     }
 
-    /// [`Framework::filter_node`] on a node's state. Pods nominated to the node of higher or
-    /// equal priority count as if they ran there (upstream
-    /// `RunFilterPluginsWithNominatedPods`, its first pass).
+    /// [`Framework::filter_node`] on a node's state.
     fn filter_node_info(
         &mut self,
         ctx: &Ctx<'_>,
@@ -519,8 +519,22 @@ impl Framework {
         filters: &[usize],
         node: &crate::cache::NodeInfo,
     ) -> Result<Option<Status>, String> {
+        self.filter_with_nominated(ctx, &mut cycle.state, &cycle.pod, filters, node)
+    }
+
+    /// The filters `filters` on a node's state, pods nominated to the node of higher or equal
+    /// priority counting as if they ran there (upstream `RunFilterPluginsWithNominatedPods`,
+    /// its first pass).
+    fn filter_with_nominated(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod_info: &PodInfo,
+        filters: &[usize],
+        node: &crate::cache::NodeInfo,
+    ) -> Result<Option<Status>, String> {
         if !ctx.cluster.nominated.is_empty() {
-            let pod = &cycle.pod.pod;
+            let pod = &pod_info.pod;
             let key = ObjectKey::new(
                 allot_store::Kind::Pod,
                 pod.metadata.namespace.clone(),
@@ -535,17 +549,15 @@ impl Framework {
                     let requests = crate::resources::pod_requests(&q.pod);
                     let non_zero = crate::resources::pod_non_zero_requests_with(&q.pod, &requests);
                     copy.add_pod(std::sync::Arc::clone(q), &requests, non_zero);
-                    let status =
-                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, true);
+                    let status = self.pre_filter_extension(state, pod_info, q, &copy, true);
                     if !status.is_success() {
                         return Err(status.message());
                     }
                 }
-                let out = self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, &copy);
+                let out = self.filter_with(ctx, state, pod_info, filters, &copy);
                 // The cycle state goes back to the node without them.
                 for q in &nominated {
-                    let status =
-                        self.pre_filter_extension(&mut cycle.state, &cycle.pod, q, &copy, false);
+                    let status = self.pre_filter_extension(state, pod_info, q, &copy, false);
                     if !status.is_success() {
                         return Err(status.message());
                     }
@@ -553,7 +565,7 @@ impl Framework {
                 return out;
             }
         }
-        self.filter_with(ctx, &mut cycle.state, &cycle.pod, filters, node)
+        self.filter_with(ctx, state, pod_info, filters, node)
     }
 
     /// The filters `filters` on a node's state, with a given cycle state and pod.
@@ -640,6 +652,23 @@ impl Framework {
         Ok(totals)
     }
 
+    /// Whether the filters of `own` ([`SummaryPass::IfOwnFilter`]), each run alone, pass the
+    /// node. A rejection or an error says no: the full filters then run and report it.
+    fn own_filters_pass(
+        &mut self,
+        ctx: &Ctx<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        own: &[usize],
+        node: &crate::cache::NodeInfo,
+    ) -> bool {
+        own.iter().all(|&i| {
+            self.plugins[i]
+                .as_filter()
+                .is_some_and(|p| p.filter(ctx, state, pod, node).is_success())
+        })
+    }
+
     /// For tests of the fast path: whether the summary passes the node for this cycle, and the
     /// walk-time filters' verdict on its full state.
     #[cfg(test)]
@@ -652,7 +681,9 @@ impl Framework {
     ) -> (bool, Result<Option<Status>, String>) {
         let (walk, _, plan) = self.plan(cycle);
         let bound = plan.min_free > 0 && summary.free < plan.min_free;
-        let passes = !bound && plan.passes(summary);
+        let passes = !bound
+            && plan.passes(summary)
+            && self.own_filters_pass(ctx, &mut cycle.state, &cycle.pod, &plan.own, node);
         (passes, self.filter_node_info(ctx, cycle, &walk, node))
     }
 
@@ -734,6 +765,16 @@ impl Framework {
                         || cluster
                             .node(slot)
                             .is_none_or(|n| !cluster.nominated.contains_key(&n.name)))
+                    && (plan.own.is_empty()
+                        || cluster.node(slot).is_some_and(|node| {
+                            self.own_filters_pass(
+                                ctx,
+                                &mut cycle.state,
+                                &cycle.pod,
+                                &plan.own,
+                                node,
+                            )
+                        }))
                 {
                     batch.push(Candidate { slot, rank });
                     continue;
@@ -1276,7 +1317,7 @@ impl Framework {
 }
 
 /// The merged summary verdicts of the walk-time filters (see [`SummaryCheck`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct SummaryPlan {
     /// Every walk-time filter offered a pass condition.
     usable: bool,
@@ -1286,6 +1327,8 @@ struct SummaryPlan {
     fits: Option<[i64; 3]>,
     /// Fewer free devices reject the node.
     min_free: usize,
+    /// Plugins whose own filter must pass the node ([`SummaryPass::IfOwnFilter`]).
+    own: Vec<usize>,
 }
 
 impl SummaryPlan {
@@ -1320,7 +1363,7 @@ impl FilterHandle for Handle<'_> {
     ) -> Status {
         match self
             .framework
-            .filter_with(ctx, state, pod, self.filters, node)
+            .filter_with_nominated(ctx, state, pod, self.filters, node)
         {
             Ok(None) => Status::success(),
             Ok(Some(status)) => status,

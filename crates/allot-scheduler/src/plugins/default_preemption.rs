@@ -38,9 +38,11 @@
 //! considered. The claims are then deallocated by the ResourceClaim controller when their
 //! pods are gone, as always.
 //!
-//! Not modelled: pods nominated to a node by an earlier preemption are not added to that node
-//! during the dry run (upstream's `RunFilterPluginsWithNominatedPods`), and lower-priority pods
-//! nominated to the chosen node keep their nomination.
+//! - The dry run's filters count the pods nominated to the node with a priority at least the
+//!   pod's as placed there (upstream `RunFilterPluginsWithNominatedPods`): a node another
+//!   preemptor already claimed is no candidate unless it has room for both.
+//!
+//! Not modelled: lower-priority pods nominated to the chosen node keep their nomination.
 
 use std::collections::BTreeMap;
 

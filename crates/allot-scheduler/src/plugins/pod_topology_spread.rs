@@ -29,7 +29,7 @@ use crate::filters;
 use crate::framework::{
     ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
     MAX_NODE_SCORE, NodeScore, Plugin, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult,
-    PreScorePlugin, ScorePlugin, Status, queueing,
+    PreScorePlugin, ScorePlugin, Status, SummaryCheck, SummaryPass, queueing,
 };
 use crate::labels::{Operator, Requirement, Selector};
 
@@ -581,6 +581,14 @@ impl PreFilterPlugin for PodTopologySpread {
 }
 
 impl FilterPlugin for PodTopologySpread {
+    /// The filter is a few lookups per node: run alone, it spares the node walk the others.
+    fn summary_check(&self, _state: &CycleState, _pod: &PodInfo) -> SummaryCheck {
+        SummaryCheck {
+            pass: SummaryPass::IfOwnFilter,
+            min_free_devices: 0,
+        }
+    }
+
     fn filter(
         &mut self,
         _ctx: &Ctx<'_>,

@@ -167,6 +167,44 @@ fn zero_grace_period_deletes_at_once() {
 }
 
 #[test]
+fn a_node_nominated_to_an_equal_priority_pod_is_no_candidate() {
+    // scheduler_perf's PreemptionBasic: each node full of 900m pods, several 3-CPU preemptors.
+    // The second preemptor's dry run must count the first one nominated to node n1 (upstream
+    // `RunFilterPluginsWithNominatedPods`); without it, n1 fitted with no victim and the
+    // cycle failed with "expected at least one victim pod", leaving every preemptor pending.
+    let grace = "  terminationGracePeriodSeconds: 0\n";
+    let mut text = node("n1", "4") + &node("n2", "4");
+    for i in 0..8 {
+        text += &pod(&format!("low-{i}"), "900m", 0, grace);
+    }
+    let mut rt = runtime(&text);
+    settle(&mut rt);
+    let low_on = |rt: &Runtime, n: &str| {
+        (0..8)
+            .filter(|i| node_of(rt, &format!("low-{i}")).as_deref() == Some(n))
+            .count()
+    };
+    assert_eq!((low_on(&rt, "n1"), low_on(&rt, "n2")), (4, 4));
+    add(&mut rt, &pod("high-a", "3", 10, ""));
+    assert_eq!(nominated(&rt, "high-a").as_deref(), Some("n1"));
+    add(&mut rt, &pod("high-b", "3", 10, ""));
+    assert_eq!(nominated(&rt, "high-b").as_deref(), Some("n2"));
+    rt.advance_to(SimTime::ZERO.plus_seconds(5), 100_000)
+        .unwrap();
+    assert!(rt.errors().is_empty(), "{:?}", rt.errors());
+    let a = node_of(&rt, "high-a");
+    let b = node_of(&rt, "high-b");
+    assert!(
+        a.is_some() && b.is_some(),
+        "{a:?} {b:?} {}",
+        message(&rt, "high-b")
+    );
+    assert_ne!(a, b);
+    // Three victims a node, one 900m pod reprieved on each.
+    assert_eq!((low_on(&rt, "n1"), low_on(&rt, "n2")), (1, 1));
+}
+
+#[test]
 fn never_policy_preempts_nothing() {
     let mut rt = runtime(&(node("n1", "2") + &pod("low", "2", 0, "")));
     settle(&mut rt);
