@@ -137,6 +137,7 @@ fn trial(
         input,
         SessionOptions {
             start_nodes: nodes,
+            unrecorded: true,
             ..Default::default()
         },
         progress,
@@ -356,6 +357,7 @@ impl Search<'_> {
             &mini,
             SessionOptions {
                 start_nodes: std::slice::from_ref(&node),
+                unrecorded: true,
                 ..Default::default()
             },
             self.progress,
@@ -686,6 +688,7 @@ pub fn consolidate(
             input,
             SessionOptions {
                 without_nodes: Some(&without),
+                unrecorded: true,
                 ..Default::default()
             },
             progress,
