@@ -849,6 +849,45 @@ mod tests {
     }
 
     #[test]
+    fn each_node_is_drawn_from_one_template_per_layout_with_its_owners() {
+        // Two nodes of one machine (static CPU policy, pinned pods): one layout, two paints.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/capacity/cpu-pinned-fleet/cluster.yaml");
+        let input = crate::load_paths(&[path]).expect("valid");
+        let outcome = crate::run(&input, &mut |_| {}).expect("runs");
+        let setup = |node: &Node| Some(input.node_setup(node));
+        let machines = machines::machines(&outcome.store, Some(&setup));
+        assert_eq!(machines.layouts.len(), 1);
+        assert_eq!(machines.nodes.len(), 2);
+        let (layout, paint) = &machines.nodes["cpu-1"];
+        let labels: Vec<&str> = paint.owners.iter().map(|(l, _)| l.as_str()).collect();
+        assert!(
+            labels.contains(&"reserved") && labels.contains(&"shared"),
+            "{labels:?}"
+        );
+        assert!(labels.iter().any(|l| l.ends_with("/c")), "{labels:?}");
+        let drawn = machines.layouts[*layout].fill("cpu-1", paint);
+        assert!(drawn.starts_with("<svg class=\"machine\""));
+        assert_eq!(drawn.matches("class=\"cpu\"").count(), 16);
+        let summary = summary(&outcome.store, outcome.end.seconds());
+        let page = html(&Report {
+            title: "t".into(),
+            store: &outcome.store,
+            summary: &summary,
+            usage: None,
+            fragmentation: None,
+            pending: &[],
+            scale_up: None,
+            consolidation: None,
+            workload: None,
+            live_resource_version: None,
+            setup: Some(&setup),
+        });
+        assert!(page.contains("\"layouts\":[{\"body\":\"<svg class=\\\"machine\\\""));
+        assert!(page.contains("\"paint\":{\"owners\":"));
+    }
+
+    #[test]
     fn a_report_carries_the_numbers_and_the_nodes() {
         let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus:\n  capacity: {cpu: '4', memory: 8Gi, pods: '110'}\n  allocatable: {cpu: '4', memory: 8Gi, pods: '110'}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: c, resources: {requests: {cpu: '9'}}}]}\n";
         let input = crate::load_texts(&[("c.yaml", text)]).expect("valid");
