@@ -931,7 +931,8 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             .into_response();
     }
     if parts.method == Method::GET && crate::ui::is_ui(&path) {
-        let page = crate::ui::page(&shared.lock().store);
+        let config = shared.options.kubelet_config.clone().unwrap_or_default();
+        let page = crate::ui::page(&shared.lock().store, &config);
         return (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],

@@ -7,6 +7,7 @@
 //! A browser cannot send the bearer token itself: `kubectl proxy` (with the kubeconfig `allot
 //! serve` writes) authenticates for it; then open `http://127.0.0.1:8001/ui/`.
 
+use allot_kubelet_config::KubeletConfiguration;
 use allot_store::Store;
 
 /// Whether a path is the page's.
@@ -14,8 +15,14 @@ pub(crate) fn is_ui(path: &str) -> bool {
     path == "/ui" || path == "/ui/"
 }
 
-/// The page over `store`.
-pub(crate) fn page(store: &Store) -> String {
+/// The page over `store`; nodes are drawn with their NodeTopology and the agents'
+/// configuration.
+pub(crate) fn page(store: &Store, kubelet_config: &KubeletConfiguration) -> String {
+    let setup = |node: &allot_api::core::v1::Node| {
+        let machine = crate::nodes::topology_for(store, node)
+            .and_then(|t| crate::nodes::machine_of(t).ok())?;
+        Some((machine, kubelet_config.clone()))
+    };
     let summary = allot_sim::report::summary(store, 0);
     let pending = allot_sim::capacity::pending_groups(store);
     allot_sim::report::html(&allot_sim::report::Report {
@@ -32,6 +39,7 @@ pub(crate) fn page(store: &Store) -> String {
         consolidation: None,
         workload: None,
         live_resource_version: Some(store.resource_version()),
+        setup: Some(&setup),
     })
 }
 
@@ -42,7 +50,7 @@ mod tests {
     #[test]
     fn the_page_is_the_report_of_the_store_watching_from_its_version() {
         let store = Store::new();
-        let page = page(&store);
+        let page = page(&store, &KubeletConfiguration::default());
         assert!(page.contains("allot serve: 0 nodes, 0 pods"));
         assert!(page.contains(&format!(
             "var allotResourceVersion={};",

@@ -14,6 +14,7 @@
 pub mod admission;
 pub mod devices;
 pub mod metrics;
+pub mod picture;
 pub mod qos;
 pub mod scenario;
 pub mod store;

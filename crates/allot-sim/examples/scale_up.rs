@@ -1,6 +1,7 @@
 //! The scale-up search of issue 20 at size: a generated cluster of NODES nodes x DEVICES GPUs
 //! whose GPUs are all taken, PENDING more one-GPU pods, and a NodeShape of DEVICES GPUs;
-//! prints the answer and the time (the `--add-nodes` search of `allot simulate`).
+//! prints the answer and the time, wall and CPU (user + system, which a shared machine does not
+//! inflate), of loading and of the search (the `--add-nodes` search of `allot simulate`).
 //!
 //! `cargo run --release -p allot-sim --example scale_up -- 1000 8 5000`
 
@@ -12,6 +13,19 @@ use allot_sim::shape::NodeShape;
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
 
+/// User plus system CPU seconds of this process so far (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let read = || -> Option<f64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime: f64 = fields.get(11)?.parse().ok()?;
+        let stime: f64 = fields.get(12)?.parse().ok()?;
+        Some((utime + stime) / 100.0)
+    };
+    read().unwrap_or(0.0)
+}
+
 fn main() {
     let args: Vec<usize> = std::env::args()
         .skip(1)
@@ -22,6 +36,7 @@ fn main() {
     let pending = args.get(2).copied().unwrap_or(5000);
     allot_sim::memory::disable_transparent_huge_pages();
     let started = Instant::now();
+    let cpu_start = cpu_seconds();
     let options = GenOptions {
         nodes,
         devices_per_node: devices,
@@ -36,17 +51,20 @@ fn main() {
     let shape = NodeShape::parse("gpu-node.yaml", &node_shape_text("gpu-node", devices))
         .expect("valid shape");
     let loaded = started.elapsed().as_secs_f64();
+    let loaded_cpu = cpu_seconds() - cpu_start;
     let started = Instant::now();
+    let search_start = cpu_seconds();
     let answer =
         allot_sim::capacity::scale_up(&input, &[shape], &[], &mut |_| {}).expect("search runs");
     let searched = started.elapsed().as_secs_f64();
+    let searched_cpu = cpu_seconds() - search_start;
     let probes: Vec<String> = answer
         .probes
         .iter()
         .map(|p| format!("{:?}: {} unfit", p.counts, p.unfit))
         .collect();
     println!(
-        "{nodes} nodes x {devices} GPUs, {} pods, {pending} pending: found {} ({:?} nodes, estimate {:?}); load {loaded:.2}s, search {searched:.2}s; probes {}",
+        "{nodes} nodes x {devices} GPUs, {} pods, {pending} pending: found {} ({:?} nodes, estimate {:?}); load {loaded:.2}s ({loaded_cpu:.2}s CPU), search {searched:.2}s ({searched_cpu:.2}s CPU); probes {}",
         nodes * devices + pending,
         answer.found,
         answer.counts,

@@ -46,7 +46,8 @@
 //! placed) blocks every node hosting one of its pods, as `kubectl drain` would wait forever on
 //! it. A greedy set is maximal (no other single node can be added to it), not always maximum.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use allot_api::core::v1::Pod;
@@ -136,6 +137,7 @@ fn trial(
         input,
         SessionOptions {
             start_nodes: nodes,
+            unrecorded: true,
             ..Default::default()
         },
         progress,
@@ -209,6 +211,7 @@ fn numbered_past(input: &Input, shapes: &[NodeShape]) -> Vec<NodeShape> {
 }
 
 /// The nodes `counts` of `shapes` make.
+#[cfg(test)]
 fn make_nodes(shapes: &[NodeShape], counts: &[usize]) -> Result<Vec<NewNode>, SimError> {
     let mut nodes = Vec::new();
     for (shape, count) in shapes.iter().zip(counts) {
@@ -234,11 +237,29 @@ struct Search<'a> {
     workload: &'a Workload,
     probes: Vec<Probe>,
     progress: &'a mut dyn FnMut(Progress),
+    /// The nodes made so far, by shape and number: a probe makes only those no probe before
+    /// it made (each is its shape's templates loaded and checked again with the node's name).
+    made: HashMap<(usize, usize), NewNode>,
 }
 
 impl Search<'_> {
+    /// [`make_nodes`], each node made once per search.
+    fn nodes(&mut self, counts: &[usize]) -> Result<Vec<NewNode>, SimError> {
+        let mut nodes = Vec::new();
+        for (index, (shape, count)) in self.shapes.iter().zip(counts).enumerate() {
+            for n in 1..=*count {
+                let node = match self.made.entry((index, n)) {
+                    Entry::Occupied(made) => made.get().clone(),
+                    Entry::Vacant(slot) => slot.insert(shape.node(n)?).clone(),
+                };
+                nodes.push(node);
+            }
+        }
+        Ok(nodes)
+    }
+
     fn probe(&mut self, counts: &[usize]) -> Result<Trial, SimError> {
-        let nodes = make_nodes(self.shapes, counts)?;
+        let nodes = self.nodes(counts)?;
         let result = trial(self.input, &nodes, self.workload, self.progress)?;
         self.probes.push(Probe {
             counts: counts.to_vec(),
@@ -336,6 +357,7 @@ impl Search<'_> {
             &mini,
             SessionOptions {
                 start_nodes: std::slice::from_ref(&node),
+                unrecorded: true,
                 ..Default::default()
             },
             self.progress,
@@ -402,6 +424,7 @@ pub fn scale_up(
         workload,
         probes: Vec::new(),
         progress,
+        made: HashMap::new(),
     };
     let before = search.probe(&vec![0; shapes.len()])?;
     let mut answer = ScaleUp {
@@ -665,6 +688,7 @@ pub fn consolidate(
             input,
             SessionOptions {
                 without_nodes: Some(&without),
+                unrecorded: true,
                 ..Default::default()
             },
             progress,

@@ -5,8 +5,11 @@
 //! simulated time, bars of occupancy): a few hundred lines of Rust instead of a vendored
 //! charting library, which would need fetching at build time (the build is offline) and would
 //! add hundreds of kilobytes of script to every report. The page's small script only sorts and
-//! filters tables and draws a node's devices and NUMA nodes when its row is clicked, from the
-//! JSON the page carries (so 5,000 nodes cost one table row each, not 5,000 pictures).
+//! filters tables and, when a node's row is clicked (or the address ends in `#node=NAME`),
+//! draws the node as `allot node show -o svg` does (the same renderer,
+//! `allot_kubelet::picture`): each distinct layout is drawn once, as a template the page
+//! carries, and the script fills in the node's owners from the page's JSON (so 5,000 nodes
+//! cost one table row and a few hundred bytes each, not 5,000 pictures).
 //!
 //! Every number shown that `-o json` also reports carries a `data-key` attribute naming its
 //! place in the capacity document, `/` between the steps (`summary/pods`,
@@ -22,7 +25,7 @@ use allot_store::Store;
 use serde::Serialize;
 
 use crate::capacity::{Consolidation, ReasonGroup, ScaleUp, Verdict, WorkloadFit};
-use crate::fragmentation::Fragmentation;
+use crate::fragmentation::{Fragmentation, NodeSetup};
 use crate::usage::Series;
 
 /// The cluster in numbers.
@@ -68,7 +71,11 @@ struct NodeRow {
     numa_free: Vec<(u32, usize)>,
     stranded_units: f64,
     group: String,
+    #[serde(skip)]
     cells: Vec<DeviceCell>,
+    /// The node's drawing: its layout (an index into the page's layouts) and owners.
+    layout: usize,
+    paint: allot_kubelet::picture::Paints,
 }
 
 /// Devices per node, with the pod using each, from node-local slices and claims' allocations.
@@ -171,6 +178,9 @@ pub struct Report<'a> {
     /// pods, claims and nodes from there (same origin, so through `kubectl proxy` the proxy
     /// authenticates) and reloads a second after the first change.
     pub live_resource_version: Option<u64>,
+    /// Each node's machine and kubelet configuration, for its drawing (without: its devices
+    /// only).
+    pub setup: Option<NodeSetup<'a>>,
 }
 
 /// Escapes text for HTML.
@@ -214,7 +224,7 @@ td.num,th.num{text-align:right}tr.node{cursor:pointer}tr.node:hover{background:#
 .bar{display:inline-block;height:10px;background:#e3e7ee;width:120px;vertical-align:middle;border-radius:2px;overflow:hidden}
 .bar i{display:block;height:10px;background:#3b82f6}
 .muted{color:#6b7280}.scroll{max-height:560px;overflow:auto}.ok{color:#15803d}.bad{color:#b91c1c}
-#drill{border:1px solid #3b82f6;border-radius:6px;padding:8px;margin:8px 0;display:none}
+#drill{border:1px solid #3b82f6;border-radius:6px;padding:8px;margin:8px 0;display:none}#drill .picture{overflow:auto;max-height:720px}
 input[type=search]{padding:4px 8px;width:260px;margin:6px 0}
 details summary{cursor:pointer}
 pre{white-space:pre-wrap;font-size:12px;background:#f6f7f9;padding:6px}
@@ -242,19 +252,21 @@ const SCRIPT: &str = r#"
   var dataNode=document.getElementById('report-data');
   var data=dataNode?JSON.parse(dataNode.textContent):{nodes:[]};
   var byName={};data.nodes.forEach(function(n){byName[n.name]=n;});
-  var svgNS='http://www.w3.org/2000/svg';
-  function el(name,attrs,text){var e=document.createElementNS(svgNS,name);for(var k in attrs){e.setAttribute(k,attrs[k]);}if(text){e.textContent=text;}return e;}
-  function esc(t){return String(t).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;').replace(/"/g,'&quot;');}
+  function esc(t){return String(t).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;').replace(/"/g,'&quot;').replace(/@/g,'&#64;');}
+  // The node's drawing: its layout's template with its owners filled in (as Rust's
+  // picture::Template::fill does; the Rust tests check that this is node show's SVG).
+  function machine(node){
+    var t=data.layouts[node.layout],p=node.paint;
+    function owner(i){var o=p.slots[i];return (o===undefined||o<0)?[t.free[1],t.free[0]]:p.owners[o];}
+    var body=t.body.replace(/@([ft])(\d+)@/g,function(m,k,i){var o=owner(+i);return k==='f'?o[1]:o[0];}).replace('@n@',function(){return esc(node.name);});
+    var y=t.legend_top,legend=t.legend_head.replace('@y@',String(y+12));y+=t.row_height;
+    p.owners.forEach(function(o){legend+=t.legend_row.replace('@y@',String(y)).replace('@b@',String(y+12)).replace('@f@',function(){return o[1];}).replace('@l@',function(){return o[0];});y+=t.row_height;});
+    return body.replace('@h@',String(y+t.bottom_pad))+legend+'</svg>\n';
+  }
   function draw(node){
     var drill=document.getElementById('drill');drill.style.display='block';drill.innerHTML='';
-    var h=document.createElement('h3');h.textContent=node.name+' \u2014 '+node.allocated+'/'+node.devices+' devices allocated, '+node.pods+' pods';drill.appendChild(h);
-    var per=16,size=26,rows=Math.max(1,Math.ceil(node.cells.length/per));
-    var numaRows=node.numa_free.length;
-    var svg=el('svg',{width:String(per*size+20),height:String(rows*size+30+numaRows*22),role:'img'});
-    node.cells.forEach(function(c,i){var x=10+(i%per)*size,y=10+Math.floor(i/per)*size;var r=el('rect',{x:String(x),y:String(y),width:String(size-4),height:String(size-4),rx:'3',fill:c.p?'#3b82f6':'#d1d5db'});r.appendChild(el('title',{},c.d+(c.p?' \u2014 '+c.p:' \u2014 free')));svg.appendChild(r);});
-    node.numa_free.forEach(function(nf,i){var y=rows*size+20+i*22;svg.appendChild(el('text',{x:'10',y:String(y+12),'font-size':'12'},'NUMA '+nf[0]+': '+nf[1]+' free CPUs'));});
-    drill.appendChild(svg);
-    if(node.cells.length===0){var p=document.createElement('p');p.className='muted';p.textContent='No node-local devices.';drill.appendChild(p);}
+    var h=document.createElement('h3');h.textContent=node.name+' \u2014 '+node.allocated+'/'+node.devices+' devices allocated, '+node.pods+' pods'+(node.numa_free.length?', free exclusive CPUs per NUMA node: '+node.numa_free.map(function(nf){return nf[0]+': '+nf[1];}).join(', '):'');drill.appendChild(h);
+    if(data.layouts[node.layout]){var box=document.createElement('div');box.className='picture';box.innerHTML=machine(node);drill.appendChild(box);}
   }
   var nodesTable=document.getElementById('nodes');
   var filter=document.getElementById('node-filter');
@@ -288,6 +300,8 @@ const SCRIPT: &str = r#"
     nodesTable.tBodies[0].addEventListener('click',function(e){var tr=e.target.closest('tr.node');if(tr&&byName[tr.getAttribute('data-node')]){draw(byName[tr.getAttribute('data-node')]);}});
     if(filter){filter.addEventListener('input',render);}
     render();
+    var wanted=/^#node=(.+)$/.exec(location.hash);
+    if(wanted&&byName[decodeURIComponent(wanted[1])]){draw(byName[decodeURIComponent(wanted[1])]);}
   }
   document.body.setAttribute('data-ready','1');
 })();
@@ -675,7 +689,7 @@ fn answers_section(out: &mut String, report: &Report<'_>) {
     out.push_str("</section>");
 }
 
-fn node_rows(report: &Report<'_>) -> Vec<NodeRow> {
+fn node_rows(report: &Report<'_>, machines: &mut machines::Machines) -> Vec<NodeRow> {
     let mut devices = node_devices(report.store);
     let mut pods: BTreeMap<String, usize> = BTreeMap::new();
     for pod in report.store.list::<Pod>() {
@@ -703,7 +717,10 @@ fn node_rows(report: &Report<'_>) -> Vec<NodeRow> {
             let fragment = fragments.get(name.as_str());
             let node_cpus = fragment.and_then(|f| f.cpus.as_ref());
             let allocated = cells.iter().filter(|c| !c.p.is_empty()).count();
+            let (layout, paint) = machines.nodes.remove(&name).unwrap_or_default();
             NodeRow {
+                layout,
+                paint,
                 pods: pods.get(&name).copied().unwrap_or(0),
                 devices: cells.len(),
                 allocated,
@@ -756,14 +773,15 @@ fn nodes_section(out: &mut String, rows: &[NodeRow]) {
     // current sort and filter: a table of thousands of rows is what makes a page slow to open.
     let _ = write!(
         out,
-        "<section id=\"nodes-section\"><h2>Nodes</h2><p class=\"muted\">Click a column to sort, a row to see the node's devices (blue: allocated) and free CPUs per NUMA node; the filter matches names and groups.</p><input type=\"search\" id=\"node-filter\" placeholder=\"filter nodes\"> <span id=\"nodes-shown\" class=\"muted\">{} nodes</span><div id=\"drill\"></div><div class=\"scroll\"><table id=\"nodes\"><thead><tr><th>Node</th><th class=\"num\">Pods</th><th class=\"num\">Devices</th><th class=\"num\">Allocated</th><th>Occupancy</th><th class=\"num\">CPUs</th><th class=\"num\">Free excl. CPUs</th><th class=\"num\">Stranded units</th></tr></thead><tbody></tbody></table></div></section>",
+        "<section id=\"nodes-section\"><h2>Nodes</h2><p class=\"muted\">Click a column to sort, a row to see the node drawn as <code>allot node show -o svg</code> draws it (who holds each CPU and device); the filter matches names and groups.</p><input type=\"search\" id=\"node-filter\" placeholder=\"filter nodes\"> <span id=\"nodes-shown\" class=\"muted\">{} nodes</span><div id=\"drill\"></div><div class=\"scroll\"><table id=\"nodes\"><thead><tr><th>Node</th><th class=\"num\">Pods</th><th class=\"num\">Devices</th><th class=\"num\">Allocated</th><th>Occupancy</th><th class=\"num\">CPUs</th><th class=\"num\">Free excl. CPUs</th><th class=\"num\">Stranded units</th></tr></thead><tbody></tbody></table></div></section>",
         rows.len()
     );
 }
 
 /// The page.
 pub fn html(report: &Report<'_>) -> String {
-    let rows = node_rows(report);
+    let mut machines = machines::machines(report.store, report.setup);
+    let rows = node_rows(report, &mut machines);
     let s = report.summary;
     let mut out = String::with_capacity(64 * 1024 + rows.len() * 600);
     let _ = write!(
@@ -799,7 +817,7 @@ pub fn html(report: &Report<'_>) -> String {
     nodes_section(&mut out, &rows);
     out.push_str("</main><script type=\"application/json\" id=\"report-data\">");
     // `</` cannot end the script element early once escaped.
-    let data = serde_json::json!({ "nodes": rows });
+    let data = serde_json::json!({ "nodes": rows, "layouts": machines.layouts });
     out.push_str(&data.to_string().replace("</", "<\\/"));
     out.push_str("</script><script>");
     out.push_str(SCRIPT);
@@ -810,6 +828,8 @@ pub fn html(report: &Report<'_>) -> String {
     out.push_str("</script></body></html>\n");
     out
 }
+
+mod machines;
 
 #[cfg(test)]
 mod tests {
@@ -826,6 +846,45 @@ mod tests {
         assert!(thinned.len() <= 101);
         assert_eq!(thinned.last(), Some(&999));
         assert_eq!(thin(&items[..5], 100).len(), 5);
+    }
+
+    #[test]
+    fn each_node_is_drawn_from_one_template_per_layout_with_its_owners() {
+        // Two nodes of one machine (static CPU policy, pinned pods): one layout, two paints.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/capacity/cpu-pinned-fleet/cluster.yaml");
+        let input = crate::load_paths(&[path]).expect("valid");
+        let outcome = crate::run(&input, &mut |_| {}).expect("runs");
+        let setup = |node: &Node| Some(input.node_setup(node));
+        let machines = machines::machines(&outcome.store, Some(&setup));
+        assert_eq!(machines.layouts.len(), 1);
+        assert_eq!(machines.nodes.len(), 2);
+        let (layout, paint) = &machines.nodes["cpu-1"];
+        let labels: Vec<&str> = paint.owners.iter().map(|(l, _)| l.as_str()).collect();
+        assert!(
+            labels.contains(&"reserved") && labels.contains(&"shared"),
+            "{labels:?}"
+        );
+        assert!(labels.iter().any(|l| l.ends_with("/c")), "{labels:?}");
+        let drawn = machines.layouts[*layout].fill("cpu-1", paint);
+        assert!(drawn.starts_with("<svg class=\"machine\""));
+        assert_eq!(drawn.matches("class=\"cpu\"").count(), 16);
+        let summary = summary(&outcome.store, outcome.end.seconds());
+        let page = html(&Report {
+            title: "t".into(),
+            store: &outcome.store,
+            summary: &summary,
+            usage: None,
+            fragmentation: None,
+            pending: &[],
+            scale_up: None,
+            consolidation: None,
+            workload: None,
+            live_resource_version: None,
+            setup: Some(&setup),
+        });
+        assert!(page.contains("\"layouts\":[{\"body\":\"<svg class=\\\"machine\\\""));
+        assert!(page.contains("\"paint\":{\"owners\":"));
     }
 
     #[test]
@@ -847,6 +906,7 @@ mod tests {
             consolidation: None,
             workload: None,
             live_resource_version: None,
+            setup: None,
         });
         assert!(page.contains("<title>t&lt;/title&gt;</title>"));
         assert!(page.contains("data-key=\"summary/pending\">1<"));

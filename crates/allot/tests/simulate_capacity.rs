@@ -5,12 +5,12 @@
 //! compared with a golden one for gross regressions (size and a coarse colour histogram;
 //! `ALLOT_BLESS=1` rewrites it).
 
+#[path = "support/browser.rs"]
+mod browser;
 #[path = "support/cli.rs"]
 mod cli;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use browser::{assert_rendered_cleanly, browse, compare_screenshot, marked_numbers};
 use cli::{allot, repo};
 use serde_json::Value;
 
@@ -161,67 +161,6 @@ fn a_bad_shape_file_is_an_input_error() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
-/// The browser: `ALLOT_CHROMIUM`, else Debian's. A missing browser fails the test (it is
-/// provisioned by `cargo xtask test`).
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("ALLOT_CHROMIUM")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo xtask test`, which provisions Chromium, or set ALLOT_CHROMIUM",
-        path.display()
-    );
-    path
-}
-
-/// Runs headless Chromium on `page` with `args`; returns (stdout, stderr).
-fn browse(page: &Path, profile: &Path, args: &[&str]) -> (String, String) {
-    let output = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(output.status.success(), "chromium: {output:?}");
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-/// The `data-key="K">V<` pairs of a page.
-fn marked_numbers(dom: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = dom;
-    while let Some(at) = rest.find("data-key=\"") {
-        rest = &rest[at + 10..];
-        let Some(end) = rest.find('"') else { break };
-        let key = rest[..end].to_string();
-        let Some(open) = rest.find('>') else { break };
-        let Some(close) = rest[open..].find('<') else {
-            break;
-        };
-        out.push((key, rest[open + 1..open + close].trim().to_string()));
-        rest = &rest[open + close..];
-    }
-    out
-}
-
 /// The value a `data-key` names in the capacity document (arrays count their items).
 fn value_of(doc: &Value, key: &str) -> f64 {
     let mut at = doc;
@@ -247,28 +186,6 @@ fn value_of(doc: &Value, key: &str) -> f64 {
     }
 }
 
-/// Fractions of the pixels in 64 colour bins (4 levels per channel), and the size.
-fn histogram(png_path: &Path) -> (u32, u32, Vec<f64>) {
-    let decoder = png::Decoder::new(std::fs::File::open(png_path).expect("screenshot"));
-    let mut reader = decoder.read_info().expect("png");
-    let mut buffer = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buffer).expect("frame");
-    let channels = info.color_type.samples();
-    let mut bins = vec![0u64; 64];
-    let pixels = &buffer[..info.buffer_size()];
-    for pixel in pixels.chunks_exact(channels) {
-        let bin =
-            (pixel[0] as usize / 64) * 16 + (pixel[1] as usize / 64) * 4 + pixel[2] as usize / 64;
-        bins[bin] += 1;
-    }
-    let total = (info.width as u64 * info.height as u64).max(1) as f64;
-    (
-        info.width,
-        info.height,
-        bins.iter().map(|b| *b as f64 / total).collect(),
-    )
-}
-
 /// The report of the MIG fleet with every answer, loaded in the browser.
 #[test]
 fn the_report_renders_in_a_browser_with_the_json_numbers() {
@@ -292,18 +209,9 @@ fn the_report_renders_in_a_browser_with_the_json_numbers() {
         !html.contains("<script src") && !html.contains("<link"),
         "self-contained"
     );
-    let (dom, stderr) = browse(&page, &dir.path().join("profile"), &["--dump-dom"]);
-    assert!(dom.contains("data-ready=\"1\""), "the script ran: {stderr}");
-    assert!(
-        dom.contains("data-errors=\"0\""),
-        "no script error: {stderr}"
-    );
-    for line in stderr.lines() {
-        assert!(
-            !(line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("rror"))),
-            "console error: {line}"
-        );
-    }
+    let url = format!("file://{}", page.display());
+    let (dom, stderr) = browse(&url, &dir.path().join("profile"), 5000, &["--dump-dom"]);
+    assert_rendered_cleanly(&dom, &stderr);
     let numbers = marked_numbers(&dom);
     assert!(numbers.len() >= 15, "{numbers:?}");
     for key in [
@@ -324,49 +232,24 @@ fn the_report_renders_in_a_browser_with_the_json_numbers() {
         );
     }
 
-    let shot = dir.path().join("shot.png");
-    browse(
-        &page,
+    // A node's drill-down (opened by the address's `#node=`): node show's drawing of it.
+    let (dom, stderr) = browse(
+        &format!("{url}#node=mig-1"),
+        &dir.path().join("profile1"),
+        5000,
+        &["--dump-dom"],
+    );
+    assert_rendered_cleanly(&dom, &stderr);
+    assert!(dom.contains("<svg class=\"machine\""), "{dom}");
+    assert!(dom.contains("class=\"device\""), "{dom}");
+    assert!(dom.contains("class=\"cpu\""), "{dom}");
+
+    compare_screenshot(
+        &url,
         &dir.path().join("profile2"),
-        &[
-            "--window-size=1280,1600",
-            &format!("--screenshot={}", shot.display()),
-        ],
+        &dir.path().join("shot.png"),
+        (1280, 1600),
+        "capacity-report",
+        0.03,
     );
-    let (width, height, bins) = histogram(&shot);
-    assert_eq!((width, height), (1280, 1600));
-    let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/capacity-report.histogram.json");
-    if std::env::var_os("ALLOT_BLESS").is_some_and(|v| !v.is_empty() && v != "0") {
-        let text = serde_json::to_string_pretty(&serde_json::json!({
-            "width": width, "height": height,
-            "bins": bins.iter().map(|b| (b * 10_000.0).round() / 10_000.0).collect::<Vec<_>>(),
-        }))
-        .expect("json");
-        std::fs::write(&golden, text + "\n").expect("bless");
-        return;
-    }
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(&golden).expect("golden histogram"))
-            .expect("json");
-    let expected: Vec<f64> = expected["bins"]
-        .as_array()
-        .expect("bins")
-        .iter()
-        .map(|b| b.as_f64().expect("number"))
-        .collect();
-    // Total variation distance: how much of the picture changed colour class.
-    let distance: f64 = bins
-        .iter()
-        .zip(&expected)
-        .map(|(a, b)| (a - b).abs())
-        .sum::<f64>()
-        / 2.0;
-    assert!(
-        distance < 0.03,
-        "the screenshot's colours moved by {distance:.3} (ALLOT_BLESS=1 after a deliberate change)"
-    );
-    // Not a blank page: the dark header and the blue of bars and charts are there.
-    let dark: f64 = bins[0] + bins[1] + bins[4] + bins[5];
-    assert!(dark > 0.01, "dark header: {dark}");
 }

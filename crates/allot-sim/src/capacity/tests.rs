@@ -87,6 +87,7 @@ fn searched(
         workload: &[],
         probes: Vec::new(),
         progress: &mut progress,
+        made: HashMap::new(),
     };
     let found = search
         .single(0, bound, estimate)

@@ -52,6 +52,11 @@ pub struct SessionOptions<'a> {
     pub start_nodes: &'a [NewNode],
     /// Records utilisation over time.
     pub usage: Option<UsageRecorder>,
+    /// Runs without the Ledger (every pod's times, the Event timeline): for a question that
+    /// only reads the final store (the capacity searches' trials). The Ledger only observes
+    /// (it writes nothing and wakes nothing), so the run's decisions are the same; it saves a
+    /// copy of every pod at each of its changes. [`Session::into_outcome`]'s report is empty.
+    pub unrecorded: bool,
 }
 
 /// A live simulation.
@@ -150,7 +155,9 @@ impl Session {
         }
         let ledger = crate::record::Ledger::new();
         let record = ledger.data();
-        list.push(Box::new(ledger));
+        if !options.unrecorded {
+            list.push(Box::new(ledger));
+        }
         let names = list.iter().map(|c| c.name().to_string()).collect();
         // Room for what is added later: the bound grows with the objects.
         let bound = reconcile_bound(&store).saturating_mul(2);

@@ -267,6 +267,7 @@ pub(super) fn run(
             consolidation: consolidation.as_ref(),
             workload: workload_fit.as_ref(),
             live_resource_version: None,
+            setup: Some(&|node| Some(input.node_setup(node))),
         });
         write_atomic(path, page.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
