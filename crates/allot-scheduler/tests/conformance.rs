@@ -13,8 +13,10 @@
 //! differently on purpose carries `deviation:` with the upstream issue; the runner then expects
 //! allot's answer and counts it apart.
 
+#[path = "support/tables.rs"]
+mod tables;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use allot_api::core::v1::{Namespace, Node, Pod};
@@ -32,6 +34,8 @@ const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/conformance/scheduler"
 );
+
+tables::table!(Table, Case, plugin);
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -341,40 +345,6 @@ fn cycle_skipped(framework: &Framework, cycle: &Cycle, plugin: &str) -> bool {
 
 #[test]
 fn upstream_plugin_tables() {
-    let mut files: Vec<_> = std::fs::read_dir(Path::new(DIR))
-        .expect("conformance folder")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    let mut failures = Vec::new();
-    let mut summary = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read");
-        let table: Table =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert!(!table.source.is_empty(), "{}: no source", file.display());
-        let mut passed = 0;
-        let mut deviations = 0;
-        for case in &table.cases {
-            match run(&table, case) {
-                Ok(()) if case.deviation.is_some() => deviations += 1,
-                Ok(()) => passed += 1,
-                Err(e) => failures.push(format!(
-                    "{} / {}: {e}",
-                    file.file_name().unwrap_or_default().to_string_lossy(),
-                    case.name
-                )),
-            }
-        }
-        summary.push(format!(
-            "{} ({}): {} cases, {passed} as upstream, {deviations} documented deviations",
-            table.plugin,
-            file.file_name().unwrap_or_default().to_string_lossy(),
-            table.cases.len()
-        ));
-    }
-    eprintln!("{}", summary.join("\n"));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tables::run_tables::<Table>(DIR, run);
     let _ = Code::Success;
 }

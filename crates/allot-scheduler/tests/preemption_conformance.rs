@@ -24,9 +24,11 @@
 //! expects allot's answer (in `want`) and counts it apart. Upstream cases that need what allot
 //! does not have (scheduler extenders) are listed in the table's header, not converted.
 
+#[path = "support/tables.rs"]
+mod tables;
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -48,6 +50,8 @@ const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/conformance/scheduler/default_preemption"
 );
+
+tables::table!(Table, Case, test);
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -681,39 +685,5 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
 
 #[test]
 fn upstream_preemption_tables() {
-    let mut files: Vec<_> = std::fs::read_dir(Path::new(DIR))
-        .expect("conformance folder")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no tables in {DIR}");
-    let mut failures = Vec::new();
-    let mut summary = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read");
-        let table: Table =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert!(!table.source.is_empty(), "{}: no source", file.display());
-        let (mut passed, mut deviations) = (0, 0);
-        for case in &table.cases {
-            match run(&table, case) {
-                Ok(()) if case.deviation.is_some() => deviations += 1,
-                Ok(()) => passed += 1,
-                Err(e) => failures.push(format!(
-                    "{} / {}: {e}",
-                    file.file_name().unwrap_or_default().to_string_lossy(),
-                    case.name
-                )),
-            }
-        }
-        summary.push(format!(
-            "{} ({}): {} cases, {passed} as upstream, {deviations} documented deviations",
-            table.test,
-            file.file_name().unwrap_or_default().to_string_lossy(),
-            table.cases.len()
-        ));
-    }
-    eprintln!("{}", summary.join("\n"));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tables::run_tables::<Table>(DIR, run);
 }

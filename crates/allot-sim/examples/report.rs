@@ -8,24 +8,12 @@
 use std::time::Instant;
 
 use allot_sim::generate::{GenOptions, load_generated};
+use allot_sim::memory::cpu_seconds;
 use allot_sim::run::session::{Session, SessionOptions};
 use allot_sim::usage::UsageRecorder;
 
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
-
-/// User plus system CPU seconds of this process so far (Linux; 0 elsewhere).
-fn cpu_seconds() -> f64 {
-    let read = || -> Option<f64> {
-        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let utime: f64 = fields.get(11)?.parse().ok()?;
-        let stime: f64 = fields.get(12)?.parse().ok()?;
-        Some((utime + stime) / 100.0)
-    };
-    read().unwrap_or(0.0)
-}
 
 fn main() {
     allot_sim::memory::disable_transparent_huge_pages();
@@ -52,7 +40,7 @@ fn main() {
     .expect("the run");
     let outcome = session.into_outcome();
     let started = Instant::now();
-    let cpu = cpu_seconds();
+    let cpu = cpu_seconds().unwrap_or(0.0);
     let series = recorder.series(outcome.end);
     let setup = |node: &allot_api::core::v1::Node| Some(input.node_setup(node));
     let fragmentation = allot_sim::fragmentation::fragmentation(
@@ -81,6 +69,6 @@ fn main() {
         "{nodes} nodes x {devices_per_node} devices, {pods} pods: report {out} of {:.1} MB written in {:.2}s ({:.2}s CPU: fragmentation, summary, page, file)",
         page.len() as f64 / 1e6,
         started.elapsed().as_secs_f64(),
-        cpu_seconds() - cpu
+        cpu_seconds().unwrap_or(0.0) - cpu
     );
 }

@@ -5,32 +5,11 @@
 use std::time::Instant;
 
 use allot_sim::generate::{GenOptions, load_generated};
+use allot_sim::memory::{cpu_seconds, peak_rss_mib};
 
 /// The allocator the `allot` binary runs with.
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
-
-/// User plus system CPU seconds of this process so far (Linux; `None` elsewhere). On a busy
-/// machine CPU time says more than wall time.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which is in parentheses and may contain spaces).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    // The kernel reports clock ticks; USER_HZ is 100 on every Linux architecture we run on.
-    Some((utime + stime) / 100.0)
-}
-
-/// The peak resident set size of this process so far, in MiB (Linux `VmHWM`; `None`
-/// elsewhere).
-fn peak_rss_mib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
 
 fn main() {
     // As the `allot` binary does.

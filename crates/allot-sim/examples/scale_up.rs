@@ -8,23 +8,11 @@
 use std::time::Instant;
 
 use allot_sim::generate::{GenOptions, node_shape_text, scale_up_texts};
+use allot_sim::memory::cpu_seconds;
 use allot_sim::shape::NodeShape;
 
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
-
-/// User plus system CPU seconds of this process so far (Linux; 0 elsewhere).
-fn cpu_seconds() -> f64 {
-    let read = || -> Option<f64> {
-        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let utime: f64 = fields.get(11)?.parse().ok()?;
-        let stime: f64 = fields.get(12)?.parse().ok()?;
-        Some((utime + stime) / 100.0)
-    };
-    read().unwrap_or(0.0)
-}
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -36,7 +24,7 @@ fn main() {
     let pending = args.get(2).copied().unwrap_or(5000);
     allot_sim::memory::disable_transparent_huge_pages();
     let started = Instant::now();
-    let cpu_start = cpu_seconds();
+    let cpu_start = cpu_seconds().unwrap_or(0.0);
     let options = GenOptions {
         nodes,
         devices_per_node: devices,
@@ -51,13 +39,13 @@ fn main() {
     let shape = NodeShape::parse("gpu-node.yaml", &node_shape_text("gpu-node", devices))
         .expect("valid shape");
     let loaded = started.elapsed().as_secs_f64();
-    let loaded_cpu = cpu_seconds() - cpu_start;
+    let loaded_cpu = cpu_seconds().unwrap_or(0.0) - cpu_start;
     let started = Instant::now();
-    let search_start = cpu_seconds();
+    let search_start = cpu_seconds().unwrap_or(0.0);
     let answer =
         allot_sim::capacity::scale_up(&input, &[shape], &[], &mut |_| {}).expect("search runs");
     let searched = started.elapsed().as_secs_f64();
-    let searched_cpu = cpu_seconds() - search_start;
+    let searched_cpu = cpu_seconds().unwrap_or(0.0) - search_start;
     let probes: Vec<String> = answer
         .probes
         .iter()

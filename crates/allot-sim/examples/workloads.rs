@@ -5,21 +5,12 @@
 //! `cargo run --release -p allot-sim --example workloads -- [--trace TRACE] FILE|DIR...`
 //! (a directory gives its `.yaml`, `.yml` and `.json` files in name order).
 
+use allot_sim::memory::cpu_seconds;
 use std::path::PathBuf;
 use std::time::Instant;
 
 #[global_allocator]
 static GLOBAL: allot_alloc::Allocator = allot_alloc::Allocator;
-
-/// User plus system CPU seconds of this process so far (Linux; `None` elsewhere).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
-}
 
 fn expand(path: PathBuf) -> Vec<PathBuf> {
     if !path.is_dir() {

@@ -1,4 +1,5 @@
-//! Process-wide memory tuning for large simulations.
+//! Process-wide memory tuning for large simulations, and the process's own CPU time and peak
+//! memory for the benchmarks' reports.
 //!
 //! A simulation of thousands of nodes touches gigabytes of fresh heap once and keeps it. With
 //! transparent huge pages, the kernel zeroes a whole 2 MiB page on the first touch of any byte
@@ -23,6 +24,28 @@ pub fn disable_transparent_huge_pages() -> bool {
     {
         false
     }
+}
+
+/// User plus system CPU seconds of this process so far (Linux; `None` elsewhere). On a busy
+/// machine CPU time says more than wall time.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may contain spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // The kernel reports clock ticks; USER_HZ is 100 on every Linux architecture we run on.
+    Some((utime + stime) / 100.0)
+}
+
+/// The peak resident set size of this process so far, in MiB (Linux `VmHWM`; `None`
+/// elsewhere).
+pub fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! `fragmentation/classes/gpu.example.com/free`, ...):
 //! the browser tests compare the two.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use allot_api::core::v1::{Node, Pod};
@@ -78,9 +78,10 @@ struct NodeRow {
     paint: allot_kubelet::picture::Paints,
 }
 
-/// Devices per node, with the pod using each, from node-local slices and claims' allocations.
-fn node_devices(store: &Store) -> BTreeMap<String, Vec<DeviceCell>> {
-    let mut users: BTreeMap<(String, String, String), String> = BTreeMap::new();
+/// Who holds each allocated device, by (driver, pool, device): `namespace/name` of the claim's
+/// first consumer, or `claim namespace/name` for a claim nobody has reserved.
+pub(crate) fn device_users(store: &Store) -> HashMap<(&str, &str, &str), String> {
+    let mut users = HashMap::new();
     for claim in store.list::<ResourceClaim>() {
         let Some(allocation) = &claim.status.allocation else {
             continue;
@@ -96,14 +97,20 @@ fn node_devices(store: &Store) -> BTreeMap<String, Vec<DeviceCell>> {
         for result in &allocation.devices.results {
             users.insert(
                 (
-                    result.driver.to_string(),
-                    result.pool.to_string(),
-                    result.device.to_string(),
+                    result.driver.as_str(),
+                    result.pool.as_str(),
+                    result.device.as_str(),
                 ),
                 user.clone(),
             );
         }
     }
+    users
+}
+
+/// Devices per node, with the pod using each, from node-local slices and claims' allocations.
+fn node_devices(store: &Store) -> BTreeMap<String, Vec<DeviceCell>> {
+    let users = device_users(store);
     let mut out: BTreeMap<String, Vec<DeviceCell>> = BTreeMap::new();
     for slice in store.list::<ResourceSlice>() {
         let Some(node) = slice.spec.node_name.as_ref() else {
@@ -112,9 +119,9 @@ fn node_devices(store: &Store) -> BTreeMap<String, Vec<DeviceCell>> {
         let cells = out.entry(node.to_string()).or_default();
         for device in &slice.spec.devices {
             let key = (
-                slice.spec.driver.to_string(),
-                slice.spec.pool.name.to_string(),
-                device.name.to_string(),
+                slice.spec.driver.as_str(),
+                slice.spec.pool.name.as_str(),
+                device.name.as_str(),
             );
             cells.push(DeviceCell {
                 d: format!("{}/{}", key.1, key.2),

@@ -8,29 +8,9 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use harness::Serve;
-
-/// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
-fn until(serve: &Serve, args: &[&str], done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = serve.kubectl(args);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if (out.status.success() && done(&text)) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path.display().to_string()
-}
+use harness::{Serve, write};
 
 const NODE: &str = "apiVersion: v1
 kind: Node
@@ -82,8 +62,7 @@ fn a_gang_waits_for_min_count_pods_then_binds_together() {
     let conditions = serve.ok(&["get", "pod", "a", "-o", "jsonpath={.status.conditions}"]);
     assert!(!conditions.contains("PodScheduled"), "{conditions}");
     serve.ok(&["apply", "-f", &write(dir.path(), "b.yaml", &member("b"))]);
-    let bound = until(
-        &serve,
+    let bound = serve.until(
         &[
             "get",
             "pods",
@@ -96,8 +75,7 @@ fn a_gang_waits_for_min_count_pods_then_binds_together() {
         bound.contains("a=worker-1") && bound.contains("b=worker-1"),
         "{bound}"
     );
-    let status = until(
-        &serve,
+    let status = serve.until(
         &[
             "get",
             "podgroup",

@@ -184,60 +184,10 @@ fn spec_examples_run_on_simulated_nodes() {
     assert!(events.contains("pod/pod-with-cats"), "{events}");
 }
 
-const GPU_CLUSTER: &str = "apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-1
-  labels: {kubernetes.io/hostname: gpu-1}
-status:
-  capacity: {cpu: \"4\", memory: 8Gi, pods: \"110\"}
-  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}
----
-apiVersion: allot.dev/v1alpha1
-kind: NodeTopology
-metadata:
-  name: gpu-1
-cpus:
-- {id: 0, core: 0, socket: 0, numa: 0}
-- {id: 1, core: 1, socket: 0, numa: 0}
-- {id: 2, core: 2, socket: 0, numa: 0}
-- {id: 3, core: 3, socket: 0, numa: 0}
-numaNodes:
-- {id: 0, memory: 8Gi}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata:
-  name: gpu.example.com
-spec:
-  selectors:
-  - cel:
-      expression: device.driver == \"gpu.example.com\"
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata:
-  name: gpu-1-gpus
-spec:
-  driver: gpu.example.com
-  nodeName: gpu-1
-  pool: {name: gpu-1, generation: 1, resourceSliceCount: 1}
-  devices:
-  - name: gpu-0
-  - name: gpu-1
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata:
-  name: one-gpu
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly:
-          deviceClassName: gpu.example.com
----
+/// The node of `support/gpu-node.yaml` and two pods of one GPU each.
+const GPU_CLUSTER: &str = concat!(
+    include_str!("support/gpu-node.yaml"),
+    "---
 apiVersion: v1
 kind: Pod
 metadata:
@@ -267,7 +217,8 @@ spec:
     resources:
       claims:
       - name: gpu
-";
+"
+);
 
 const TAINT_RULE: &str = "apiVersion: resource.k8s.io/v1
 kind: DeviceTaintRule

@@ -11,29 +11,7 @@ mod harness;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use harness::Serve;
-
-/// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
-fn until(serve: &Serve, args: &[&str], done: impl Fn(bool, &str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = serve.kubectl(args);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if done(out.status.success(), &text) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("writes");
-    path.display().to_string()
-}
+use harness::{Serve, write};
 
 const CLUSTER: &str = "apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -88,8 +66,7 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
         "-f",
         &write(dir.path(), "low.yaml", &pod("low", "batch-low")),
     ]);
-    let bound = until(
-        &serve,
+    let bound = serve.until_status(
         &["get", "pod", "low", "-o", "jsonpath={.spec.nodeName}"],
         |ok, t| ok && t == "worker-1",
     );
@@ -104,8 +81,7 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
     ]);
     assert_eq!(get(&serve, "high", "{.spec.priority}"), "1000");
     // The victim: DisruptionTarget, then a deletion timestamp with its grace period.
-    let reason = until(
-        &serve,
+    let reason = serve.until_status(
         &[
             "get",
             "pod",
@@ -136,8 +112,7 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
     ]);
     assert_eq!(deleting, "15");
     // The preemptor waits, nominated to the node.
-    let nominated = until(
-        &serve,
+    let nominated = serve.until_status(
         &[
             "get",
             "pod",
@@ -149,8 +124,7 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
     );
     assert_eq!(nominated, "worker-1");
     // The event kubectl shows for the victim.
-    let events = until(
-        &serve,
+    let events = serve.until_status(
         &[
             "get",
             "events",
@@ -164,15 +138,14 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
     assert!(events.contains("low Normal Preempted"), "{events}");
 
     // After the grace period: the victim is gone and the preemptor runs on its node.
-    let gone = until(&serve, &["get", "pod", "low"], |ok, _| !ok);
+    let gone = serve.until_status(&["get", "pod", "low"], |ok, _| !ok);
     let (found, _, stderr) = serve.run(&["get", "pod", "low"]);
     assert!(!found, "the victim is still there: {gone}");
     assert!(
         stderr.contains("NotFound") || stderr.contains("not found"),
         "{stderr}"
     );
-    let bound = until(
-        &serve,
+    let bound = serve.until_status(
         &["get", "pod", "high", "-o", "jsonpath={.spec.nodeName}"],
         |ok, t| ok && t == "worker-1",
     );

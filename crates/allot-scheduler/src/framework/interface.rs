@@ -213,6 +213,28 @@ pub struct Explanation {
 }
 
 impl Explanation {
+    /// The reasons of `rejected`, each once in the order first given, with the nodes that gave
+    /// each (in `rejected`'s order).
+    pub fn by_reason<'a>(
+        rejected: &'a [(&'a NodeInfo, &'a Status)],
+    ) -> Vec<(&'a str, Vec<&'a NodeInfo>)> {
+        let mut groups: Vec<(&str, Vec<&NodeInfo>)> = Vec::new();
+        for (node, status) in rejected {
+            for reason in status.reasons() {
+                let reason = reason.as_ref();
+                match groups.iter_mut().find(|(r, _)| *r == reason) {
+                    Some((_, nodes)) => {
+                        if nodes.last().is_none_or(|last| !std::ptr::eq(*last, *node)) {
+                            nodes.push(node)
+                        }
+                    }
+                    None => groups.push((reason, vec![*node])),
+                }
+            }
+        }
+        groups
+    }
+
     /// The usual layout, the plugin's name, then per reason (in order of first appearance)
     /// the number of nodes and one line per node:
     ///
@@ -230,21 +252,8 @@ impl Explanation {
         mut detail: impl FnMut(&NodeInfo, &str) -> Option<String>,
     ) -> Explanation {
         use std::fmt::Write as _;
-        let mut reasons: Vec<&str> = Vec::new();
-        for (_, status) in rejected {
-            for r in status.reasons() {
-                if !reasons.contains(&r.as_ref()) {
-                    reasons.push(r.as_ref());
-                }
-            }
-        }
         let mut text = format!("{plugin}:");
-        for reason in reasons {
-            let nodes: Vec<&NodeInfo> = rejected
-                .iter()
-                .filter(|(_, st)| st.reasons().iter().any(|r| r.as_ref() == reason))
-                .map(|(n, _)| *n)
-                .collect();
+        for (reason, nodes) in Self::by_reason(rejected) {
             let _ = write!(text, "\n  {} {reason}:", nodes.len());
             for node in nodes {
                 if let Some(d) = detail(node, reason) {

@@ -453,6 +453,18 @@ impl Framework {
         Ok((result, restricting))
     }
 
+    /// The Filter plugins active for the cycle (those the node walk runs and those it defers),
+    /// in profile order.
+    fn active_filters(&mut self, cycle: &Cycle) -> Vec<usize> {
+        let (walk, deferred, _) = self.plan(cycle);
+        self.points
+            .filter
+            .iter()
+            .copied()
+            .filter(|i| walk.contains(i) || deferred.contains(i))
+            .collect()
+    }
+
     /// The active filter plugins of this cycle (not skipped), split into those that run during
     /// the node walk and the deferrable ones, with the merged summary check of the former and
     /// the device bound of all.
@@ -608,14 +620,7 @@ impl Framework {
     /// Runs every active Filter plugin on a node in order (upstream `RunFilterPlugins`): the
     /// first status that is not Success, with its plugin, or Success.
     pub fn run_filter_plugins(&mut self, ctx: &Ctx<'_>, cycle: &mut Cycle, slot: usize) -> Status {
-        let (walk, deferred, _) = self.plan(cycle);
-        let all: Vec<usize> = self
-            .points
-            .filter
-            .iter()
-            .copied()
-            .filter(|i| walk.contains(i) || deferred.contains(i))
-            .collect();
+        let all = self.active_filters(cycle);
         match self.filter_node(ctx, cycle, &all, slot) {
             Ok(None) => Status::success(),
             Ok(Some(status)) => status,
@@ -1141,14 +1146,7 @@ impl Framework {
     ) -> (Option<String>, Option<String>, Vec<Victim>) {
         let mut messages = Vec::new();
         let mut victims = Vec::new();
-        let (walk, deferred, _) = self.plan(cycle);
-        let filters: Vec<usize> = self
-            .points
-            .filter
-            .iter()
-            .copied()
-            .filter(|i| walk.contains(i) || deferred.contains(i))
-            .collect();
+        let filters = self.active_filters(cycle);
         for k in 0..self.points.post_filter.len() {
             let i = self.points.post_filter[k];
             let mut plugin = std::mem::replace(&mut self.plugins[i], Box::new(Vacant));
@@ -1190,14 +1188,7 @@ impl Framework {
         cycle: &Cycle,
         f: impl FnOnce(&mut dyn FilterHandle) -> R,
     ) -> R {
-        let (walk, deferred, _) = self.plan(cycle);
-        let filters: Vec<usize> = self
-            .points
-            .filter
-            .iter()
-            .copied()
-            .filter(|i| walk.contains(i) || deferred.contains(i))
-            .collect();
+        let filters = self.active_filters(cycle);
         let mut handle = Handle {
             framework: self,
             filters: &filters,

@@ -583,21 +583,8 @@ fn fit_detail(request: &Resources, node: &NodeInfo, resource: &str) -> String {
 /// The explanation of NodeResourcesFit's rejections of a pod with `request`.
 pub fn explain_fit(request: &Resources, rejected: &[(&NodeInfo, &Status)]) -> String {
     use std::fmt::Write as _;
-    let mut reasons: Vec<&str> = Vec::new();
-    for (_, status) in rejected {
-        for r in status.reasons() {
-            if !reasons.contains(&r.as_ref()) {
-                reasons.push(r.as_ref());
-            }
-        }
-    }
     let mut text = format!("{NAME}:");
-    for reason in reasons {
-        let nodes: Vec<&NodeInfo> = rejected
-            .iter()
-            .filter(|(_, st)| st.reasons().iter().any(|r| r.as_ref() == reason))
-            .map(|(n, _)| *n)
-            .collect();
+    for (reason, nodes) in Explanation::by_reason(rejected) {
         let _ = write!(text, "\n  {} {reason}:", nodes.len());
         let Some(resource) = reason_resource(reason) else {
             continue;

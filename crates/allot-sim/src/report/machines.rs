@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use allot_api::core::v1::{Node, Pod};
-use allot_api::resource::v1::{Device as SliceDevice, ResourceClaim, ResourceSlice};
+use allot_api::resource::v1::{Device as SliceDevice, ResourceSlice};
 use allot_kubelet::picture::{self, Device, Owner, Paints, Picture, Template};
 use allot_kubelet_config::KubeletConfiguration;
 use allot_store::Store;
@@ -38,30 +38,7 @@ fn device_numa(device: &SliceDevice) -> Option<u32> {
 /// Node-local devices per node, with the pod holding each (`namespace/name` of the claim's
 /// first consumer, or `claim namespace/name`).
 fn devices(store: &Store) -> BTreeMap<String, Vec<Device>> {
-    let mut users: HashMap<(&str, &str, &str), String> = HashMap::new();
-    for claim in store.list::<ResourceClaim>() {
-        let Some(allocation) = &claim.status.allocation else {
-            continue;
-        };
-        let user = claim
-            .status
-            .reserved_for
-            .first()
-            .map(|r| format!("{}/{}", claim.metadata.namespace, r.name))
-            .unwrap_or_else(|| {
-                format!("claim {}/{}", claim.metadata.namespace, claim.metadata.name)
-            });
-        for result in &allocation.devices.results {
-            users.insert(
-                (
-                    result.driver.as_str(),
-                    result.pool.as_str(),
-                    result.device.as_str(),
-                ),
-                user.clone(),
-            );
-        }
-    }
+    let users = super::device_users(store);
     let mut out: BTreeMap<String, Vec<Device>> = BTreeMap::new();
     for slice in store.list::<ResourceSlice>() {
         let Some(node) = slice.spec.node_name.as_ref() else {

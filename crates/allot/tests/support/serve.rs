@@ -243,11 +243,17 @@ impl Drop for Serve {
 impl Serve {
     /// Runs kubectl until `done` accepts its output (or 60 s pass); returns the last output.
     pub fn until(&self, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+        self.until_status(args, |ok, text| ok && done(text))
+    }
+
+    /// Runs kubectl until `done` accepts whether it succeeded and its output (or 60 s pass);
+    /// returns the last output.
+    pub fn until_status(&self, args: &[&str], done: impl Fn(bool, &str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let out = self.kubectl(args);
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            if (out.status.success() && done(&text)) || Instant::now() > deadline {
+            if done(out.status.success(), &text) || Instant::now() > deadline {
                 return text;
             }
             std::thread::sleep(Duration::from_millis(250));
