@@ -22,6 +22,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use allot_api::core::v1::{Event as CoreEvent, EventSource, ObjectReference, Pod};
 use allot_api::meta::v1::ObjectMeta;
@@ -452,6 +453,10 @@ struct Binding {
     failure: Option<String>,
 }
 
+/// A pod state offered to the recorder (the store's shared copy) and whether it was the pod's
+/// deletion.
+type PodState = (Arc<Pod>, bool);
+
 /// The loop that turns pod (and claim) states into Events.
 ///
 /// It keeps every pod state it was offered (not only the latest), so a short-lived state
@@ -464,7 +469,7 @@ struct Binding {
 pub struct EventRecorder {
     /// Pod states offered since the pod's last reconcile, oldest first, and whether each was
     /// the pod's deletion.
-    seen: RefCell<BTreeMap<ObjectKey, Vec<(Pod, bool)>>>,
+    seen: RefCell<BTreeMap<ObjectKey, Vec<PodState>>>,
     /// The Events of each pod's latest state already reconciled, by pod uid.
     last: BTreeMap<String, Vec<PodEvent>>,
     /// Uids of pods created already bound to a node.
@@ -716,7 +721,7 @@ impl Controller for EventRecorder {
                     .borrow_mut()
                     .entry(event.key.clone())
                     .or_default()
-                    .push((Pod::clone(pod), event.event_type == EventType::Deleted));
+                    .push((Arc::clone(pod), event.event_type == EventType::Deleted));
                 vec![event.key.clone()]
             }
             Stored::ResourceClaim(claim) => {

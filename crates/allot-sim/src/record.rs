@@ -12,6 +12,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use allot_api::core::v1::{Event as CoreEvent, Node, Pod};
 use allot_api::resource::v1::{ResourceClaim, ResourceSlice};
@@ -130,8 +131,9 @@ pub struct LedgerData {
     by_uid: HashMap<String, usize>,
     events: Vec<TimelineEntry>,
     usage: Vec<Usage>,
-    pending_pods: Vec<(Pod, bool)>,
-    pending_events: Vec<CoreEvent>,
+    /// The store's own copies (shared, not cloned), observed at the next reconcile.
+    pending_pods: Vec<(Arc<Pod>, bool)>,
+    pending_events: Vec<Arc<CoreEvent>>,
     /// Running pods holding each device (`driver/pool/device`): a device shared by several
     /// pods (one claim, or several claims of a shareable device) counts once.
     device_holders: HashMap<String, u32>,
@@ -171,9 +173,9 @@ impl Controller for Ledger {
         match &event.object {
             Stored::Pod(pod) => data
                 .pending_pods
-                .push((Pod::clone(pod), event.event_type == EventType::Deleted)),
+                .push((Arc::clone(pod), event.event_type == EventType::Deleted)),
             Stored::Event(e) if event.event_type != EventType::Deleted => {
-                data.pending_events.push(CoreEvent::clone(e))
+                data.pending_events.push(Arc::clone(e))
             }
             _ => return Vec::new(),
         }
