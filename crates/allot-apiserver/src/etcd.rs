@@ -423,7 +423,15 @@ impl EtcdBackend {
         match change.event_type {
             EventType::Added => {
                 let mut object = change.object.clone();
-                object.meta_mut().uid.clear();
+                // Decided again under a new uid: what the first decision derived from its uid
+                // (a Job's generated selector) goes with it.
+                let uid = std::mem::take(&mut object.meta_mut().uid);
+                if let Stored::Job(job) = &mut object {
+                    allot_api::defaults::workloads::forget_generated_job_selector(
+                        Arc::make_mut(job),
+                        &uid,
+                    );
+                }
                 object.meta_mut().resource_version.clear();
                 let now = object.meta().creation_timestamp.clone().unwrap_or_default();
                 match store.create_stored(object.clone(), &now) {

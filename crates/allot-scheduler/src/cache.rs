@@ -253,6 +253,9 @@ struct Assigned {
     info: Arc<PodInfo>,
 }
 
+/// Namespace -> label key -> label value -> the assigned pods carrying it.
+type LabelIndex = HashMap<String, HashMap<String, HashMap<String, BTreeSet<ObjectKey>>>>;
+
 /// The cluster as the scheduler sees it.
 #[derive(Debug, Default)]
 pub struct Cache {
@@ -330,6 +333,9 @@ pub struct Cache {
     pod_log: Vec<PodChange>,
     /// The position of `pod_log[0]` in the whole history of changes.
     pod_log_base: u64,
+    /// Assigned pods by namespace, then label key, then label value: where a selector with an
+    /// equality requirement finds its candidates without walking every placed pod.
+    label_index: LabelIndex,
 }
 
 /// A pod added to (sign 1) or removed from (sign -1) the node in a slot.
@@ -368,30 +374,56 @@ pub struct Workloads {
 }
 
 impl Workloads {
-    fn from_store(store: &Store) -> Self {
-        let mut out = Workloads::default();
+    /// The Services' selectors as the store has them, per namespace in key order.
+    fn services_from_store(store: &Store) -> BTreeMap<String, Vec<BTreeMap<String, String>>> {
+        let mut services: BTreeMap<String, Vec<BTreeMap<String, String>>> = BTreeMap::new();
         for s in store.list::<allot_api::core::v1::Service>() {
             if !s.spec.selector.is_empty() {
-                out.services
+                services
                     .entry(s.metadata.namespace.clone())
                     .or_default()
                     .push(s.spec.selector.clone());
             }
         }
-        for rc in store.list::<allot_api::core::v1::ReplicationController>() {
-            let key = (rc.metadata.namespace.clone(), rc.metadata.name.clone());
-            out.replication_controllers
-                .insert(key, rc.spec.selector.clone());
+        services
+    }
+
+    /// Takes in one event of a Service, ReplicationController, ReplicaSet or StatefulSet;
+    /// returns whether a selector changed. Only the object's own entry is looked at (its
+    /// status changes, frequent while it scales, cost a comparison), but for Services, whose
+    /// selectors are kept per namespace, which are read again from the store.
+    fn apply(&mut self, event: &Event, store: &Store) -> bool {
+        fn put<V: PartialEq + Clone>(
+            map: &mut BTreeMap<(String, String), V>,
+            event: &Event,
+            value: Option<&V>,
+        ) -> bool {
+            let key = (event.key.namespace.to_string(), event.key.name.to_string());
+            match value.filter(|_| event.event_type != EventType::Deleted) {
+                Some(v) if map.get(&key) != Some(v) => {
+                    map.insert(key, v.clone());
+                    true
+                }
+                Some(_) => false,
+                None => map.remove(&key).is_some(),
+            }
         }
-        for rs in store.list::<allot_api::apps::v1::ReplicaSet>() {
-            let key = (rs.metadata.namespace.clone(), rs.metadata.name.clone());
-            out.replica_sets.insert(key, rs.spec.selector.clone());
+        match &event.object {
+            Stored::Service(_) => {
+                let services = Self::services_from_store(store);
+                let changed = services != self.services;
+                self.services = services;
+                changed
+            }
+            Stored::ReplicationController(rc) => put(
+                &mut self.replication_controllers,
+                event,
+                Some(&rc.spec.selector),
+            ),
+            Stored::ReplicaSet(rs) => put(&mut self.replica_sets, event, Some(&rs.spec.selector)),
+            Stored::StatefulSet(ss) => put(&mut self.stateful_sets, event, Some(&ss.spec.selector)),
+            _ => false,
         }
-        for ss in store.list::<allot_api::apps::v1::StatefulSet>() {
-            let key = (ss.metadata.namespace.clone(), ss.metadata.name.clone());
-            out.stateful_sets.insert(key, ss.spec.selector.clone());
-        }
-        out
     }
 }
 
@@ -404,7 +436,6 @@ impl Cache {
         let mut classes_dirty = false;
         let mut rules_dirty = false;
         let mut namespaces_dirty = false;
-        let mut workloads_dirty = false;
         for event in events {
             match event.key.kind {
                 Kind::Node => self.node_event(event),
@@ -418,7 +449,11 @@ impl Cache {
                 Kind::Service
                 | Kind::ReplicationController
                 | Kind::ReplicaSet
-                | Kind::StatefulSet => workloads_dirty = true,
+                | Kind::StatefulSet
+                    if self.workloads.apply(event, store) =>
+                {
+                    self.epoch += 1;
+                }
                 _ => {}
             }
         }
@@ -429,13 +464,6 @@ impl Cache {
         if rules_dirty {
             self.taint_rules = store.list::<DeviceTaintRule>().cloned().collect();
             self.epoch += 1;
-        }
-        if workloads_dirty {
-            let workloads = Workloads::from_store(store);
-            if workloads != self.workloads {
-                self.workloads = workloads;
-                self.epoch += 1;
-            }
         }
         if namespaces_dirty {
             self.namespaces = store.list::<Namespace>().cloned().collect();
@@ -904,6 +932,7 @@ impl Cache {
             return;
         };
         self.count_affinity(&old.info, false);
+        self.index_labels(key, &old.info.pod, false);
         if let Some(slot) = self.node_index.get(&old.node).copied() {
             self.dirty.push(slot);
             if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
@@ -919,6 +948,7 @@ impl Cache {
         let non_zero = pod_non_zero_requests_with(&pod, &requests);
         let info = Arc::new(PodInfo::new(pod));
         self.count_affinity(&info, true);
+        self.index_labels(key, &info.pod, true);
         if let Some(slot) = self.node_index.get(&node).copied() {
             self.dirty.push(slot);
             if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
@@ -999,6 +1029,7 @@ impl Cache {
         self.epoch += 1;
         if let Some(old) = old {
             self.count_affinity(&old.info, false);
+            self.index_labels(&event.key, &old.info.pod, false);
             if let Some(slot) = self.node_index.get(&old.node).copied() {
                 self.dirty.push(slot);
                 if let Some(state) = self.nodes.get_mut(slot).and_then(Option::as_mut) {
@@ -1010,6 +1041,7 @@ impl Cache {
         if let Some((requests, non_zero)) = counted {
             let info = Arc::new(PodInfo::new(Arc::clone(pod)));
             self.count_affinity(&info, true);
+            self.index_labels(&event.key, pod, true);
             let assigned = Assigned {
                 node: node.to_string(),
                 requests,
@@ -1223,6 +1255,64 @@ impl Cache {
     fn next_generation(&mut self) -> u64 {
         self.generation += 1;
         self.generation
+    }
+
+    /// Adds an assigned pod's labels to the label index, or takes them out.
+    fn index_labels(&mut self, key: &ObjectKey, pod: &Pod, add: bool) {
+        let namespace = pod.metadata.namespace.as_str();
+        for (label, value) in &pod.metadata.labels {
+            if add {
+                self.label_index
+                    .entry(namespace.to_string())
+                    .or_default()
+                    .entry(label.clone())
+                    .or_default()
+                    .entry(value.clone())
+                    .or_default()
+                    .insert(key.clone());
+                continue;
+            }
+            let Some(labels) = self.label_index.get_mut(namespace) else {
+                continue;
+            };
+            let Some(values) = labels.get_mut(label) else {
+                continue;
+            };
+            if let Some(keys) = values.get_mut(value) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    values.remove(value);
+                }
+            }
+            if values.is_empty() {
+                labels.remove(label);
+            }
+            if labels.is_empty() {
+                self.label_index.remove(namespace);
+            }
+        }
+    }
+
+    /// The assigned pods of `namespace` labelled `label: value` on known nodes, each with
+    /// its node, in pod key order.
+    pub fn assigned_labelled<'a>(
+        &'a self,
+        namespace: &str,
+        label: &str,
+        value: &str,
+    ) -> impl Iterator<Item = (&'a NodeInfo, &'a Arc<PodInfo>)> + 'a {
+        self.label_index
+            .get(namespace)
+            .and_then(|labels| labels.get(label))
+            .and_then(|values| values.get(value))
+            .into_iter()
+            .flatten()
+            .filter_map(|key| {
+                let assigned = self.assigned.get(key)?;
+                let slot = *self.node_index.get(&assigned.node)?;
+                let node = self.nodes.get(slot)?.as_ref()?;
+                Some((node, &assigned.info))
+            })
     }
 
     fn count_affinity(&mut self, info: &PodInfo, add: bool) {

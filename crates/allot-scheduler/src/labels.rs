@@ -113,6 +113,20 @@ pub enum Selector {
 }
 
 impl Selector {
+    /// A label (key, value) every matching label set has: the first requirement that is `In`
+    /// a single value. `None` when there is none (or the selector matches nothing).
+    pub fn equality(&self) -> Option<(&str, &str)> {
+        let Selector::All(requirements) = self else {
+            return None;
+        };
+        requirements
+            .iter()
+            .find_map(|r| match (r.operator, r.values.as_slice()) {
+                (Operator::In, [value]) => Some((r.key.as_str(), value.as_str())),
+                _ => None,
+            })
+    }
+
     /// The selector that matches every label set.
     pub fn everything() -> Self {
         Selector::All(Vec::new())

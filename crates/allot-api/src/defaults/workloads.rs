@@ -225,6 +225,34 @@ pub fn generate_job_selector(job: &mut Job) {
     }
 }
 
+/// Undoes [`generate_job_selector`] on a Job created with `uid` whose creation must be decided
+/// again under a new uid (a create retried after another writer moved the store on): the
+/// labels and selector entries holding `uid` go, and Job labels copied from the template are
+/// cleared, so that generating again gives the new uid everywhere. Entries a user set to other
+/// values stay.
+pub fn forget_generated_job_selector(job: &mut Job, uid: &str) {
+    if job.spec.manual_selector == Some(true) || uid.is_empty() {
+        return;
+    }
+    if job.metadata.labels == job.spec.template.metadata.labels {
+        job.metadata.labels.clear();
+    }
+    let labels = &mut job.spec.template.metadata.labels;
+    for key in [LEGACY_JOB_CONTROLLER_UID_LABEL, JOB_CONTROLLER_UID_LABEL] {
+        if labels.get(key).is_some_and(|v| v == uid) {
+            labels.remove(key);
+        }
+    }
+    if let Some(selector) = &mut job.spec.selector
+        && selector
+            .match_labels
+            .get(JOB_CONTROLLER_UID_LABEL)
+            .is_some_and(|v| v == uid)
+    {
+        selector.match_labels.remove(JOB_CONTROLLER_UID_LABEL);
+    }
+}
+
 /// `SetDefaults_CronJob`: `Allow`, not suspended, three successful and one failed Job kept; the
 /// Job template's pod template as a pod's (the Job template gets no Job defaults).
 pub fn default_cron_job(job: &mut CronJob) {
@@ -568,5 +596,34 @@ mod tests {
         manual.spec.manual_selector = Some(true);
         generate_job_selector(&mut manual);
         assert!(manual.spec.selector.is_none());
+    }
+
+    /// A create decided again under a new uid (the etcd backend's retry) ends with the new uid
+    /// in the selector, the template and the Job's labels, and nothing of the old one.
+    #[test]
+    fn job_selector_follows_a_new_uid() {
+        let mut job = Job::default();
+        job.metadata.name = "pi".into();
+        job.metadata.uid = "old".into();
+        job.spec.manual_selector = Some(false);
+        job.spec
+            .template
+            .metadata
+            .labels
+            .insert("app".into(), "pi".into());
+        generate_job_selector(&mut job);
+        let uid = std::mem::take(&mut job.metadata.uid);
+        forget_generated_job_selector(&mut job, &uid);
+        job.metadata.uid = "new".into();
+        generate_job_selector(&mut job);
+        let text = serde_json::to_string(&job).expect("json");
+        assert!(!text.contains("\"old\""), "{text}");
+        let labels = &job.spec.template.metadata.labels;
+        assert_eq!(labels[JOB_CONTROLLER_UID_LABEL], "new");
+        assert_eq!(labels[LEGACY_JOB_CONTROLLER_UID_LABEL], "new");
+        assert_eq!(labels["app"], "pi");
+        let selector = job.spec.selector.as_ref().expect("generated");
+        assert_eq!(selector.match_labels[JOB_CONTROLLER_UID_LABEL], "new");
+        assert_eq!(job.metadata.labels[JOB_CONTROLLER_UID_LABEL], "new");
     }
 }

@@ -16,7 +16,7 @@
 //! ([`WorkloadSelector`], upstream `helper.DefaultSelector`); a pod none selects gets no
 //! default constraint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use allot_api::core::v1::{
@@ -365,6 +365,11 @@ impl Counter for ConstraintCounter<'_> {
     fn keep_empty(&self) -> bool {
         true
     }
+
+    fn candidates(&self) -> Option<(&str, &str, &str)> {
+        let (label, value) = self.constraint.selector.equality()?;
+        Some((&self.pod.metadata.namespace, label, value))
+    }
 }
 
 /// PreFilter state (upstream `preFilterState`): per constraint, the matching pods per domain
@@ -464,6 +469,10 @@ struct ScoreState {
     counts: Vec<BTreeMap<String, i64>>,
     /// Per constraint, `ln(domains + 2)`.
     weights: Vec<f64>,
+    /// Per hostname constraint whose selector names a label value: the matching pods per
+    /// node slot, from the cache's label index (nodes absent have none). `None`: counted on
+    /// each scored node's pods.
+    host_counts: Vec<Option<HashMap<usize, i64>>>,
 }
 
 impl Plugin for PodTopologySpread {
@@ -762,11 +771,29 @@ impl PreScorePlugin for PodTopologySpread {
                 *count += totals.get(&constraint.topology_key, value);
             }
         }
+        let host_counts = constraints
+            .iter()
+            .map(|c| {
+                let (label, value) = c
+                    .selector
+                    .equality()
+                    .filter(|_| c.topology_key == HOSTNAME)?;
+                let namespace = pod.metadata.namespace.as_str();
+                let mut per_node: HashMap<usize, i64> = HashMap::new();
+                for (node, other) in cluster.assigned_labelled(namespace, label, value) {
+                    if counted(&other.pod, &c.selector, namespace) {
+                        *per_node.entry(node.slot).or_default() += 1;
+                    }
+                }
+                Some(per_node)
+            })
+            .collect();
         state.write(ScoreState {
             constraints,
             ignored,
             counts,
             weights,
+            host_counts,
         });
         Status::success()
     }
@@ -785,11 +812,7 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<ScoreState>() else {
             return Ok(0);
         };
-        if s.ignored.iter().any(|slot| {
-            _ctx.cluster
-                .node(*slot)
-                .is_some_and(|n| n.name == node.name)
-        }) {
+        if s.ignored.contains(&node.slot) {
             return Ok(0);
         }
         let mut score = 0f64;
@@ -797,7 +820,9 @@ impl ScorePlugin for PodTopologySpread {
             let Some(value) = node.labels().get(&c.topology_key) else {
                 continue;
             };
-            let count = if c.topology_key == HOSTNAME {
+            let count = if let Some(per_node) = &s.host_counts[i] {
+                per_node.get(&node.slot).copied().unwrap_or(0)
+            } else if c.topology_key == HOSTNAME {
                 count_matching(node, &c.selector, &pod.pod.metadata.namespace) as i64
             } else {
                 s.counts[i].get(value).copied().unwrap_or(0)
