@@ -23,7 +23,7 @@ use allot_api::core::v1::{Namespace, Node, Pod};
 use allot_runtime::SimTime;
 use allot_scheduler::cache::Cache;
 use allot_scheduler::framework::{
-    Code, Ctx, Cycle, CycleOutcome, Framework, PluginConfig, PodInfo, PreFilterCtx, Profile, Status,
+    Code, Ctx, Cycle, CycleOutcome, Framework, PluginConfig, PodInfo, PreFilterCtx, Status,
 };
 use allot_scheduler::plugins;
 use allot_store::Store;
@@ -208,21 +208,8 @@ fn framework(table: &Table, case: &Case) -> Framework {
     if table.plugin != "DefaultBinder" {
         names.push(PluginConfig::new("DefaultBinder"));
     }
-    let profile = Profile {
-        scheduler_name: "default-scheduler".into(),
-        plugins: names,
-        percentage_of_nodes_to_score: 100,
-        point_order: Vec::new(),
-    };
-    let features = plugins::Features {
-        dra: plugins::dynamic_resources::Config {
-            features: allot_dra::Features::default(),
-            binding_timeout_seconds: 600,
-            extended_resource: true,
-            node_allocatable_resources: true,
-            allocation_budget: allot_dra::Budget::default(),
-        },
-    };
+    let profile = tables::profile(names);
+    let features = tables::features();
     Framework::new(&profile, &mut |p| plugins::build(p, &features)).expect("profile")
 }
 

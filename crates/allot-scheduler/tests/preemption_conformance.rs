@@ -38,7 +38,7 @@ use allot_runtime::SimTime;
 use allot_scheduler::cache::{Cache, NodeInfo};
 use allot_scheduler::framework::{
     BindCtx, Code, Ctx, Cycle, CycleOutcome, CycleState, FilterPlugin, Framework, Plugin,
-    PluginConfig, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Profile, Status,
+    PluginConfig, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
 };
 use allot_scheduler::plugins;
 use allot_scheduler::plugins::default_preemption::{self, DefaultPreemption, pick_one};
@@ -429,21 +429,8 @@ fn framework(table: &Table, case: &Case, calls: &Rc<Cell<u32>>) -> Framework {
         names.push(PluginConfig::new(p));
     }
     names.push(PluginConfig::new("DefaultBinder"));
-    let profile = Profile {
-        scheduler_name: "default-scheduler".into(),
-        plugins: names,
-        percentage_of_nodes_to_score: 100,
-        point_order: Vec::new(),
-    };
-    let features = plugins::Features {
-        dra: plugins::dynamic_resources::Config {
-            features: allot_dra::Features::default(),
-            binding_timeout_seconds: 600,
-            extended_resource: true,
-            node_allocatable_resources: true,
-            allocation_budget: allot_dra::Budget::default(),
-        },
-    };
+    let profile = tables::profile(names);
+    let features = tables::features();
     let fake_code = case.fake_filter_code.as_deref().map_or(Code::Success, code);
     Framework::new(&profile, &mut |p| -> Result<Box<dyn Plugin>, String> {
         Ok(match p.name.as_str() {

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use allot_scheduler::framework::{PluginConfig, Profile};
+use allot_scheduler::plugins;
 use serde::de::DeserializeOwned;
 
 /// What a runner tells the loop about its table type.
@@ -83,4 +85,27 @@ pub fn run_tables<T: Table>(dir: &str, run: impl Fn(&T, &T::Case) -> Result<(), 
     }
     eprintln!("{}", summary.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The profile a table runs its plugins in: these plugins, every node scored.
+pub fn profile(plugins: Vec<PluginConfig>) -> Profile {
+    Profile {
+        scheduler_name: "default-scheduler".into(),
+        plugins,
+        percentage_of_nodes_to_score: 100,
+        point_order: Vec::new(),
+    }
+}
+
+/// The plugins' features in the tables: every DRA feature upstream's tests turn on.
+pub fn features() -> plugins::Features {
+    plugins::Features {
+        dra: plugins::dynamic_resources::Config {
+            features: allot_dra::Features::default(),
+            binding_timeout_seconds: 600,
+            extended_resource: true,
+            node_allocatable_resources: true,
+            allocation_budget: allot_dra::Budget::default(),
+        },
+    }
 }
