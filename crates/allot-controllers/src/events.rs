@@ -1,10 +1,12 @@
 //! core/v1 Events: one way to record them, shared by every loop of `allot simulate` and
 //! `allot serve`.
 //!
-//! Two sources, one format:
-//! - a controller that decides something records it where it decides, as upstream's
+//! Two sources, one format (the Event objects themselves are built by the allot-events crate,
+//! re-exported here: [`record`], [`event_object`], [`Occurrence`], [`reference`]):
+//! - a component that decides something records it where it decides, as upstream's
 //!   `record.EventRecorder` does ([`record`]: the workload controllers' `SuccessfulCreate`,
-//!   `ScalingReplicaSet`, `BackoffLimitExceeded`, ...);
+//!   `ScalingReplicaSet`, `BackoffLimitExceeded`, ...; the scheduler's `Preempted`, recorded by
+//!   DefaultPreemption with the preemptor as `related`);
 //! - what the scheduler, the node agents and device-taint eviction write into pods is turned
 //!   into the Events their upstream components record at the same transition by the
 //!   [`EventRecorder`] loop (`FailedScheduling`, `Scheduled`, the kubelet's `Pulled`, `Created`,
@@ -12,176 +14,23 @@
 //!   DRA Events: a device of the pod turning `Unhealthy` or `Unknown`, binding conditions waited
 //!   on, a binding that timed out or failed). Those loops stay free of event plumbing.
 //!
-//! Key design decision: an Event is named `<object>.<hash of uid, reason and message>`, so a
-//! repeat (the same thing happening to the same object again) updates that Event as client-go's
-//! EventCorrelator does for events without a series: one more `count`, `lastTimestamp` now, and
-//! `kubectl describe` shows `(x3 over 10s)`. Recording through the store makes Events ordinary
-//! objects: `kubectl get events` lists them in `serve`, `-o yaml` prints them in `simulate`. The
-//! cost: repeats with different messages are separate Events (upstream's aggregation of ten
-//! similar events into one is not done).
+//! Naming and correlation (allot-events): an Event is named `<object>.<hash of uid, reason and
+//! message>`, so a repeat updates that Event (one more `count`, `lastTimestamp` now) as
+//! client-go's EventCorrelator does for events without a series.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use allot_api::core::v1::{Event as CoreEvent, EventSource, ObjectReference, Pod};
-use allot_api::meta::v1::ObjectMeta;
+use allot_api::core::v1::{Event as CoreEvent, Pod};
 use allot_api::resource::v1::ResourceClaim;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
-use allot_store::{Event, EventType, Kind, ObjectKey, Resource, Store, Stored};
+use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
-/// The component kube-scheduler reports as.
-pub const SCHEDULER: &str = "default-scheduler";
-/// The component the kubelet reports as.
-pub const KUBELET: &str = "kubelet";
-/// The component device-taint eviction reports as.
-pub const TAINT_EVICTION: &str = "device-taint-eviction-controller";
-/// The component allot's DRA reports (binding conditions, device health) come from.
-pub const DRA: &str = "allot-dra";
-
-/// `Normal` or `Warning`, as core/v1 Events type them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EventKind {
-    /// `Normal`.
-    Normal,
-    /// `Warning`.
-    Warning,
-}
-
-impl EventKind {
-    /// The API's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Normal => "Normal",
-            EventKind::Warning => "Warning",
-        }
-    }
-}
-
-/// Who records an Event: the component and, for the kubelet, its node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Source<'a> {
-    /// The component (`replicaset-controller`, `kubelet`, ...).
-    pub component: &'a str,
-    /// The node, for the kubelet.
-    pub host: Option<&'a str>,
-}
-
-impl<'a> Source<'a> {
-    /// A controller-manager loop or the scheduler.
-    pub const fn component(component: &'a str) -> Self {
-        Source {
-            component,
-            host: None,
-        }
-    }
-}
-
-/// The reference an Event's `involvedObject` holds for an object.
-pub fn reference<R: Resource>(object: &R) -> ObjectReference {
-    reference_of(R::KIND, object.meta())
-}
-
-/// [`reference`] from a kind and metadata.
-pub fn reference_of(kind: Kind, meta: &ObjectMeta) -> ObjectReference {
-    ObjectReference {
-        kind: Some(kind.name().into()),
-        namespace: kind.namespaced().then(|| meta.namespace.clone()),
-        name: Some(meta.name.clone()),
-        uid: Some(meta.uid.clone()),
-        api_version: Some(kind.api_version().into()),
-        resource_version: Some(meta.resource_version.clone()),
-        field_path: None,
-    }
-}
-
-/// FNV-1a, 64 bits: a stable hash for Event names (the standard library's is randomised).
-fn fnv64(parts: &[&str]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for byte in part.bytes().chain(std::iter::once(0)) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    hash
-}
-
-/// The Event object for one occurrence at `now` (RFC 3339).
-pub fn event_object(
-    involved: &ObjectReference,
-    kind: EventKind,
-    reason: &str,
-    message: &str,
-    source: Source<'_>,
-    now: &str,
-) -> CoreEvent {
-    let name = involved.name.as_deref().unwrap_or_default();
-    let uid = involved.uid.as_deref().unwrap_or_default();
-    let hash = fnv64(&[uid, reason, message]);
-    // Names are at most 253 characters: the object's name is cut to leave room for the hash.
-    let prefix: String = name.chars().take(253 - 17).collect();
-    // Events about cluster-scoped objects live in `default`, as client-go records them.
-    let namespace = involved
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "default".into());
-    CoreEvent {
-        api_version: "v1".into(),
-        kind: "Event".into(),
-        metadata: ObjectMeta {
-            name: format!("{prefix}.{hash:016x}"),
-            namespace,
-            ..ObjectMeta::default()
-        },
-        involved_object: involved.clone(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        source: Some(EventSource {
-            component: Some(source.component.into()),
-            host: source.host.map(str::to_string),
-        }),
-        first_timestamp: Some(now.to_string()),
-        last_timestamp: Some(now.to_string()),
-        count: Some(1),
-        type_: Some(kind.as_str().into()),
-        event_time: None,
-        series: None,
-        action: None,
-        related: None,
-        reporting_component: Some(source.component.into()),
-        reporting_instance: Some(source.host.unwrap_or_default().to_string()),
-    }
-}
-
-/// Records one occurrence of an Event about `involved` at `now`: a new Event, or one more
-/// `count` on the Event that already says the same thing about the same object.
-pub fn record(
-    store: &mut Store,
-    now: SimTime,
-    involved: &ObjectReference,
-    kind: EventKind,
-    reason: &str,
-    message: &str,
-    source: Source<'_>,
-) -> Result<(), String> {
-    let stamp = now.rfc3339();
-    let object = event_object(involved, kind, reason, message, source, &stamp);
-    match store.get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name) {
-        None => store
-            .create(object, &stamp)
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        Some(existing) => {
-            let mut updated = existing.clone();
-            updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
-            updated.last_timestamp = Some(stamp);
-            updated.involved_object.resource_version = involved.resource_version.clone();
-            store.update(updated).map(drop).map_err(|e| e.to_string())
-        }
-    }
-}
+pub use allot_events::{
+    DRA, EventKind, KUBELET, Occurrence, SCHEDULER, Source, TAINT_EVICTION, event_object, record,
+    reference, reference_of,
+};
 
 /// One Event derived from a pod state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,17 +117,9 @@ pub fn pod_events(pod: &Pod, prebound: bool, deleted: bool) -> Vec<PodEvent> {
             TAINT_EVICTION,
         ));
     }
-    if disruption.is_some_and(|c| c.reason.as_deref() == Some("PreemptionByScheduler")) {
-        let message = disruption
-            .and_then(|c| c.message.clone())
-            .unwrap_or_default();
-        out.push(PodEvent::new(
-            EventKind::Normal,
-            "Preempted",
-            message,
-            SCHEDULER,
-        ));
-    }
+    // A victim of preemption (DisruptionTarget with reason PreemptionByScheduler) gets no Event
+    // here: the scheduler's DefaultPreemption records upstream's `Preempted` where it decides,
+    // with the preemptor as `related` (allot-scheduler's `plugins::default_preemption`).
     let Some(node) = node else {
         return out;
     };

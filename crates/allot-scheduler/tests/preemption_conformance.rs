@@ -10,6 +10,15 @@
 //! (TestPodEligibleToPreemptOthers) and `preempt` (TestPreempt: the node nominated and the pods
 //! marked as victims).
 //!
+//! The framework-level tests of pkg/scheduler/framework/preemption (preemption_test.go,
+//! executor_test.go) use the same runner: `mightHelp` (TestNodesWherePreemptionMightHelp: the
+//! nodes a dry run tries for given Filter statuses, `Code` or `Code: reason`), `dryRun` and
+//! `selectBest` with upstream's fake preemption plugins (`fakeVictims`: the first pod of each
+//! node is its victim, with that many PDB violations, as `FakePostFilterPlugin`;
+//! `fakeScores: fewestContainers`, as `FakePreemptionScorePostFilterPlugin`'s
+//! `OrderedScoreFuncs`), and `prepare` (TestPrepareCandidate: a given candidate executed; the
+//! pods newly marked for deletion, their `DisruptionTarget` message, the `Preempted` Events).
+//!
 //! Pods and nodes are written as upstream's test builders make them: a pod has a name, a node,
 //! a priority, `req` (one of the table's `resources`: a container requesting it), labels, a
 //! start time, and any other `spec` fields; a node is `name[/zone[/region]]` (the labels
@@ -32,13 +41,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use allot_api::core::v1::{Node, Pod};
+use allot_api::core::v1::{Event as CoreEvent, Node, Pod};
 use allot_api::policy::v1::PodDisruptionBudget;
 use allot_runtime::SimTime;
 use allot_scheduler::cache::{Cache, NodeInfo};
 use allot_scheduler::framework::{
-    BindCtx, Code, Ctx, Cycle, CycleOutcome, CycleState, FilterPlugin, Framework, Plugin,
-    PluginConfig, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
+    BindCtx, Code, Ctx, Cycle, CycleOutcome, CycleState, FilterHandle, FilterPlugin, Framework,
+    Plugin, PluginConfig, PodInfo, PreFilterCtx, PreFilterPlugin, PreFilterResult, Status,
 };
 use allot_scheduler::plugins;
 use allot_scheduler::plugins::default_preemption::{self, DefaultPreemption, pick_one};
@@ -105,9 +114,31 @@ struct Case {
     /// What `FakeFilter` answers on every node (Success when absent).
     #[serde(default)]
     fake_filter_code: Option<String>,
+    /// Upstream's fake `SelectVictimsOnNode`: each node's first pod is its victim, with this
+    /// many PDB violations.
+    #[serde(default)]
+    fake_victims: Option<usize>,
+    /// Upstream's fake `OrderedScoreFuncs` (`fewestContainers`) instead of the default criteria.
+    #[serde(default)]
+    fake_scores: Option<String>,
+    /// `prepare`: the candidate executed.
+    #[serde(default)]
+    candidate: Option<CandidateDesc>,
     want: Want,
     #[serde(default)]
     deviation: Option<String>,
+}
+
+/// `prepare`: a candidate as upstream's tests write it (its victims need not exist).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CandidateDesc {
+    #[serde(default)]
+    node: String,
+    #[serde(default)]
+    victims: Vec<PodDesc>,
+    #[serde(default)]
+    pdb_violations: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,6 +158,9 @@ enum NodeDesc {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PodDesc {
     name: String,
+    /// The uid (`uid-<index>` when absent).
+    #[serde(default)]
+    uid: Option<String>,
     #[serde(default)]
     namespace: Option<String>,
     #[serde(default)]
@@ -153,6 +187,9 @@ struct PodDesc {
     /// Other spec fields (affinity, topologySpreadConstraints).
     #[serde(default)]
     spec: Value,
+    /// Status fields (conditions).
+    #[serde(default)]
+    status: Value,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +216,31 @@ struct Want {
     /// `preempt`: the pods marked for deletion, by name.
     #[serde(default)]
     victims: Option<Vec<String>>,
+    /// `mightHelp`: the nodes a dry run tries, by name.
+    #[serde(default)]
+    might_help: Option<Vec<String>>,
+    /// `prepare`: the pods this call marked for deletion (they had no deletion timestamp).
+    #[serde(default)]
+    deleted: Option<Vec<String>>,
+    /// `prepare`: the message of the `DisruptionTarget` condition of each pod marked.
+    #[serde(default)]
+    condition: Option<String>,
+    /// `prepare`: the `Preempted` Events recorded.
+    #[serde(default)]
+    events: Option<Vec<WantEvent>>,
+}
+
+/// A `Preempted` Event: its objects by name, action, message and reporting component.
+#[derive(Debug, Deserialize, PartialEq, PartialOrd, Eq, Ord)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WantEvent {
+    involved: String,
+    related: String,
+    action: String,
+    message: String,
+    #[serde(rename = "type")]
+    type_: String,
+    reported_by: String,
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
@@ -264,6 +326,11 @@ fn pod_object(table: &Table, desc: &PodDesc, uid: usize) -> Pod {
         }
     }
     let mut status = json!({});
+    if let Value::Object(extra) = &desc.status {
+        for (k, v) in extra {
+            status[k] = v.clone();
+        }
+    }
     if let Some(t) = &desc.start_time {
         status["startTime"] = json!(t);
     }
@@ -276,7 +343,7 @@ fn pod_object(table: &Table, desc: &PodDesc, uid: usize) -> Pod {
     let mut metadata = json!({
         "name": desc.name,
         "namespace": desc.namespace.as_deref().unwrap_or("default"),
-        "uid": format!("uid-{uid}"),
+        "uid": desc.uid.clone().unwrap_or_else(|| format!("uid-{uid}")),
         "labels": desc.labels,
     });
     if desc.terminating {
@@ -461,14 +528,18 @@ fn preemption(case: &Case) -> DefaultPreemption {
 fn statuses(case: &Case, cache: &Cache) -> Vec<(usize, Status)> {
     let mut out = Vec::new();
     for node in cache.nodes_in_order() {
-        let code = match &case.statuses {
+        let status = match &case.statuses {
             Some(s) => match s.get(&node.name) {
-                Some(c) => code(c),
+                // `Code` or `Code: reason`.
+                Some(text) => match text.split_once(": ") {
+                    Some((c, reason)) => Status::new(code(c), reason.to_string()),
+                    None => Status::with_reasons(code(text), Vec::new()),
+                },
                 None => continue,
             },
-            None => Code::Unschedulable,
+            None => Status::with_reasons(Code::Unschedulable, Vec::new()),
         };
-        out.push((node.slot, Status::with_reasons(code, Vec::new())));
+        out.push((node.slot, status));
     }
     out
 }
@@ -497,13 +568,16 @@ fn cycle_for(
 
 type Found = (Vec<default_preemption::Candidate>, Vec<(usize, Status)>);
 
-/// The dry run for one preemptor: candidates or the error.
+/// The dry run for one preemptor: candidates or the error. With `fake_victims`, upstream's
+/// `FakePostFilterPlugin` picks the victims: each node's first pod, with that many PDB
+/// violations.
 fn dry_run(
     framework: &mut Framework,
     dp: &DefaultPreemption,
     (store, cache): (&mut Store, &Cache),
     cycle: &Cycle,
     statuses: &[(usize, Status)],
+    fake_victims: Option<usize>,
 ) -> Result<Found, String> {
     let stamp = SimTime::ZERO.rfc3339();
     let mut ctx = BindCtx {
@@ -512,9 +586,50 @@ fn dry_run(
         now: SimTime::ZERO,
         stamp: &stamp,
     };
-    framework.with_filter_handle(cycle, |handle| {
-        dp.find_candidates(&mut ctx, handle, &cycle.state, &cycle.pod, statuses)
+    framework.with_filter_handle(cycle, |handle| match fake_victims {
+        None => dp.find_candidates(&mut ctx, handle, &cycle.state, &cycle.pod, statuses),
+        Some(violations) => {
+            let mut first_pod =
+                |_: &Ctx<'_>,
+                 _: &mut dyn FilterHandle,
+                 _: &mut CycleState,
+                 _: &PodInfo,
+                 node: &mut NodeInfo,
+                 _: &[PodDisruptionBudget]| match node.pods.first() {
+                    Some(p) => Ok((vec![Arc::clone(p)], violations)),
+                    None => Err(Status::unresolvable("no pod on the node")),
+                };
+            dp.find_candidates_with(
+                &mut ctx,
+                handle,
+                &cycle.state,
+                &cycle.pod,
+                statuses,
+                &mut first_pod,
+            )
+        }
     })
+}
+
+/// The node picked among the candidates: DefaultPreemption's criteria, or upstream's fake
+/// `OrderedScoreFuncs` (`fewestContainers`: the fewest containers and init containers among
+/// the victims).
+fn pick(case: &Case, found: &[default_preemption::Candidate]) -> Option<usize> {
+    match case.fake_scores.as_deref() {
+        None => pick_one(found, &SimTime::ZERO.rfc3339()),
+        Some("fewestContainers") => {
+            let scores: Vec<default_preemption::Score<'_, i64>> = vec![Box::new(|c| {
+                -c.victims
+                    .iter()
+                    .map(|v| {
+                        (v.pod.spec.containers.len() + v.pod.spec.init_containers.len()) as i64
+                    })
+                    .sum::<i64>()
+            })];
+            default_preemption::pick_one_by(found, &scores)
+        }
+        Some(other) => panic!("unknown fakeScores {other:?}"),
+    }
 }
 
 fn candidates_of(found: &[default_preemption::Candidate]) -> Vec<WantCandidate> {
@@ -612,7 +727,14 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
             let mut previous = 0;
             for (i, w) in want_candidates.iter().enumerate() {
                 let cycle = cycle_for(&mut framework, &mut store, &cache, pod_of(i))?;
-                let found = dry_run(&mut framework, &dp, (&mut store, &cache), &cycle, &statuses)?;
+                let found = dry_run(
+                    &mut framework,
+                    &dp,
+                    (&mut store, &cache),
+                    &cycle,
+                    &statuses,
+                    case.fake_victims,
+                )?;
                 let got = candidates_of(&found.0);
                 if &got != w {
                     return Err(format!("cycle {i}: candidates {got:?}, want {w:?}"));
@@ -632,10 +754,16 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
         }
         "selectBest" => {
             let cycle = cycle_for(&mut framework, &mut store, &cache, pod_of(0))?;
-            let found = dry_run(&mut framework, &dp, (&mut store, &cache), &cycle, &statuses)?;
+            let found = dry_run(
+                &mut framework,
+                &dp,
+                (&mut store, &cache),
+                &cycle,
+                &statuses,
+                case.fake_victims,
+            )?;
             let best = want.best.as_ref().ok_or("want.best")?;
-            let now = SimTime::ZERO.rfc3339();
-            match pick_one(&found.0, &now) {
+            match pick(case, &found.0) {
                 Some(i) if best.contains(&found.0[i].node) => Ok(()),
                 Some(i) => Err(format!("picked {}, want any of {best:?}", found.0[i].node)),
                 None if best.is_empty() => Ok(()),
@@ -666,8 +794,123 @@ fn run(table: &Table, case: &Case) -> Result<(), String> {
             }
             Ok(())
         }
+        "mightHelp" => {
+            let mut got: Vec<String> =
+                default_preemption::nodes_where_preemption_might_help(&cache, &statuses)
+                    .iter()
+                    .map(|n| n.name.clone())
+                    .collect();
+            got.sort();
+            let mut w = want.might_help.clone().ok_or("want.mightHelp")?;
+            w.sort();
+            if got != w {
+                return Err(format!("nodes tried {got:?}, want {w:?}"));
+            }
+            Ok(())
+        }
+        "prepare" => prepare(table, case, &mut store, &cache, &dp, pod_of(0)),
         other => panic!("unknown test {other:?}"),
     }
+}
+
+/// `prepare`: the case's candidate executed for the preemptor (upstream `prepareCandidate`).
+fn prepare(
+    table: &Table,
+    case: &Case,
+    store: &mut Store,
+    cache: &Cache,
+    dp: &DefaultPreemption,
+    preemptor: Pod,
+) -> Result<(), String> {
+    let want = &case.want;
+    let desc = case.candidate.as_ref().ok_or("candidate")?;
+    let candidate = default_preemption::Candidate {
+        node: desc.node.clone(),
+        victims: desc
+            .victims
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Arc::new(PodInfo::new(Arc::new(pod_object(table, v, 2000 + i)))))
+            .collect(),
+        pdb_violations: desc.pdb_violations,
+    };
+    let terminating_before: Vec<String> = store
+        .list::<Pod>()
+        .filter(|p| p.metadata.deletion_timestamp.is_some())
+        .map(|p| p.metadata.name.clone())
+        .collect();
+    let stamp = SimTime::ZERO.rfc3339();
+    let mut ctx = BindCtx {
+        cluster: cache,
+        store,
+        now: SimTime::ZERO,
+        stamp: &stamp,
+    };
+    let result = dp.prepare(&mut ctx, &PodInfo::new(Arc::new(preemptor)), &candidate);
+    if let Some(w) = &want.status {
+        let got = if result.is_ok() { "Success" } else { "Error" };
+        if got != w[0] {
+            return Err(format!("status {got} ({result:?}), want {w:?}"));
+        }
+    }
+    let mut deleted: Vec<String> = store
+        .list::<Pod>()
+        .filter(|p| p.metadata.deletion_timestamp.is_some())
+        .map(|p| p.metadata.name.clone())
+        .filter(|n| !terminating_before.contains(n))
+        .collect();
+    deleted.sort();
+    let mut w = want.deleted.clone().ok_or("want.deleted")?;
+    w.sort();
+    if deleted != w {
+        return Err(format!("marked for deletion {deleted:?}, want {w:?}"));
+    }
+    if let Some(message) = &want.condition {
+        for name in &deleted {
+            let pod = store.get::<Pod>("default", name).ok_or("victim gone")?;
+            let condition = pod
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+                .ok_or_else(|| format!("{name}: no DisruptionTarget condition"))?;
+            if condition.reason.as_deref() != Some("PreemptionByScheduler")
+                || condition.message.as_deref() != Some(message.as_str())
+            {
+                return Err(format!("{name}: DisruptionTarget {condition:?}"));
+            }
+        }
+    }
+    let mut events: Vec<WantEvent> = store
+        .list::<CoreEvent>()
+        .filter(|e| e.reason.as_deref() == Some("Preempted"))
+        .map(|e| WantEvent {
+            involved: e.involved_object.name.clone().unwrap_or_default(),
+            related: e
+                .related
+                .as_ref()
+                .map(|r| {
+                    format!(
+                        "{}/{} {}",
+                        r.kind.as_deref().unwrap_or_default(),
+                        r.name.as_deref().unwrap_or_default(),
+                        r.uid.as_deref().unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default(),
+            action: e.action.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            type_: e.type_.clone().unwrap_or_default(),
+            reported_by: e.reporting_component.clone().unwrap_or_default(),
+        })
+        .collect();
+    events.sort();
+    let mut w: Vec<&WantEvent> = want.events.as_ref().ok_or("want.events")?.iter().collect();
+    w.sort();
+    if events.iter().collect::<Vec<_>>() != w {
+        return Err(format!("Preempted events {events:?}, want {w:?}"));
+    }
+    Ok(())
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! low-priority pod filling the only node, then a high-priority pod that fits nowhere. The
 //! scheduler's DefaultPreemption marks the low pod (`DisruptionTarget` with reason
 //! `PreemptionByScheduler`, a deletion timestamp with its grace period), nominates the node for
-//! the high pod (`status.nominatedNodeName`), a `Preempted` event is recorded for the victim,
+//! the high pod (`status.nominatedNodeName`), a `Preempted` event is recorded for the victim
+//! (upstream's "Preempted by pod <uid> on node <node>", the preemptor as `related`),
 //! and once the grace period has passed the victim is gone and the high pod is bound there.
 //! kubectl comes from `ALLOT_KUBECTL` (set by `cargo xtask test`); without it the test fails.
 
@@ -136,6 +137,25 @@ fn a_higher_priority_pod_preempts_the_lower_one_and_takes_its_node() {
         |ok, t| ok && t.contains("low Normal Preempted"),
     );
     assert!(events.contains("low Normal Preempted"), "{events}");
+    // Upstream's text, recorded once by the scheduler where it decides: the preemptor's uid and
+    // the node in the message, action `Preempting`, the preemptor as `related`.
+    let uid = get(&serve, "high", "{.metadata.uid}");
+    assert!(!uid.is_empty());
+    let preempted = serve.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=Preempted",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.name}|{.message}|{.action}|{.related.kind}/{.related.name}|{.related.uid}|{.source.component}{\"\\n\"}{end}",
+    ]);
+    assert_eq!(
+        preempted.trim_end(),
+        format!(
+            "low|Preempted by pod {uid} on node worker-1|Preempting|Pod/high|{uid}|default-scheduler"
+        ),
+        "one Preempted event, upstream's"
+    );
 
     // After the grace period: the victim is gone and the preemptor runs on its node.
     let gone = serve.until_status(&["get", "pod", "low"], |ok, _| !ok);

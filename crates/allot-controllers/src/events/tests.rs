@@ -226,40 +226,6 @@ fn repeats_count_on_one_event() {
 }
 
 #[test]
-fn recorded_events_correlate_and_name_cluster_scoped_objects_in_default() {
-    let mut store = Store::new();
-    let mut node = allot_api::core::v1::Node::default();
-    node.metadata.name = "n1".into();
-    node.metadata.uid = "u".into();
-    let involved = reference(&node);
-    for ms in [1_000, 5_000] {
-        record(
-            &mut store,
-            SimTime(ms),
-            &involved,
-            EventKind::Normal,
-            "NodeReady",
-            "ready",
-            Source::component("kubelet"),
-        )
-        .unwrap();
-    }
-    let events: Vec<&CoreEvent> = store.list::<CoreEvent>().collect();
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].metadata.namespace, "default");
-    assert_eq!(events[0].count, Some(2));
-    assert_eq!(
-        events[0].first_timestamp.as_deref(),
-        Some("2026-01-01T00:00:01Z")
-    );
-    assert_eq!(
-        events[0].last_timestamp.as_deref(),
-        Some("2026-01-01T00:00:05Z")
-    );
-    assert_eq!(events[0].involved_object.namespace, None);
-}
-
-#[test]
 fn event_names_are_stable_and_bounded() {
     let long = "p".repeat(253);
     let p = pod(&long);
@@ -274,5 +240,20 @@ fn event_names_are_stable_and_bounded() {
     let b = pod_event_object(&p, &e, "u");
     assert_eq!(a.metadata.name, b.metadata.name);
     assert!(a.metadata.name.len() <= 253);
-    assert_ne!(fnv64(&["a", "bc"]), fnv64(&["ab", "c"]));
+}
+
+#[test]
+fn a_preemption_victim_gets_no_derived_event() {
+    // DefaultPreemption records `Preempted` itself (allot-scheduler); the recorder must not
+    // record it a second time from the victim's DisruptionTarget condition.
+    let mut p = pod("victim");
+    p.spec.node_name = Some("n1".into());
+    p.status.conditions.push(condition(
+        "DisruptionTarget",
+        "True",
+        "PreemptionByScheduler",
+        "default-scheduler: preempting to accommodate a higher priority pod",
+    ));
+    let events = pod_events(&p, true, false);
+    assert!(events.iter().all(|e| e.reason != "Preempted"), "{events:?}");
 }

@@ -24,8 +24,12 @@
 //!   the first in dry-run order (nodes without PDB violations first, by name).
 //! - The victims get the `DisruptionTarget` condition (reason `PreemptionByScheduler`) and a
 //!   deletion timestamp with their `terminationGracePeriodSeconds` (30 by default); the
-//!   scheduler deletes them when that grace period has passed on the clock. The pod gets the
-//!   node in `status.nominatedNodeName` and is scheduled once the victims are gone.
+//!   scheduler deletes them when that grace period has passed on the clock. Each gets
+//!   upstream's Event (reason `Preempted`, action `Preempting`, `related` the preemptor,
+//!   "Preempted by pod <preemptor uid> on node <node>", reported as the preemptor's
+//!   `schedulerName`), recorded here, where the decision is made. A victim already being
+//!   deleted is left alone (no condition, no Event), as upstream's executor skips it. The pod
+//!   gets the node in `status.nominatedNodeName` and is scheduled once the victims are gone.
 //!
 //! **Preemption that frees devices (allot's rule; upstream does not do this yet).** The
 //! DynamicResources plugin's PreFilter extension follows the removals: a claim allocated on
@@ -369,20 +373,16 @@ pub fn select_victims_on_node(
     Ok((victims, violations))
 }
 
-/// Upstream `pickOneNodeForPreemption` over the candidates (in dry-run order): the index of
-/// the chosen one.
+/// Upstream `pickOneNodeForPreemption` over the candidates (in dry-run order) with its
+/// default criteria: the index of the chosen one.
 pub fn pick_one(candidates: &[Candidate], now: &str) -> Option<usize> {
-    if candidates.is_empty() {
-        return None;
-    }
     /// A criterion's score: higher is better.
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     enum Key {
         Number(i128),
         Time(String),
     }
-    type Score<'a> = Box<dyn Fn(&Candidate) -> Key + 'a>;
-    let scores: Vec<Score<'_>> = vec![
+    let scores: Vec<Score<'_, Key>> = vec![
         Box::new(|c| Key::Number(-(c.pdb_violations as i128))),
         Box::new(|c| {
             Key::Number(-i128::from(
@@ -411,8 +411,21 @@ pub fn pick_one(candidates: &[Candidate], now: &str) -> Option<usize> {
             )
         }),
     ];
+    pick_one_by(candidates, &scores)
+}
+
+/// One criterion of [`pick_one_by`]: a candidate's score, higher is better.
+pub type Score<'a, K> = Box<dyn Fn(&Candidate) -> K + 'a>;
+
+/// Upstream `pickOneNodeForPreemption` with the given criteria (upstream's `OrderedScoreFuncs`
+/// of the preemption plugin; DefaultPreemption's are [`pick_one`]'s): the candidates with the
+/// best first score, among those the best second, ...; the first left, in dry-run order.
+pub fn pick_one_by<K: Ord>(candidates: &[Candidate], scores: &[Score<'_, K>]) -> Option<usize> {
+    if candidates.is_empty() {
+        return None;
+    }
     let mut remaining: Vec<usize> = (0..candidates.len()).collect();
-    for score in &scores {
+    for score in scores {
         let best = remaining.iter().map(|&i| score(&candidates[i])).max();
         let Some(best) = best else { break };
         remaining.retain(|&i| score(&candidates[i]) == best);
@@ -421,6 +434,37 @@ pub fn pick_one(candidates: &[Candidate], now: &str) -> Option<usize> {
         }
     }
     remaining.first().copied()
+}
+
+/// How a preemption plugin picks the victims on one node: the victims and their PDB
+/// violations, or the node's status (upstream's `SelectVictimsOnNode`).
+pub type SelectVictims<'a> = dyn FnMut(
+        &Ctx<'_>,
+        &mut dyn FilterHandle,
+        &mut CycleState,
+        &PodInfo,
+        &mut NodeInfo,
+        &[PodDisruptionBudget],
+    ) -> Result<(Vec<std::sync::Arc<PodInfo>>, usize), Status>
+    + 'a;
+
+/// Upstream `nodesWherePreemptionMightHelp`: the nodes, in name order, that Filter rejected
+/// as `Unschedulable`. A node rejected as `UnschedulableAndUnresolvable` is skipped (removing
+/// pods cannot help there), and so is a node without a status (Filter never saw it: a
+/// PreFilter result left it out, which upstream's `NodeToStatus` reports as unresolvable).
+pub fn nodes_where_preemption_might_help<'c>(
+    cluster: &'c crate::cache::Cache,
+    statuses: &NodeStatuses,
+) -> Vec<&'c NodeInfo> {
+    let by_slot: BTreeMap<usize, &Status> = statuses.iter().map(|(s, st)| (*s, st)).collect();
+    cluster
+        .nodes_in_order()
+        .filter(|n| {
+            by_slot
+                .get(&n.slot)
+                .is_some_and(|s| s.code() == Code::Unschedulable)
+        })
+        .collect()
 }
 
 impl DefaultPreemption {
@@ -476,16 +520,31 @@ impl DefaultPreemption {
         pod: &PodInfo,
         statuses: &NodeStatuses,
     ) -> Result<Found, String> {
+        self.find_candidates_with(
+            ctx,
+            handle,
+            state,
+            pod,
+            statuses,
+            &mut select_victims_on_node,
+        )
+    }
+
+    /// [`Self::find_candidates`] with the victims of a node chosen by `select` (upstream's
+    /// `Interface.SelectVictimsOnNode` of the preemption plugin driving the evaluator;
+    /// DefaultPreemption's is [`select_victims_on_node`]; upstream's framework tests plug in
+    /// fakes).
+    pub fn find_candidates_with(
+        &self,
+        ctx: &mut BindCtx<'_>,
+        handle: &mut dyn FilterHandle,
+        state: &CycleState,
+        pod: &PodInfo,
+        statuses: &NodeStatuses,
+        select: &mut SelectVictims<'_>,
+    ) -> Result<Found, String> {
         let cluster = ctx.cluster;
-        let by_slot: BTreeMap<usize, &Status> = statuses.iter().map(|(s, st)| (*s, st)).collect();
-        let potential: Vec<&NodeInfo> = cluster
-            .nodes_in_order()
-            .filter(|n| {
-                by_slot
-                    .get(&n.slot)
-                    .is_some_and(|s| s.code() == Code::Unschedulable)
-            })
-            .collect();
+        let potential = nodes_where_preemption_might_help(cluster, statuses);
         let mut out_statuses = Vec::new();
         if potential.is_empty() {
             return Ok((Vec::new(), out_statuses));
@@ -502,7 +561,7 @@ impl DefaultPreemption {
         for node in potential {
             let mut copy = node.clone();
             let mut state = state.clone();
-            match select_victims_on_node(&fctx, handle, &mut state, pod, &mut copy, &pdbs) {
+            match select(&fctx, handle, &mut state, pod, &mut copy, &pdbs) {
                 Ok((victims, violations)) if !victims.is_empty() => {
                     let c = Candidate {
                         node: node.name.clone(),
@@ -550,9 +609,12 @@ impl DefaultPreemption {
     }
 
     /// Marks the victims: the `DisruptionTarget` condition and a deletion timestamp with
-    /// their grace period (upstream `prepareCandidate`, the deletion itself left to the
-    /// scheduler's clock).
-    fn prepare(
+    /// their grace period, and records upstream's `Preempted` Event for each (upstream
+    /// `prepareCandidate` and the executor's `PreemptPod`, the deletion itself left to the
+    /// scheduler's clock). A victim whose graceful deletion has already started is left as it
+    /// is (no condition, no Event), as upstream skips the API calls for it; one that is gone
+    /// already is skipped.
+    pub fn prepare(
         &self,
         ctx: &mut BindCtx<'_>,
         pod: &PodInfo,
@@ -563,8 +625,11 @@ impl DefaultPreemption {
             .spec
             .scheduler_name
             .clone()
+            .filter(|s| !s.is_empty())
             .unwrap_or_else(|| crate::DEFAULT_SCHEDULER_NAME.to_string());
         let message = format!("{scheduler}: preempting to accommodate a higher priority pod");
+        let preemptor = allot_events::reference_of(Kind::Pod, &pod.pod.metadata);
+        let note = preempted_message(&pod.pod.metadata.uid, &candidate.node);
         let mut out = Vec::new();
         for victim in &candidate.victims {
             let meta = &victim.pod.metadata;
@@ -577,43 +642,84 @@ impl DefaultPreemption {
                 .and_then(|v| v.as_i64())
                 .unwrap_or(DEFAULT_GRACE_SECONDS)
                 .max(0);
+            if meta.deletion_timestamp.is_some() {
+                // Upstream: "Victim Pod is already being deleted, skipping the API call for
+                // it". allot's scheduler still deletes it when its grace period is over.
+                out.push(Victim {
+                    key,
+                    grace_seconds: grace,
+                });
+                continue;
+            }
             let stamp = ctx.stamp.to_string();
             let result = ctx
                 .store
                 .modify::<Pod, _>(&meta.namespace, &meta.name, |p| {
-                    let condition = PodCondition {
-                        type_: "DisruptionTarget".into(),
-                        status: "True".into(),
-                        reason: Some(REASON_PREEMPTION.into()),
-                        message: Some(message.clone()),
-                        last_transition_time: Some(stamp.clone()),
-                        ..Default::default()
-                    };
-                    match p
-                        .status
-                        .conditions
-                        .iter_mut()
-                        .find(|c| c.type_ == "DisruptionTarget")
-                    {
-                        Some(existing) => *existing = condition,
-                        None => p.status.conditions.push(condition),
-                    }
-                    if p.metadata.deletion_timestamp.is_none() {
-                        p.metadata.deletion_timestamp = Some(stamp.clone());
-                        p.metadata.deletion_grace_period_seconds = Some(grace);
-                    }
+                    mark_victim(p, &message, &stamp, grace);
                 });
             match result {
-                Ok(()) => out.push(Victim {
-                    key,
-                    grace_seconds: grace,
-                }),
-                // Gone already: nothing to delete.
-                Err(allot_store::StoreError::NotFound { .. }) => {}
+                Ok(()) => {}
+                // Gone already: nothing to delete, no Event (upstream returns before it).
+                Err(allot_store::StoreError::NotFound { .. }) => continue,
                 Err(e) => return Err(format!("preempting {key}: {e}")),
             }
+            let involved = allot_events::reference_of(Kind::Pod, meta);
+            let occurrence = allot_events::Occurrence::new(
+                &involved,
+                allot_events::EventKind::Normal,
+                "Preempted",
+                &note,
+                allot_events::Source::component(&scheduler),
+            )
+            .related(&preemptor)
+            .action("Preempting");
+            // Best effort, as upstream's recorder: a failed Event does not undo the preemption.
+            let _ = occurrence.record(ctx.store, ctx.now);
+            out.push(Victim {
+                key,
+                grace_seconds: grace,
+            });
         }
         Ok(out)
+    }
+}
+
+/// Upstream's message of the `Preempted` Event on a victim: `Preempted by pod <preemptor uid>
+/// on node <node>`.
+pub fn preempted_message(preemptor_uid: &str, node: &str) -> String {
+    format!("Preempted by pod {preemptor_uid} on node {node}")
+}
+
+/// The victim's `DisruptionTarget` condition (its `lastTransitionTime` kept when it was True
+/// already, as upstream's `UpdatePodCondition`) and its deletion timestamp.
+fn mark_victim(p: &mut Pod, message: &str, stamp: &str, grace: i64) {
+    let mut condition = PodCondition {
+        type_: "DisruptionTarget".into(),
+        status: "True".into(),
+        reason: Some(REASON_PREEMPTION.into()),
+        message: Some(message.to_string()),
+        last_transition_time: Some(stamp.to_string()),
+        ..Default::default()
+    };
+    match p
+        .status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == "DisruptionTarget")
+    {
+        Some(existing) => {
+            if existing.status == condition.status {
+                condition
+                    .last_transition_time
+                    .clone_from(&existing.last_transition_time);
+            }
+            *existing = condition;
+        }
+        None => p.status.conditions.push(condition),
+    }
+    if p.metadata.deletion_timestamp.is_none() {
+        p.metadata.deletion_timestamp = Some(stamp.to_string());
+        p.metadata.deletion_grace_period_seconds = Some(grace);
     }
 }
 

@@ -113,6 +113,46 @@ fn message(rt: &Runtime, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The one `Preempted` Event of `victim`: upstream's message with the preemptor's uid and the
+/// node, the preemptor as `related`, action `Preempting`, reported by default-scheduler.
+fn assert_preempted_event(rt: &Runtime, victim: &str, preemptor: &str, node: &str) {
+    use allot_api::core::v1::Event as CoreEvent;
+    let preemptor = get(rt, preemptor).expect("preemptor");
+    assert!(!preemptor.metadata.uid.is_empty());
+    let events: Vec<&CoreEvent> = rt
+        .store
+        .list::<CoreEvent>()
+        .filter(|e| e.reason.as_deref() == Some("Preempted"))
+        .filter(|e| e.involved_object.name.as_deref() == Some(victim))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = events[0];
+    assert_eq!(
+        e.message.as_deref(),
+        Some(format!("Preempted by pod {} on node {node}", preemptor.metadata.uid).as_str())
+    );
+    assert_eq!(e.type_.as_deref(), Some("Normal"));
+    assert_eq!(e.action.as_deref(), Some("Preempting"));
+    assert_eq!(e.reporting_component.as_deref(), Some("default-scheduler"));
+    assert_eq!(
+        e.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("default-scheduler")
+    );
+    assert_eq!(e.involved_object.kind.as_deref(), Some("Pod"));
+    assert_eq!(e.involved_object.namespace.as_deref(), Some("default"));
+    let related = e.related.as_ref().expect("related: the preemptor");
+    assert_eq!(related.kind.as_deref(), Some("Pod"));
+    assert_eq!(
+        related.name.as_deref(),
+        Some(preemptor.metadata.name.as_str())
+    );
+    assert_eq!(related.namespace.as_deref(), Some("default"));
+    assert_eq!(
+        related.uid.as_deref(),
+        Some(preemptor.metadata.uid.as_str())
+    );
+}
+
 #[test]
 fn lowest_priority_pod_is_preempted_and_the_preemptor_runs_after_the_grace_period() {
     let mut rt = runtime(&(node("n1", "4") + &pod("low", "2", 10, "") + &pod("mid", "2", 20, "")));
@@ -141,6 +181,13 @@ fn lowest_priority_pod_is_preempted_and_the_preemptor_runs_after_the_grace_perio
         Some("default-scheduler: preempting to accommodate a higher priority pod")
     );
     assert_eq!(low.metadata.deletion_grace_period_seconds, Some(30));
+    assert_preempted_event(&rt, "low", "high", "n1");
+    assert!(
+        rt.store
+            .list::<allot_api::core::v1::Event>()
+            .all(|e| e.involved_object.name.as_deref() != Some("mid")),
+        "mid was not preempted"
+    );
     // Still there until the grace period ends.
     rt.advance_to(SimTime::ZERO.plus_seconds(29), 100_000)
         .unwrap();
