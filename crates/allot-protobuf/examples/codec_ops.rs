@@ -1,8 +1,10 @@
 //! One operation of the codec bench, repeated, for instruction counts under callgrind (wall
 //! time on a shared machine says little): `codec_ops OBJECT OP COUNT`, OBJECT `pod` or
 //! `resourceslice`, OP one of `encode-json`, `encode-json-value`, `encode-protobuf`,
-//! `decode-json`, `decode-json-value`, `decode-protobuf`, `decode-json-no-object`,
-//! `decode-protobuf-no-object`, `to-json-text-via-value`, `to-json-text`.
+//! `encode-protobuf-value`, `decode-json`, `decode-json-value`, `decode-protobuf`,
+//! `decode-json-no-object`, `decode-protobuf-no-object`, `to-json-text-via-value`,
+//! `to-json-text`. The `-value` encodings go through a `serde_json::Value` first, as
+//! `allot serve` renders its responses (`Stored::to_json`, then JSON or protobuf).
 //!
 //! ```text
 //! cargo build --profile bench -p allot-protobuf --example codec_ops
@@ -47,6 +49,13 @@ fn measured<T: Serialize + DeserializeOwned>(
                 let value =
                     serde_json::to_value(black_box(inputs.object)).map_err(|e| e.to_string())?;
                 serde_json::to_vec(&value).map_err(|e| e.to_string())?.len()
+            }
+            "encode-protobuf-value" => {
+                let value =
+                    serde_json::to_value(black_box(inputs.object)).map_err(|e| e.to_string())?;
+                allot_protobuf::encode(inputs.api_version, inputs.kind, &value)
+                    .map_err(|e| e.to_string())?
+                    .len()
             }
             "encode-protobuf" => {
                 allot_protobuf::encode(inputs.api_version, inputs.kind, black_box(inputs.object))

@@ -236,12 +236,31 @@ impl<'a> MsgWriter<'a> {
         let msg: &'a Message = self.msg;
         match msg.route_from(key, &mut self.cursor) {
             Some(route) => Ok(Some(route)),
-            None if self.msg.object && (key == "apiVersion" || key == "kind") => Ok(None),
-            None => Err(Error::unrepresentable(format!(
-                "unknown field \"{key}\" in {}",
-                self.msg.name
-            ))),
+            None => self.not_found(key),
         }
+    }
+
+    /// [`MsgWriter::lookup`] of a struct's field name.
+    #[inline]
+    fn lookup_static(&mut self, key: &'static str) -> Result<Option<&'a Route>, Error> {
+        let msg: &'a Message = self.msg;
+        match msg.route_static(key, &mut self.cursor) {
+            Some(route) => Ok(Some(route)),
+            None => self.not_found(key),
+        }
+    }
+
+    /// A key the message has no field for: `apiVersion` and `kind` of a top-level object are
+    /// skipped (they are in the envelope), any other is an error.
+    #[cold]
+    fn not_found(&self, key: &str) -> Result<Option<&'a Route>, Error> {
+        if self.msg.object && (key == "apiVersion" || key == "kind") {
+            return Ok(None);
+        }
+        Err(Error::unrepresentable(format!(
+            "unknown field \"{key}\" in {}",
+            self.msg.name
+        )))
     }
 
     fn write<T: Serialize + ?Sized>(&mut self, route: &Route, value: &T) -> Result<(), Error> {
@@ -294,7 +313,7 @@ impl<'a> ser::SerializeStruct for MsgWriter<'a> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        match self.lookup(key)? {
+        match self.lookup_static(key)? {
             Some(route) => self.write(route, value),
             None => Ok(()),
         }
@@ -644,8 +663,8 @@ impl<'a> ser::Serializer for ValSer<'a> {
             }
             _ => return self.serialize_str(&value.to_string()),
         };
-        use std::io::Write;
-        write!(self.out, "{value}").map_err(|e| Error::new(e.to_string()))?;
+        use std::fmt::Write;
+        write!(Text(self.out), "{value}").map_err(|e| Error::new(e.to_string()))?;
         end_len(self.out, start);
         if let Some(outer) = outer {
             end_len(self.out, outer);
@@ -761,6 +780,18 @@ impl<'a> ValSer<'a> {
             start: Some(start),
         }
         .writer())
+    }
+}
+
+/// The message as a `fmt::Write` (printing cannot fail, where `io::Write`'s adapter carries
+/// an error along).
+struct Text<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Text<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 

@@ -12,14 +12,18 @@
 //! microsecond precision), `Duration`, `IntOrString`, `RawExtension` (JSON bytes), inlined Go
 //! structs (flat in JSON, a nested message on the wire).
 //!
-//! What it costs: every field is found by name where generated code would use a fixed offset
-//! (on encode, a comparison with the schema's next fields, as a struct writes them in the
-//! schema's order, else a hash lookup); a nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer). The decoder gathers a
-//! message's values by field first (protobuf merges a field found in two places), then
-//! presents them. Decoding into allot's typed objects costs what building them
-//! costs: their uninterpreted fields are `serde_json::Value`s, built value by value from
-//! either wire format. [`decode_json`] writes the JSON text with no tree at all (serve's
+//! What it costs: every field is found by name where generated code would use a fixed offset.
+//! On encode, a struct's field names are `&'static str`s: each message remembers, in a slot
+//! chosen by the name's address, which field the name at that address is, so a struct's
+//! field is found with one comparison after the first time; a map key (a `serde_json::Value`'s)
+//! is compared with the schema's next fields (a value decoded from JSON has them in the
+//! schema's order), else looked up by hash. A nested message's length is patched after it is
+//! written (a move of its bytes when it is 128 bytes or longer: one byte is kept for it). The
+//! decoder gathers a message's values by field first (protobuf merges a field found in two
+//! places), then presents them; while the fields come in ascending order, as every encoder
+//! writes them, a field starts its group without a search of the others. Decoding into
+//! allot's typed objects costs what building them costs: their uninterpreted fields are
+//! `serde_json::Value`s, built value by value from either wire format. [`decode_json`] writes the JSON text with no tree at all (serve's
 //! request bodies). Field numbers the schema does not know, wrong wire types, and JSON keys
 //! that have no field are errors: nothing is dropped.
 //!
@@ -50,8 +54,14 @@ pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=w
 pub const MAGIC: &[u8] = b"k8s\0";
 
 /// An encoding or decoding error, with the JSON path of the field it concerns.
+///
+/// Boxed: every serializer and deserializer call of the codec returns a `Result<_, Error>`,
+/// and a one-pointer error keeps those results in a register instead of in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorInner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ErrorInner {
     path: Vec<Box<str>>,
     message: String,
     unrepresentable: bool,
@@ -59,55 +69,56 @@ pub struct Error {
 
 impl Error {
     /// An error without a path.
+    #[cold]
     pub fn new(message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(ErrorInner {
             path: Vec::new(),
             message: message.into(),
             unrepresentable: false,
-        }
+        }))
     }
 
     /// A JSON field that the protobuf schema has no field for (an alpha field of allot's
     /// model that upstream's wire format does not carry yet).
     pub(crate) fn unrepresentable(message: impl Into<String>) -> Self {
-        Error {
-            unrepresentable: true,
-            ..Error::new(message)
-        }
+        let mut error = Error::new(message);
+        error.0.unrepresentable = true;
+        error
     }
 
     /// Whether the value holds a field the wire format lacks (as opposed to a malformed
     /// value): the object is fine, but only JSON can carry it.
     pub fn is_unrepresentable(&self) -> bool {
-        self.unrepresentable
+        self.0.unrepresentable
     }
 
     /// The same error inside the field `name`.
+    #[cold]
     pub(crate) fn within(mut self, name: &str) -> Self {
         if !name.is_empty() {
-            self.path.push(name.into());
+            self.0.path.push(name.into());
         }
         self
     }
 
     /// What went wrong, without the path.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, name) in self.path.iter().rev().enumerate() {
+        for (i, name) in self.0.path.iter().rev().enumerate() {
             if i > 0 {
                 f.write_str(".")?;
             }
             f.write_str(name)?;
         }
-        if !self.path.is_empty() {
+        if !self.0.path.is_empty() {
             f.write_str(": ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 
@@ -131,11 +142,31 @@ pub fn supports(api_version: &str, kind: &str) -> bool {
 }
 
 fn object_message(api_version: &str, kind: &str) -> Result<u16, Error> {
-    Schema::get().object(api_version, kind).ok_or_else(|| {
+    // The kind of the last object this thread encoded or decoded: a server thread answers a
+    // list or a watch with many of one kind, and the schema's lookup by name costs more than
+    // the comparison.
+    thread_local! {
+        static LAST: std::cell::RefCell<(String, String, u16)> =
+            const { std::cell::RefCell::new((String::new(), String::new(), 0)) };
+    }
+    let remembered = LAST
+        .with_borrow(|(v, k, m)| (!k.is_empty() && v == api_version && k == kind).then_some(*m));
+    if let Some(m) = remembered {
+        return Ok(m);
+    }
+    let m = Schema::get().object(api_version, kind).ok_or_else(|| {
         Error::new(format!(
             "{api_version} {kind} has no protobuf encoding; use application/json"
         ))
-    })
+    })?;
+    LAST.with_borrow_mut(|(v, k, last)| {
+        v.clear();
+        v.push_str(api_version);
+        k.clear();
+        k.push_str(kind);
+        *last = m;
+    });
+    Ok(m)
 }
 
 /// Encodes an object (a typed object or a JSON value) of `kind` at `api_version`: the magic,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use foldhash::fast::RandomState;
 
@@ -106,6 +107,11 @@ pub struct Message {
     keys: HashMap<Box<str>, Route, RandomState>,
     /// `Route::Own(i)` for each field `i`: the route of a key found by position.
     own: Vec<Route>,
+    /// Static keys' fields by their address (see [`Message::route_static`]): each slot holds
+    /// the key's address (bits 16 and up), its length (bits 8-15) and its field index (bits
+    /// 0-7); 0 when empty (no key is at address 0). A power of two slots, at least four times
+    /// the fields (few keys share one).
+    seen: Box<[AtomicU64]>,
     by_number: Vec<u16>,
 }
 
@@ -132,6 +138,53 @@ impl Message {
             }
         }
         self.keys.get(key)
+    }
+
+    /// [`Message::route_from`] for a key with a static address (a struct's field name, as
+    /// serde passes it): a slot chosen by the address remembers the field that the key at that
+    /// address (and of that length) was found to name, so the next time it comes one
+    /// comparison finds it, in any order (allot's structs do not always declare their fields in
+    /// the schema's order).
+    #[inline(always)]
+    pub(crate) fn route_static(&self, key: &'static str, cursor: &mut usize) -> Option<&Route> {
+        let address = key.as_ptr() as u64;
+        // The same address and length: the same bytes.
+        let wanted = address << 16 | (key.len() as u64) << 8;
+        if let Some(slot) = self.seen.get(self.slot_of(address)) {
+            let remembered = slot.load(Ordering::Relaxed);
+            if remembered & !0xff == wanted
+                && key.len() < 0x100
+                && let Some(route) = self.own.get((remembered & 0xff) as usize)
+            {
+                return Some(route);
+            }
+        }
+        self.route_remembered(key, cursor)
+    }
+
+    /// [`Message::route_static`] of a key not (or no longer) in its slot: looked for by name,
+    /// then remembered.
+    #[inline(never)]
+    fn route_remembered(&self, key: &'static str, cursor: &mut usize) -> Option<&Route> {
+        let address = key.as_ptr() as u64;
+        let route = self.route_from(key, cursor)?;
+        if let Route::Own(i) = route
+            && address >> 48 == 0
+            && key.len() < 0x100
+            && *i < 0xff
+            && let Some(slot) = self.seen.get(self.slot_of(address))
+        {
+            slot.store(
+                address << 16 | (key.len() as u64) << 8 | u64::from(*i),
+                Ordering::Relaxed,
+            );
+        }
+        Some(route)
+    }
+
+    #[inline]
+    fn slot_of(&self, address: u64) -> usize {
+        (address.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize & (self.seen.len() - 1)
     }
 
     /// The field with a protobuf number.
@@ -221,6 +274,7 @@ impl Schema {
                     fields: Vec::new(),
                     keys: HashMap::default(),
                     own: Vec::new(),
+                    seen: Box::default(),
                     by_number: Vec::new(),
                 });
                 continue;
@@ -255,6 +309,10 @@ impl Schema {
             messages[index].own = (0..messages[index].fields.len())
                 .map(|i| Route::Own(i as u16))
                 .collect();
+            let slots = (messages[index].fields.len() * 4)
+                .next_power_of_two()
+                .max(8);
+            messages[index].seen = (0..slots).map(|_| AtomicU64::new(0)).collect();
             messages[index].keys = keys;
             messages[index].by_number = by_number;
         }

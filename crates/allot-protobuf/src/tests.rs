@@ -297,6 +297,38 @@ fn lists_and_watch_frames() {
     assert!(buffer.is_empty());
 }
 
+/// A struct's fields are found by their names' addresses once they were found by name: a typed
+/// object writes the same bytes every time, which decode to its JSON, also when other objects
+/// with the same messages (a PodTemplate's ObjectMeta, PodSpec, Container) were written in
+/// between. (A struct writes its fields in its declaration order, a `Value` in its keys'
+/// order: the two need not be the same bytes.)
+#[test]
+fn fields_found_by_address_write_the_same_bytes() {
+    let value = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "1"},
+            "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"containers": [{"name": "c", "image": "i", "args": ["x"]}],
+            "nodeName": "n", "priority": 3, "tolerations": [{"key": "k", "operator": "Exists"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1"}});
+    let pod: allot_api::core::v1::Pod = serde_json::from_value(value.clone()).expect("a pod");
+    let first = encode("v1", "Pod", &pod).expect("encodes");
+    let template = json!({"apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "template": {"metadata": {"labels": {"b": "2"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}});
+    for _ in 0..3 {
+        let bytes = encode("v1", "Pod", &pod).expect("encodes");
+        assert_eq!(bytes, first);
+        assert_eq!(decode::<Value>(&bytes).expect("decodes"), value);
+        assert_eq!(
+            decode::<allot_api::core::v1::Pod>(&bytes).expect("decodes"),
+            pod
+        );
+        let bytes = encode("v1", "PodTemplate", &template).expect("encodes");
+        assert_eq!(decode::<Value>(&bytes).expect("decodes"), template);
+    }
+}
+
 /// Every object of the bundled examples, typed, survives the wire unchanged.
 #[test]
 fn every_example_object_round_trips_typed() {
@@ -385,6 +417,75 @@ fn every_example_object_round_trips_typed() {
     );
 }
 
+/// The fields of `message` in the order of the keys `order` gives them (a field without a key
+/// keeps its place), each field's values still in their own order, as protobuf reads them: the
+/// fields of one number are the same values in another order of the message. `payload` may
+/// rewrite a length-delimited field's payload (into several: the field repeated).
+fn reorder(message: &[u8], order: &[u8], payload: impl Fn(u32, &[u8]) -> Vec<Vec<u8>>) -> Vec<u8> {
+    use std::collections::{BTreeMap, VecDeque};
+    let mut chunks: Vec<(u32, Vec<u8>)> = Vec::new();
+    let mut reader = wire::Reader::new(message);
+    while let Some((number, raw)) = reader.field().expect("reads") {
+        let mut out = Vec::new();
+        match raw {
+            wire::Raw::Bytes(b) => {
+                for part in payload(number, b) {
+                    wire::put_bytes(&mut out, number, &part);
+                }
+            }
+            wire::Raw::Varint(v) => {
+                wire::put_tag(&mut out, number, wire::VARINT);
+                wire::put_varint(&mut out, v);
+            }
+            wire::Raw::I64(v) => {
+                wire::put_tag(&mut out, number, wire::I64);
+                out.extend(v.to_le_bytes());
+            }
+            wire::Raw::I32(v) => {
+                wire::put_tag(&mut out, number, wire::I32);
+                out.extend(v.to_le_bytes());
+            }
+        }
+        chunks.push((number, out));
+    }
+    let mut positions: Vec<usize> = (0..chunks.len()).collect();
+    positions.sort_by_key(|&i| (order.get(i).copied().map_or(i, usize::from), i));
+    let numbers: Vec<u32> = positions.iter().map(|&i| chunks[i].0).collect();
+    let mut queues: BTreeMap<u32, VecDeque<Vec<u8>>> = BTreeMap::new();
+    for (number, chunk) in chunks {
+        queues.entry(number).or_default().push_back(chunk);
+    }
+    numbers
+        .iter()
+        .flat_map(|n| {
+            queues
+                .get_mut(n)
+                .and_then(VecDeque::pop_front)
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// A message's fields in two parts (protobuf merges the parts of a message field).
+fn halves(message: &[u8]) -> Vec<Vec<u8>> {
+    let mut reader = wire::Reader::new(message);
+    let mut ends = Vec::new();
+    let mut at = 0;
+    while let Some((number, raw)) = reader.field().expect("reads") {
+        let mut out = Vec::new();
+        if let wire::Raw::Bytes(b) = raw {
+            wire::put_bytes(&mut out, number, b);
+        } else if let wire::Raw::Varint(v) = raw {
+            wire::put_tag(&mut out, number, wire::VARINT);
+            wire::put_varint(&mut out, v);
+        }
+        at += out.len();
+        ends.push(at);
+    }
+    let cut = ends.get(ends.len() / 2).copied().unwrap_or(0);
+    vec![message[..cut].to_vec(), message[cut..].to_vec()]
+}
+
 mod properties {
     use proptest::prelude::*;
     use serde_json::{Value, json};
@@ -470,6 +571,54 @@ mod properties {
             let bytes = crate::encode("resource.k8s.io/v1", "ResourceClaim", &claim).expect("encodes");
             let old = serde_json::to_vec(&crate::decode::<Value>(&bytes).expect("decodes")).expect("json");
             prop_assert_eq!(crate::decode_json(&bytes).expect("decodes"), old);
+        }
+
+        /// Fields in any order, a repeated field's values apart from each other, a message
+        /// in two parts: decoded as in the order the encoder writes (the decoder's fast path
+        /// for fields in ascending order must not change what a reordered message means).
+        #[test]
+        fn reordered_fields_decode_alike(
+            containers in 1usize..4,
+            tolerations in 0usize..3,
+            labels in proptest::collection::btree_map(name(), name(), 0..4),
+            top in proptest::collection::vec(any::<u8>(), 8),
+            spec in proptest::collection::vec(any::<u8>(), 24),
+            split in any::<bool>(),
+        ) {
+            let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "ns", "labels": labels,
+                    "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {
+                    "containers": (0..containers).map(|i| json!({"name": format!("c{i}"),
+                        "image": "img", "args": ["a", format!("{i}")]})).collect::<Vec<_>>(),
+                    "tolerations": (0..tolerations).map(|i| json!({"key": format!("k{i}"),
+                        "operator": "Exists"})).collect::<Vec<_>>(),
+                    "nodeName": "n1", "priority": 7, "schedulerName": "s"},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                    "lastTransitionTime": "2026-01-01T00:00:09Z"}]}});
+            let bytes = crate::encode("v1", "Pod", &pod).expect("encodes");
+            let envelope = crate::envelope(&bytes).expect("an envelope");
+            let raw = super::reorder(envelope.raw, &top, |number, payload| {
+                // The spec's own fields reordered too; the metadata in two parts.
+                match number {
+                    2 => vec![super::reorder(payload, &spec, |_, p| vec![p.to_vec()])],
+                    1 if split => super::halves(payload),
+                    _ => vec![payload.to_vec()],
+                }
+            });
+            let mut reordered = Vec::new();
+            crate::envelope_into(&mut reordered, "v1", "Pod", |out| {
+                out.extend_from_slice(&raw);
+                Ok(())
+            }).expect("frames");
+            let wanted: Value = crate::decode(&bytes).expect("decodes");
+            let got: Value = crate::decode(&reordered).expect("decodes reordered");
+            prop_assert_eq!(&got, &wanted);
+            let typed: allot_api::core::v1::Pod = crate::decode(&reordered).expect("decodes typed");
+            let wanted_typed: allot_api::core::v1::Pod = crate::decode(&bytes).expect("decodes typed");
+            prop_assert_eq!(typed, wanted_typed);
+            let text = crate::decode_json(&reordered).expect("decodes to JSON");
+            prop_assert_eq!(text, serde_json::to_vec(&got).expect("json"));
         }
 
         /// Arbitrary bytes: the JSON text and the `Value` agree, errors included.

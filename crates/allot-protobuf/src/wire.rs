@@ -46,13 +46,19 @@ pub fn begin_len(out: &mut Vec<u8>, number: u32) -> usize {
 
 /// Writes the length of a field begun with [`begin_len`] (moving its content when the length
 /// needs more than one byte).
-#[inline]
+#[inline(always)]
 pub fn end_len(out: &mut Vec<u8>, start: usize) {
     let len = out.len() - start;
-    if len < 0x80 {
-        out[start - 1] = len as u8;
-        return;
+    match out.get_mut(start.wrapping_sub(1)) {
+        Some(byte) if len < 0x80 => *byte = len as u8,
+        _ => end_long_len(out, start, len),
     }
+}
+
+/// [`end_len`] of content of 128 bytes or more: its length takes more than the one byte kept
+/// for it, and the content moves on.
+#[inline(never)]
+fn end_long_len(out: &mut Vec<u8>, start: usize, len: usize) {
     let mut prefix = [0u8; 10];
     let mut n = 0;
     let mut value = len as u64;
@@ -96,7 +102,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a varint.
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self) -> Result<u64, Error> {
         // Tags and short lengths: one byte.
         if let Some(&byte) = self.data.get(self.pos)
@@ -109,6 +115,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of more than one byte (or none: an error).
+    #[inline(never)]
     fn long_varint(&mut self) -> Result<u64, Error> {
         let mut value = 0u64;
         let mut shift = 0;
@@ -132,6 +139,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self
             .pos
@@ -169,8 +177,9 @@ impl<'a> Reader<'a> {
         Ok(Some(u32::from_le_bytes(b.try_into().unwrap_or_default())))
     }
 
-    /// The next field (number and value), or `None` at the end.
-    #[inline]
+    /// The next field (number and value), or `None` at the end. (Inlined where it is called:
+    /// the field comes back in registers, not through memory.)
+    #[inline(always)]
     pub fn field(&mut self) -> Result<Option<(u32, Raw<'a>)>, Error> {
         if self.pos >= self.data.len() {
             return Ok(None);
