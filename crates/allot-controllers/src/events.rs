@@ -325,6 +325,9 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
+    /// The controller's name.
+    pub const NAME: &'static str = "event-recorder";
+
     /// A recorder.
     pub fn new() -> Self {
         EventRecorder::default()
@@ -351,17 +354,21 @@ impl EventRecorder {
             events.retain(|e| !self.silent.contains(e.component));
             let previous = self.last.get(uid);
             for event in &events {
+                // Recorded for the previous state already: upstream records on transitions,
+                // so not again (nor again after the Event object was deleted).
+                if previous.is_some_and(|p| p.contains(event)) {
+                    continue;
+                }
                 let object = pod_event_object(pod, event, now);
-                let Some(existing) = store
-                    .get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name)
-                    .cloned()
+                let Some(existing) =
+                    store.get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name)
                 else {
                     store.create(object, now).map_err(|e| e.to_string())?;
                     continue;
                 };
                 // A repeat is an Event the previous state seen did not yield, from a state
                 // newer than the one the Event last counted.
-                let repeated = previous.is_some_and(|p| !p.contains(event))
+                let repeated = previous.is_some()
                     && newer(
                         &pod.metadata.resource_version,
                         existing
@@ -371,7 +378,7 @@ impl EventRecorder {
                             .unwrap_or_default(),
                     );
                 if repeated {
-                    let mut updated = existing;
+                    let mut updated = existing.clone();
                     updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
                     updated.last_timestamp = Some(now.to_string());
                     updated.involved_object.resource_version =
@@ -547,7 +554,7 @@ fn binding_state(store: &Store, claim: &ResourceClaim) -> Binding {
 
 impl Controller for EventRecorder {
     fn name(&self) -> &'static str {
-        "event-recorder"
+        Self::NAME
     }
 
     fn keys_for(&self, event: &Event, _store: &Store) -> Vec<ObjectKey> {

@@ -22,6 +22,8 @@ use allot_api::batch::v1::{
     PodFailurePolicyOnExitCodesOperator, PodReplacementPolicy, SuccessPolicy,
     UncountedTerminatedPods,
 };
+use std::sync::Arc;
+
 use allot_api::core::v1::Pod;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
@@ -29,7 +31,7 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 use crate::events::{self, EventKind, Source};
 use crate::garbagecollector::{Propagation, delete_with};
 use crate::workload::{
-    self, controlled, controller_key, earliest, is_active, is_ready, is_terminated, owned_pod,
+    self, controlled_shared, controller_key, earliest, is_active, is_ready, is_terminated, owned_pod,
     pods_prefix, remove_finalizer, requeue_at,
 };
 
@@ -133,7 +135,7 @@ impl Controller for JobController {
                 Ok(Action::Done)
             }
             Kind::Job => {
-                let Some(job) = store.get::<Job>(&key.namespace, &key.name).cloned() else {
+                let Some(job) = store.get_shared::<Job>(&key.namespace, &key.name).cloned() else {
                     return Ok(Action::Done);
                 };
                 self.sync(store, job, ctx.now)
@@ -377,7 +379,7 @@ struct Counts {
 }
 
 impl JobController {
-    fn sync(&mut self, store: &mut Store, job: Job, now: SimTime) -> Result<Action, String> {
+    fn sync(&mut self, store: &mut Store, job: Arc<Job>, now: SimTime) -> Result<Action, String> {
         if is_finished(&job) {
             return self.expire(store, &job, now);
         }
@@ -389,10 +391,7 @@ impl JobController {
         {
             return Ok(Action::Done);
         }
-        let pods: Vec<Pod> = controlled::<Pod>(store, &job.metadata.uid)
-            .into_iter()
-            .cloned()
-            .collect();
+        let pods = controlled_shared::<Pod>(store, &job.metadata.uid);
         let counts = self.count(&job, &pods);
         let mut status = job.status.clone();
         status
@@ -403,7 +402,7 @@ impl JobController {
             status.start_time = Some(now.rfc3339());
         }
         let mut finished = self.finished_condition(&job, &pods, &counts, &status, now);
-        let active_pods: Vec<&Pod> = pods.iter().filter(|p| is_active(p)).collect();
+        let active_pods: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| is_active(p)).collect();
         let mut active = active_pods.len() as i32;
         let mut next = None;
         if finished.is_some() {
@@ -441,10 +440,7 @@ impl JobController {
             }
         }
         // Refreshed after any deletions above.
-        let pods: Vec<Pod> = controlled::<Pod>(store, &job.metadata.uid)
-            .into_iter()
-            .cloned()
-            .collect();
+        let pods = controlled_shared::<Pod>(store, &job.metadata.uid);
         status.active = active;
         status.ready = Some(pods.iter().filter(|p| is_active(p) && is_ready(p)).count() as i32);
         status.terminating = Some(
@@ -458,7 +454,7 @@ impl JobController {
 
     /// Counts succeeded and failed pods (the counted ones from the status plus the newly
     /// finished ones), with the pod failure policy and the per-index back-off.
-    fn count(&self, job: &Job, pods: &[Pod]) -> Counts {
+    fn count(&self, job: &Job, pods: &[Arc<Pod>]) -> Counts {
         let uncounted = job
             .status
             .uncounted_terminated_pods
@@ -572,7 +568,7 @@ impl JobController {
     fn finished_condition(
         &self,
         job: &Job,
-        pods: &[Pod],
+        pods: &[Arc<Pod>],
         counts: &Counts,
         status: &JobStatus,
         now: SimTime,
@@ -596,7 +592,7 @@ impl JobController {
                 p.spec.restart_policy.as_deref() == Some("OnFailure")
                     && matches!(p.status.phase.as_deref(), Some("Running" | "Pending"))
             })
-            .map(restarts)
+            .map(|p| restarts(p))
             .sum();
         let past_on_failure = if limit == 0 {
             on_failure_restarts > 0
@@ -657,11 +653,11 @@ impl JobController {
         &mut self,
         store: &mut Store,
         job: &Job,
-        pods: &[Pod],
+        pods: &[Arc<Pod>],
         counts: &Counts,
         now: SimTime,
     ) -> Result<(i32, Option<SimTime>), String> {
-        let mut active_pods: Vec<&Pod> = pods.iter().filter(|p| is_active(p)).collect();
+        let mut active_pods: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| is_active(p)).collect();
         let active = active_pods.len() as i32;
         if job.metadata.deletion_timestamp.is_some() {
             return Ok((active, None));
@@ -880,7 +876,7 @@ impl JobController {
         }
         let written = write_status(store, job, status)?;
         if let Some((kind, reason, message)) = event {
-            let involved = events::reference(&written);
+            let involved = events::reference(&*written);
             events::record(
                 store,
                 now,
@@ -936,10 +932,9 @@ fn finish_time(pod: &Pod) -> SimTime {
         .unwrap_or(SimTime::ZERO)
 }
 
-fn write_status(store: &mut Store, job: &Job, status: JobStatus) -> Result<Job, String> {
+fn write_status(store: &mut Store, job: &Job, status: JobStatus) -> Result<Arc<Job>, String> {
     let current = store
-        .get::<Job>(&job.metadata.namespace, &job.metadata.name)
-        .cloned()
+        .get_shared::<Job>(&job.metadata.namespace, &job.metadata.name)
         .ok_or_else(|| {
             format!(
                 "Job {}/{} is gone",
@@ -947,11 +942,11 @@ fn write_status(store: &mut Store, job: &Job, status: JobStatus) -> Result<Job, 
             )
         })?;
     if current.status == status {
-        return Ok(current);
+        return Ok(current.clone());
     }
-    let mut updated = current;
+    let mut updated = Job::clone(current);
     updated.status = status;
-    store.update(updated).map_err(|e| e.to_string())
+    store.update_shared(updated).map_err(|e| e.to_string())
 }
 
 /// Deletes up to `limit` of the pods, with `SuccessfulDelete` Events. Returns how many went
@@ -986,7 +981,7 @@ fn delete_pods(
 fn create_pods(
     store: &mut Store,
     job: &Job,
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
     indexes: &[i32],
     count: usize,
     now: SimTime,

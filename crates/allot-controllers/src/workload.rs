@@ -91,6 +91,18 @@ pub fn controlled<'a, R: Resource>(store: &'a Store, owner: &str) -> Vec<&'a R> 
         .collect()
 }
 
+/// [`controlled`], as the store's shared copies: for a caller that changes the store while it
+/// still looks at them.
+pub fn controlled_shared<R: Resource>(store: &Store, owner: &str) -> Vec<std::sync::Arc<R>> {
+    store
+        .dependents(owner)
+        .filter(|k| k.kind == R::KIND)
+        .filter_map(|k| store.get_shared::<R>(&k.namespace, &k.name))
+        .filter(|o| controlled_by(o.meta(), owner))
+        .cloned()
+        .collect()
+}
+
 /// A pod made from a template, as upstream's `GetPodFromTemplate`: the template's labels,
 /// annotations, finalizers and spec, `generateName` `<prefix>-` (a pod of a StatefulSet sets
 /// its name instead), and the controller reference.

@@ -198,7 +198,29 @@ fn progress_now(runtime: &Runtime) -> Progress {
     progress
 }
 
-/// Runs everything due now in chunks, reporting progress between chunks.
+/// Whether enough wall time has passed since the last progress report of this thread to make
+/// another: counting the pods walks all of them, and a display refreshes a few times a second
+/// at most.
+fn progress_due() -> bool {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+    thread_local! {
+        static LAST: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    let now = Instant::now();
+    LAST.with(|last| {
+        let due = last
+            .get()
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_millis(200));
+        if due {
+            last.set(Some(now));
+        }
+        due
+    })
+}
+
+/// Runs everything due now in chunks, reporting progress between chunks (at most every 200
+/// ms of wall time).
 fn run_due_reporting(
     runtime: &mut Runtime,
     bound: u64,
@@ -216,7 +238,9 @@ fn run_due_reporting(
                         reconciles: bound,
                     }));
                 }
-                progress(progress_now(runtime));
+                if progress_due() {
+                    progress(progress_now(runtime));
+                }
             }
         }
     }

@@ -184,9 +184,147 @@ pub struct PodTopologySpread {
     default_selector: Box<dyn DefaultSelector>,
     /// Counts kept across cycles.
     tallies: Tallies,
+    /// Each node's value of the topology keys PreScore looked at, kept while the nodes and
+    /// their labels are the same (every pod of a large cluster would otherwise look up each
+    /// node's labels, string by string).
+    columns: Columns,
+}
+
+/// Not looked up yet.
+const UNSET: u32 = u32::MAX;
+/// The node lacks the key.
+const ABSENT: u32 = u32::MAX - 1;
+
+/// Per topology key, each node slot's value, interned, for one cache at one
+/// `topology_version`.
+#[derive(Debug, Default)]
+struct Columns {
+    instance: u64,
+    topology: u64,
+    keys: HashMap<String, Column>,
+}
+
+#[derive(Debug, Default)]
+struct Column {
+    /// Per slot: a value's number, [`ABSENT`] or [`UNSET`].
+    values: Vec<u32>,
+    names: Vec<String>,
+    numbers: HashMap<String, u32>,
+}
+
+impl Column {
+    /// The number of `slot`'s value ([`ABSENT`] without the key).
+    fn value(&mut self, cluster: &Cache, key: &str, slot: usize) -> u32 {
+        if slot >= self.values.len() {
+            self.values.resize(slot + 1, UNSET);
+        }
+        if self.values[slot] == UNSET {
+            let label = cluster.node(slot).and_then(|n| n.labels().get(key));
+            self.values[slot] = match label {
+                None => ABSENT,
+                Some(value) => match self.numbers.get(value) {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.names.len() as u32;
+                        self.names.push(value.clone());
+                        self.numbers.insert(value.clone(), n);
+                        n
+                    }
+                },
+            };
+        }
+        self.values[slot]
+    }
+}
+
+impl Columns {
+    /// The columns of `keys`, forgetting everything when the nodes or their labels changed.
+    fn refresh(&mut self, cluster: &Cache) {
+        if self.instance != cluster.instance() || self.topology != cluster.topology_version() {
+            *self = Columns {
+                instance: cluster.instance(),
+                topology: cluster.topology_version(),
+                keys: HashMap::new(),
+            };
+        }
+    }
 }
 
 impl PodTopologySpread {
+    /// PreScore's domains over `nodes`: per constraint, the values of the nodes that count
+    /// (each at 0; a node without the key counts as the value ""), and the nodes ignored for
+    /// lacking a key when every key is required.
+    fn domains(
+        &mut self,
+        cluster: &Cache,
+        nodes: &[usize],
+        constraints: &[Constraint],
+        require_all: bool,
+    ) -> (Vec<BTreeMap<String, i64>>, Vec<usize>) {
+        self.columns.refresh(cluster);
+        let mut columns: Vec<Column> = constraints
+            .iter()
+            .map(|c| {
+                self.columns
+                    .keys
+                    .remove(&c.topology_key)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut seen: Vec<Vec<bool>> = vec![Vec::new(); constraints.len()];
+        let mut absent_seen = vec![false; constraints.len()];
+        let mut ignored = Vec::new();
+        for &slot in nodes {
+            if cluster.node(slot).is_none() {
+                continue;
+            }
+            if require_all
+                && constraints
+                    .iter()
+                    .zip(columns.iter_mut())
+                    .any(|(c, col)| col.value(cluster, &c.topology_key, slot) == ABSENT)
+            {
+                ignored.push(slot);
+                continue;
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                if c.topology_key == HOSTNAME {
+                    continue;
+                }
+                match columns[i].value(cluster, &c.topology_key, slot) {
+                    ABSENT => absent_seen[i] = true,
+                    n => {
+                        let n = n as usize;
+                        if n >= seen[i].len() {
+                            seen[i].resize(n + 1, false);
+                        }
+                        seen[i][n] = true;
+                    }
+                }
+            }
+        }
+        let counts = (0..constraints.len())
+            .map(|i| {
+                let mut out: BTreeMap<String, i64> = seen[i]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| **s)
+                    .map(|(n, _)| (columns[i].names[n].clone(), 0))
+                    .collect();
+                if absent_seen[i] {
+                    out.insert(String::new(), 0);
+                }
+                out
+            })
+            .collect();
+        // Two constraints may share a key: the last one's column is kept, the others only
+        // lose what they learnt this cycle.
+        for (c, column) in constraints.iter().zip(columns) {
+            self.columns.keys.insert(c.topology_key.clone(), column);
+        }
+        (counts, ignored)
+    }
+
     /// The plugin with its arguments.
     pub fn new(args: Args) -> Result<Self, String> {
         let system = args
@@ -220,6 +358,7 @@ impl PodTopologySpread {
             system_defaulted: system,
             default_selector: Box::new(WorkloadSelector),
             tallies: Tallies::default(),
+            columns: Columns::default(),
         })
     }
 
@@ -721,28 +860,8 @@ impl PreScorePlugin for PodTopologySpread {
         }
         let require_all =
             !pod.spec.topology_spread_constraints.is_empty() || !self.system_defaulted;
-        let mut ignored = Vec::new();
-        let mut counts: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new(); constraints.len()];
-        for &slot in nodes {
-            let Some(node) = cluster.node(slot) else {
-                continue;
-            };
-            if require_all && !has_all_keys(node, &constraints) {
-                ignored.push(slot);
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if c.topology_key == HOSTNAME {
-                    continue;
-                }
-                let value = node
-                    .labels()
-                    .get(&c.topology_key)
-                    .cloned()
-                    .unwrap_or_default();
-                counts[i].entry(value).or_insert(0);
-            }
-        }
+        let (counts, ignored) = self.domains(cluster, nodes, &constraints, require_all);
+        let mut counts = counts;
         let weights = constraints
             .iter()
             .enumerate()

@@ -271,3 +271,56 @@ fn a_workload_fits_partly_with_reasons_grouped() {
     .expect("runs");
     assert_eq!(none.verdict, Verdict::Not);
 }
+
+/// What a trial judges, run recorded (Ledger and EventRecorder) and unrecorded.
+fn judged_both_ways(input: &Input) -> (String, String) {
+    let judged = |unrecorded: bool| {
+        let session = Session::start(
+            input,
+            SessionOptions {
+                unrecorded,
+                ..Default::default()
+            },
+            &mut |_| {},
+        )
+        .expect("the input runs");
+        let trial = judge(session.store());
+        format!("{:?}\n{:?}", trial.placements, trial.unfit)
+    };
+    (judged(false), judged(true))
+}
+
+#[test]
+fn trials_without_events_place_as_recorded_runs_do() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut paths = Vec::new();
+    for dir in ["examples/spec", "crates/allot/tests/simulate", "examples"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("listed").flatten() {
+            paths.push(entry.path());
+        }
+    }
+    paths.sort();
+    let mut checked = 0;
+    let mut with_unfit = 0;
+    for path in paths {
+        // Inputs that do not load (bad input on purpose, what-if pods alone) are not runs.
+        let Ok(input) = crate::load_paths(std::slice::from_ref(&path)) else {
+            continue;
+        };
+        let (recorded, unrecorded) = judged_both_ways(&input);
+        assert_eq!(recorded, unrecorded, "{}", path.display());
+        checked += 1;
+        with_unfit += usize::from(!recorded.ends_with("[]"));
+    }
+    assert!(checked > 20, "only {checked} inputs ran");
+    assert!(with_unfit > 3, "only {with_unfit} inputs leave pods unplaced");
+    // A crowded generated cluster: pods placed by claim templates, many left pending.
+    let input = crate::generate::load_generated(crate::generate::GenOptions {
+        nodes: 20,
+        devices_per_node: 4,
+        pods: 120,
+    })
+    .expect("generated");
+    let (recorded, unrecorded) = judged_both_ways(&input);
+    assert_eq!(recorded, unrecorded);
+}
