@@ -101,6 +101,26 @@ fn inputs(object: Stored, path: &'static str) -> Result<Inputs, String> {
     })
 }
 
+/// The bench's slice with its `gpu.example.com/mig-capable` attribute spelled as serve's
+/// validation accepts (an attribute's name is a C identifier), so that a create admits it.
+fn valid_slice() -> allot_api::resource::v1::ResourceSlice {
+    let mut slice = fixtures::slice();
+    for device in &mut slice.spec.devices {
+        let attributes = &mut device.attributes;
+        let renamed: Vec<_> = attributes
+            .keys()
+            .filter(|k| k.contains('-'))
+            .cloned()
+            .collect();
+        for key in renamed {
+            if let Some(value) = attributes.remove(&key) {
+                attributes.insert(key.replace('-', "_"), value);
+            }
+        }
+    }
+    slice
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [object, op, count] = args.as_slice() else {
@@ -117,7 +137,7 @@ fn main() -> ExitCode {
             "/api/v1/namespaces/team-a/pods",
         ),
         "resourceslice" => inputs(
-            Stored::ResourceSlice(fixtures::slice().into()),
+            Stored::ResourceSlice(valid_slice().into()),
             "/apis/resource.k8s.io/v1/resourceslices",
         ),
         other => Err(format!("unknown object {other:?}")),
