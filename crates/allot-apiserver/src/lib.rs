@@ -47,6 +47,8 @@ pub mod server;
 pub mod storage;
 mod subresources;
 pub mod tls;
+#[cfg(test)]
+mod typed_body_tests;
 pub mod ui;
 pub mod versions;
 

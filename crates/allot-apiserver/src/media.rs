@@ -249,6 +249,51 @@ pub fn metadata_only(value: &Value) -> Value {
     }
 }
 
+/// The protobuf body of one object encoded from the typed object, without the
+/// `serde_json::Value` that [`body`] encodes: when protobuf objects are negotiated, the object
+/// is served as stored (`info` is its storage version, so no version conversion and no
+/// events.k8s.io view), and the wire format carries all its fields. The bytes are those
+/// [`body`] writes for the rendered value (`typed_and_value_bodies_agree`); `None` leaves the
+/// object to the `Value` path (which also answers in JSON what protobuf cannot carry).
+pub fn typed_body(
+    media: Media,
+    info: &crate::resources::ResourceInfo,
+    object: &allot_store::Stored,
+) -> Option<Vec<u8>> {
+    if media.format != Format::Protobuf || media.shape != Shape::Object {
+        return None;
+    }
+    let kind = object.kind();
+    let api_version = kind.api_version();
+    if info.kind != kind || info.group_version() != api_version {
+        return None;
+    }
+    allot_protobuf::encode(api_version, kind.name(), object).ok()
+}
+
+/// [`typed_body`] for a list (one page, at `resource_version`, holding `objects`): the
+/// `XList` message written from the typed objects, as [`body`] writes it for the rendered list.
+pub fn typed_list_body(
+    media: Media,
+    info: &crate::resources::ResourceInfo,
+    resource_version: &str,
+    objects: &[allot_store::Stored],
+) -> Option<Vec<u8>> {
+    if media.format != Format::Protobuf || media.shape != Shape::Object {
+        return None;
+    }
+    let api_version = info.kind.api_version();
+    if info.group_version() != api_version || objects.iter().any(|o| o.kind() != info.kind) {
+        return None;
+    }
+    let meta = allot_protobuf::ListMeta {
+        resource_version: resource_version.to_string(),
+        ..Default::default()
+    };
+    let kind = format!("{}List", info.kind.name());
+    allot_protobuf::encode_list(api_version, &kind, &meta, objects).ok()
+}
+
 /// Writes a response body: protobuf when negotiated and the value has a protobuf form, else
 /// JSON (a value holding a field the wire format lacks is answered in JSON, which every
 /// protobuf client also accepts).

@@ -767,7 +767,7 @@ pub(crate) fn pod_store_error(name: &str, err: StoreError) -> ApiError {
 
 /// An object as served at the requested version (one kind may be served at several; older
 /// versions are converted from the stored one: `versions`).
-fn render(info: &ResourceInfo, object: &Stored) -> Value {
+pub(crate) fn render(info: &ResourceInfo, object: &Stored) -> Value {
     if info.group == "events.k8s.io" {
         return crate::events_v1::from_core(&object.to_json());
     }
@@ -1085,11 +1085,19 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         (&Method::GET, None) if watching => {
             return watch(shared, target, &query, media);
         }
-        (&Method::GET, None) => list(&shared, &target, &query, media),
+        (&Method::GET, None) => match list(&shared, &target, &query, media) {
+            Ok(Got::Encoded(body)) => return encoded(body, &target),
+            Ok(Got::Value(value)) => Ok((StatusCode::OK, value)),
+            Err(err) => Err(err),
+        },
         (method, Some(name)) if target.scale => {
             scale(&shared, &target, method, name, &bytes, &content_type)
         }
-        (&Method::GET, Some(name)) => get(&shared, &target, name, &query, media),
+        (&Method::GET, Some(name)) => match get(&shared, &target, name, &query, media) {
+            Ok(Got::Encoded(body)) => return encoded(body, &target),
+            Ok(Got::Value(value)) => Ok((StatusCode::OK, value)),
+            Err(err) => Err(err),
+        },
         (&Method::POST, None) => create(&shared, &target, &bytes),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
@@ -1110,7 +1118,7 @@ fn respond(
     result: Result<(StatusCode, Value), ApiError>,
     target: &Target,
 ) -> Response {
-    let mut response = match result {
+    let response = match result {
         Ok((code, value)) => {
             let value = if media.shape == crate::media::Shape::Metadata {
                 crate::media::metadata_only(&value)
@@ -1122,12 +1130,68 @@ fn respond(
         }
         Err(err) => err.into_response(),
     };
+    with_warnings(response, target)
+}
+
+/// A 200 whose protobuf body a GET encoded from the typed object(s) (`Got::Encoded`), with
+/// the request's warnings.
+fn encoded(body: Vec<u8>, target: &Target) -> Response {
+    let response = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, allot_protobuf::MEDIA_TYPE)],
+        body,
+    )
+        .into_response();
+    with_warnings(response, target)
+}
+
+/// A response with the request's warnings.
+fn with_warnings(mut response: Response, target: &Target) -> Response {
     for warning in target.options.warning_headers() {
         if let Ok(value) = header::HeaderValue::from_str(&warning) {
             response.headers_mut().append(header::WARNING, value);
         }
     }
     response
+}
+
+/// The body of a GET of one object as serve writes it for `media` (`get` and `respond`, for
+/// the `Object` and `Metadata` shapes): protobuf from the typed object where it can
+/// ([`crate::media::typed_body`]), else rendered into a `Value` and written from it. Public
+/// for the `serve_ops` example, which counts its instructions.
+#[doc(hidden)]
+pub fn object_body(
+    media: crate::media::Media,
+    info: &ResourceInfo,
+    object: &Stored,
+) -> (&'static str, Vec<u8>) {
+    if let Some(body) = crate::media::typed_body(media, info, object) {
+        return (allot_protobuf::MEDIA_TYPE, body);
+    }
+    let value = render(info, object);
+    let value = if media.shape == crate::media::Shape::Metadata {
+        crate::media::metadata_only(&value)
+    } else {
+        value
+    };
+    crate::media::body(media, &value)
+}
+
+/// A create's request body (at `path`, in `content_type`) as the typed object serve admits:
+/// the protobuf body turned into JSON text, parsed into a `Value`, then admitted (`admit`:
+/// type meta, namespace, the typed decode). Public for the `serve_ops` example.
+#[doc(hidden)]
+pub fn request_object(path: &str, content_type: &str, bytes: &[u8]) -> Result<Stored, String> {
+    let target = route(path).ok_or_else(|| format!("no resource at {path}"))?;
+    let text;
+    let bytes = if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
+        text = decode_protobuf(bytes).map_err(|e| e.message.clone())?;
+        &text[..]
+    } else {
+        bytes
+    };
+    let value = parse_body(bytes).map_err(|e| e.message.clone())?;
+    admit(&target, value, None).map_err(|e| e.message.clone())
 }
 
 /// A protobuf request body as the JSON the rest of the server reads. A kind without a
@@ -1513,9 +1577,14 @@ impl Filter {
     }
 
     fn matches(&self, object: &Stored, json: &Value) -> bool {
+        self.matches_meta(object)
+            && (self.fields.requirements.is_empty() || self.fields.matches_fields(json))
+    }
+
+    /// The namespace and label selector (what needs no rendered object).
+    fn matches_meta(&self, object: &Stored) -> bool {
         (self.namespace.is_empty() || object.meta().namespace == self.namespace)
             && self.labels.matches_labels(&object.meta().labels)
-            && (self.fields.requirements.is_empty() || self.fields.matches_fields(json))
     }
 }
 
@@ -1524,7 +1593,7 @@ fn list(
     target: &Target,
     query: &[(String, String)],
     media: crate::media::Media,
-) -> Result<(StatusCode, Value), ApiError> {
+) -> Result<Got, ApiError> {
     let read = read_query(crate::query::Verb::List, target, query)?;
     let filter = Filter::new(target, query)?;
     consistent_read(shared, query)?;
@@ -1546,6 +1615,23 @@ fn list(
                 >= start
         })
     };
+    // Protobuf from the typed objects (when no field selector needs the rendered ones),
+    // shared out of the store and encoded outside the lock.
+    if media.format == crate::media::Format::Protobuf
+        && media.shape == crate::media::Shape::Object
+        && filter.fields.requirements.is_empty()
+    {
+        let objects: Vec<Stored> = objects
+            .filter(|o| after(o) && filter.matches_meta(o))
+            .cloned()
+            .collect();
+        drop(inner);
+        if let Some(body) = crate::media::typed_list_body(media, target.info, &rv, &objects) {
+            return Ok(Got::Encoded(body));
+        }
+        let items = objects.iter().map(|o| render(target.info, o)).collect();
+        return Ok(Got::Value(list_value(target.info, &rv, items)));
+    }
     let items: Vec<Value> = objects
         .filter(|o| after(o))
         .filter_map(|o| {
@@ -1555,21 +1641,20 @@ fn list(
         .collect();
     drop(inner);
     if media.shape == crate::media::Shape::Table {
-        return Ok((
-            StatusCode::OK,
-            resources::table(
-                target.info.kind,
-                &items,
-                &rv,
-                query_get(query, "includeObject") == "Object",
-                true,
-            ),
-        ));
+        return Ok(Got::Value(resources::table(
+            target.info.kind,
+            &items,
+            &rv,
+            query_get(query, "includeObject") == "Object",
+            true,
+        )));
     }
-    Ok((
-        StatusCode::OK,
-        json!({"kind": format!("{}List", target.info.kind.name()), "apiVersion": target.info.group_version(), "metadata": {"resourceVersion": rv}, "items": items}),
-    ))
+    Ok(Got::Value(list_value(target.info, &rv, items)))
+}
+
+/// A list response's value: the rendered items at `rv`.
+pub(crate) fn list_value(info: &ResourceInfo, rv: &str, items: Vec<Value>) -> Value {
+    json!({"kind": format!("{}List", info.kind.name()), "apiVersion": info.group_version(), "metadata": {"resourceVersion": rv}, "items": items})
 }
 
 /// The revision a list must be read at, when it is not the newest: `resourceVersionMatch=Exact`,
@@ -1709,36 +1794,52 @@ fn key(target: &Target, name: &str) -> ObjectKey {
     ObjectKey::new(target.info.kind, namespace, name)
 }
 
+/// What a GET (of one object or a list) answers.
+enum Got {
+    /// The object or list, rendered (the response body is written from it).
+    Value(Value),
+    /// The protobuf body, encoded from the typed object(s) (`media::typed_body`,
+    /// `media::typed_list_body`).
+    Encoded(Vec<u8>),
+}
+
 fn get(
     shared: &Shared,
     target: &Target,
     name: &str,
     query: &[(String, String)],
     media: crate::media::Media,
-) -> Result<(StatusCode, Value), ApiError> {
+) -> Result<Got, ApiError> {
     read_query(crate::query::Verb::Get, target, query)?;
     consistent_read(shared, query)?;
     let inner = shared.lock();
-    let object = inner
+    let stored = inner
         .store
         .get_stored(&key(target, name))
-        .map(|o| render(target.info, o))
         .ok_or_else(|| ApiError::not_found(target.info, name))?;
+    // Protobuf from the typed object, shared out of the store and encoded outside the lock.
+    if media.format == crate::media::Format::Protobuf && media.shape == crate::media::Shape::Object
+    {
+        let stored = stored.clone();
+        drop(inner);
+        if let Some(body) = crate::media::typed_body(media, target.info, &stored) {
+            return Ok(Got::Encoded(body));
+        }
+        return Ok(Got::Value(render(target.info, &stored)));
+    }
+    let object = render(target.info, stored);
     let rv = inner.store.resource_version().to_string();
     drop(inner);
     if media.shape == crate::media::Shape::Table {
-        return Ok((
-            StatusCode::OK,
-            resources::table(
-                target.info.kind,
-                &[object],
-                &rv,
-                query_get(query, "includeObject") == "Object",
-                true,
-            ),
-        ));
+        return Ok(Got::Value(resources::table(
+            target.info.kind,
+            &[object],
+            &rv,
+            query_get(query, "includeObject") == "Object",
+            true,
+        )));
     }
-    Ok((StatusCode::OK, object))
+    Ok(Got::Value(object))
 }
 
 /// Parses a request body (JSON or YAML) into one JSON object.
@@ -2725,10 +2826,38 @@ fn delete(
     Ok((StatusCode::OK, render(target.info, &deleted)))
 }
 
+/// One watch event of a stored object, or `None` when the filter leaves the object out: a
+/// protobuf frame written from the typed object when no field selector needs the rendered
+/// value and [`crate::media::typed_body`] can encode it; else the rendered object, written by
+/// `encode` (the watch's tables, metadata and JSON lines).
+fn watch_line(
+    info: &ResourceInfo,
+    media: crate::media::Media,
+    filter: &Filter,
+    event_type: &str,
+    object: &Stored,
+    encode: impl FnOnce(&str, Value) -> Vec<u8>,
+) -> Option<Vec<u8>> {
+    if filter.fields.requirements.is_empty() {
+        if !filter.matches_meta(object) {
+            return None;
+        }
+        if let Some(bytes) = crate::media::typed_body(media, info, object) {
+            let mut frame = Vec::with_capacity(bytes.len() + 32);
+            allot_protobuf::watch_frame(&mut frame, event_type, &bytes);
+            return Some(frame);
+        }
+    }
+    let json = render(info, object);
+    filter
+        .matches(object, &json)
+        .then(|| encode(event_type, json))
+}
+
 /// One watch event in the negotiated stream format: a JSON line, or a length-prefixed
 /// protobuf frame. An object the wire format cannot carry (an alpha field upstream's protobuf
 /// lacks) ends a protobuf watch with an ERROR event that says so, rather than losing the field.
-fn watch_event(media: crate::media::Media, event_type: &str, object: &Value) -> Vec<u8> {
+pub(crate) fn watch_event(media: crate::media::Media, event_type: &str, object: &Value) -> Vec<u8> {
     if media.format == crate::media::Format::Protobuf {
         let api_version = object
             .get("apiVersion")
@@ -2862,10 +2991,9 @@ fn watch(
             let current = inner.store.resource_version();
             let from = if requested.is_empty() || requested == "0" || initial {
                 for object in inner.store.list_kind(kind) {
-                    let json = render(info, object);
-                    if filter.matches(object, &json) {
-                        lines.push(encode("ADDED", json, &mut first));
-                    }
+                    lines.extend(watch_line(info, media, &filter, "ADDED", object, |t, v| {
+                        encode(t, v, &mut first)
+                    }));
                 }
                 if initial && bookmarks {
                     let mut b = bookmark(current);
@@ -2939,14 +3067,14 @@ fn watch(
                     .iter()
                     .filter(|e| e.resource_version <= persisted && e.key.kind == kind)
                 {
-                    let json = render(info, &event.object);
-                    if filter.matches(&event.object, &json) {
-                        lines.push(encode(
-                            storage::event_type_name(event.event_type),
-                            json,
-                            &mut first,
-                        ));
-                    }
+                    lines.extend(watch_line(
+                        info,
+                        media,
+                        &filter,
+                        storage::event_type_name(event.event_type),
+                        &event.object,
+                        |t, v| encode(t, v, &mut first),
+                    ));
                 }
                 from = from.max(persisted);
                 lines

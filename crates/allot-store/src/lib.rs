@@ -575,6 +575,17 @@ macro_rules! stored_kinds {
             }
         }
 
+        /// The typed object's own serialisation (its `apiVersion` and `kind` fields as they
+        /// are held; [`Stored::to_json`] sets them): for encoders that take the type meta
+        /// from elsewhere, such as the protobuf envelope.
+        impl serde::Serialize for Stored {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Stored::$variant(o) => serde::Serialize::serialize(&**o, serializer),)*
+                }
+            }
+        }
+
         impl Store {
             /// [`Store::update`] of an object of any kind. Returns the stored copy, shared.
             pub fn update_stored(&mut self, object: Stored) -> Result<Stored, StoreError> {
