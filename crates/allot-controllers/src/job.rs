@@ -31,8 +31,8 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 use crate::events::{self, EventKind, Source};
 use crate::garbagecollector::{Propagation, delete_with};
 use crate::workload::{
-    self, controlled_shared, controller_key, earliest, is_active, is_ready, is_terminated, owned_pod,
-    pods_prefix, remove_finalizer, requeue_at,
+    self, controlled_shared, controller_key, earliest, is_active, is_ready, is_terminated,
+    owned_pod, pods_prefix, remove_finalizer, requeue_at,
 };
 
 /// The component name of the controller's Events.
@@ -657,7 +657,8 @@ impl JobController {
         counts: &Counts,
         now: SimTime,
     ) -> Result<(i32, Option<SimTime>), String> {
-        let mut active_pods: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| is_active(p)).collect();
+        let mut active_pods: Vec<&Pod> =
+            pods.iter().map(|p| &**p).filter(|p| is_active(p)).collect();
         let active = active_pods.len() as i32;
         if job.metadata.deletion_timestamp.is_some() {
             return Ok((active, None));

@@ -313,7 +313,10 @@ fn trials_without_events_place_as_recorded_runs_do() {
         with_unfit += usize::from(!recorded.ends_with("[]"));
     }
     assert!(checked > 20, "only {checked} inputs ran");
-    assert!(with_unfit > 3, "only {with_unfit} inputs leave pods unplaced");
+    assert!(
+        with_unfit > 3,
+        "only {with_unfit} inputs leave pods unplaced"
+    );
     // A crowded generated cluster: pods placed by claim templates, many left pending.
     let input = crate::generate::load_generated(crate::generate::GenOptions {
         nodes: 20,
