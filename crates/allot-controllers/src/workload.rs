@@ -83,24 +83,24 @@ fn group_of(api_version: &str) -> &str {
 
 /// The objects of kind `R` whose controller is the object with uid `owner`, in name order.
 pub fn controlled<'a, R: Resource>(store: &'a Store, owner: &str) -> Vec<&'a R> {
-    store
-        .dependents(owner)
-        .filter(|k| k.kind == R::KIND)
-        .filter_map(|k| store.get::<R>(&k.namespace, &k.name))
-        .filter(|o| controlled_by(o.meta(), owner))
-        .collect()
+    controlled_iter(store, owner).map(|o| &**o).collect()
 }
 
 /// [`controlled`], as the store's shared copies: for a caller that changes the store while it
 /// still looks at them.
 pub fn controlled_shared<R: Resource>(store: &Store, owner: &str) -> Vec<std::sync::Arc<R>> {
+    controlled_iter(store, owner).cloned().collect()
+}
+
+fn controlled_iter<'a, 'b, R: Resource>(
+    store: &'a Store,
+    owner: &'b str,
+) -> impl Iterator<Item = &'a std::sync::Arc<R>> + use<'a, 'b, R> {
     store
         .dependents(owner)
         .filter(|k| k.kind == R::KIND)
         .filter_map(|k| store.get_shared::<R>(&k.namespace, &k.name))
-        .filter(|o| controlled_by(o.meta(), owner))
-        .cloned()
-        .collect()
+        .filter(move |o| controlled_by(o.meta(), owner))
 }
 
 /// A pod made from a template, as upstream's `GetPodFromTemplate`: the template's labels,
