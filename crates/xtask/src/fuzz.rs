@@ -73,11 +73,7 @@ pub fn run(args: &[String]) -> Result<u8> {
         toolchain.describe(),
         targets.join(", ")
     );
-    // Unoptimised builds (`--dev`): cargo-fuzz's default is a release build with one codegen
-    // unit, which on a 2-core CI machine took most of the step's time for a 10-second run;
-    // the instrumentation and the sanitizer are the same, only the executions per second are
-    // fewer.
-    let built = fuzz_cmd(&["build", "--dev"])
+    let built = fuzz_cmd(&["build"])
         .status()
         .map_err(|e| format!("cannot run cargo fuzz build: {e}"))?;
     if !built.success() {
@@ -93,7 +89,6 @@ pub fn run(args: &[String]) -> Result<u8> {
         let scratch = scratch.to_string_lossy().into_owned();
         let status = fuzz_cmd(&[
             "run",
-            "--dev",
             name,
             &scratch,
             &corpus,
