@@ -299,8 +299,11 @@ impl Rewriter<'_> {
             _ => false,
         });
         let mut args: Vec<IdedExpr> = call.args.iter().map(|a| self.rewrite(a, region)).collect();
+        // The metering function `g` takes the global's name and one or two arguments; a call
+        // with another count stays as written, so it fails with the library's own error.
+        let global_arity = (1..=2).contains(&args.len());
         if let Some(qualified) = namespaced {
-            if METERED_GLOBALS.contains(&qualified.as_str()) {
+            if global_arity && METERED_GLOBALS.contains(&qualified.as_str()) {
                 let name = self.string(&qualified);
                 args.insert(0, name);
                 return self.metering_call("g", args);
@@ -349,7 +352,7 @@ impl Rewriter<'_> {
                 self.metering_call(name, args)
             }
             (_, None) if METERED_OPERATORS.contains(&name) => self.metering_call(name, args),
-            (_, None) if METERED_GLOBALS.contains(&name) => {
+            (_, None) if global_arity && METERED_GLOBALS.contains(&name) => {
                 let n = self.string(name);
                 args.insert(0, n);
                 self.metering_call("g", args)
