@@ -20,9 +20,8 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
-use allot_api::core::v1::{Event as CoreEvent, Pod};
+use allot_api::core::v1::{Event as CoreEvent, ObjectReference, Pod};
 use allot_api::resource::v1::ResourceClaim;
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
@@ -262,9 +261,14 @@ fn newer(a: &str, b: &str) -> bool {
 }
 
 /// The Events a pod state yields, as Event objects at `now`, for [`EventRecorder`].
-fn pod_event_object(pod: &Pod, event: &PodEvent, now: &str) -> CoreEvent {
+fn pod_event_object(
+    involved: &ObjectReference,
+    scheduler_name: Option<&str>,
+    event: &PodEvent,
+    now: &str,
+) -> CoreEvent {
     event_object(
-        &reference_of(Kind::Pod, &pod.metadata),
+        involved,
         if event.type_ == "Warning" {
             EventKind::Warning
         } else {
@@ -275,7 +279,7 @@ fn pod_event_object(pod: &Pod, event: &PodEvent, now: &str) -> CoreEvent {
         Source {
             // The scheduler reports as the pod's profile (upstream: one recorder per
             // profile, named after its schedulerName).
-            component: match pod.spec.scheduler_name.as_deref() {
+            component: match scheduler_name {
                 Some(name) if event.component == SCHEDULER && !name.is_empty() => name,
                 _ => event.component,
             },
@@ -294,9 +298,19 @@ struct Binding {
     failure: Option<String>,
 }
 
-/// A pod state offered to the recorder (the store's shared copy) and whether it was the pod's
-/// deletion.
-type PodState = (Arc<Pod>, bool);
+/// A pod state offered to the recorder, reduced when it is offered to what its Events need. The
+/// recorder reconciles after the other loops due at the same instant, so holding the store's
+/// copies would keep every state of every pod of a big run alive until then.
+#[derive(Debug)]
+struct PodState {
+    /// The Events the state yields (those of silenced components left out).
+    events: Vec<PodEvent>,
+    /// The pod at this state, as its Events refer to it.
+    involved: ObjectReference,
+    scheduler_name: Option<String>,
+    /// Whether the state was the pod's deletion.
+    deleted: bool,
+}
 
 /// The loop that turns pod (and claim) states into Events.
 ///
@@ -347,19 +361,22 @@ impl EventRecorder {
         now: &str,
     ) -> Result<(), String> {
         let states = self.seen.get_mut().remove(key).unwrap_or_default();
-        for (pod, deleted) in &states {
-            let uid = &pod.metadata.uid;
-            let prebound = self.prebound.get_mut().contains(uid);
-            let mut events = pod_events(pod, prebound, *deleted);
-            events.retain(|e| !self.silent.contains(e.component));
+        for state in states {
+            let uid = state.involved.uid.as_deref().unwrap_or_default();
+            let resource_version = state
+                .involved
+                .resource_version
+                .as_deref()
+                .unwrap_or_default();
             let previous = self.last.get(uid);
-            for event in &events {
+            for event in &state.events {
                 // Recorded for the previous state already: upstream records on transitions,
                 // so not again (nor again after the Event object was deleted).
                 if previous.is_some_and(|p| p.contains(event)) {
                     continue;
                 }
-                let object = pod_event_object(pod, event, now);
+                let object =
+                    pod_event_object(&state.involved, state.scheduler_name.as_deref(), event, now);
                 let Some(existing) =
                     store.get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name)
                 else {
@@ -370,7 +387,7 @@ impl EventRecorder {
                 // newer than the one the Event last counted.
                 let repeated = previous.is_some()
                     && newer(
-                        &pod.metadata.resource_version,
+                        resource_version,
                         existing
                             .involved_object
                             .resource_version
@@ -381,16 +398,15 @@ impl EventRecorder {
                     let mut updated = existing.clone();
                     updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
                     updated.last_timestamp = Some(now.to_string());
-                    updated.involved_object.resource_version =
-                        Some(pod.metadata.resource_version.clone());
+                    updated.involved_object.resource_version = Some(resource_version.to_string());
                     store.update(updated).map_err(|e| e.to_string())?;
                 }
             }
-            if *deleted {
+            if state.deleted {
                 self.last.remove(uid);
                 self.prebound.get_mut().remove(uid);
             } else {
-                self.last.insert(uid.clone(), events);
+                self.last.insert(uid.to_string(), state.events);
             }
         }
         Ok(())
@@ -565,11 +581,21 @@ impl Controller for EventRecorder {
                 {
                     self.prebound.borrow_mut().insert(pod.metadata.uid.clone());
                 }
+                let deleted = event.event_type == EventType::Deleted;
+                let prebound = self.prebound.borrow().contains(&pod.metadata.uid);
+                let mut events = pod_events(pod, prebound, deleted);
+                events.retain(|e| !self.silent.contains(e.component));
+                let state = PodState {
+                    events,
+                    involved: reference_of(Kind::Pod, &pod.metadata),
+                    scheduler_name: pod.spec.scheduler_name.clone(),
+                    deleted,
+                };
                 self.seen
                     .borrow_mut()
                     .entry(event.key.clone())
                     .or_default()
-                    .push((Arc::clone(pod), event.event_type == EventType::Deleted));
+                    .push(state);
                 vec![event.key.clone()]
             }
             Stored::ResourceClaim(claim) => {

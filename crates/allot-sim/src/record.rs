@@ -131,8 +131,8 @@ pub struct LedgerData {
     by_uid: HashMap<String, usize>,
     events: Vec<TimelineEntry>,
     usage: Vec<Usage>,
-    /// The store's own copies (shared, not cloned), observed at the next reconcile.
-    pending_pods: Vec<(Arc<Pod>, bool)>,
+    /// Pod states offered since the last reconcile, reduced to what the record needs.
+    pending_pods: Vec<PodState>,
     pending_events: Vec<Arc<CoreEvent>>,
     /// Running pods holding each device (`driver/pool/device`): a device shared by several
     /// pods (one claim, or several claims of a shareable device) counts once.
@@ -173,7 +173,7 @@ impl Controller for Ledger {
         match &event.object {
             Stored::Pod(pod) => data
                 .pending_pods
-                .push((Arc::clone(pod), event.event_type == EventType::Deleted)),
+                .push(PodState::of(pod, event.event_type == EventType::Deleted)),
             Stored::Event(e) if event.event_type != EventType::Deleted => {
                 data.pending_events.push(Arc::clone(e))
             }
@@ -196,8 +196,8 @@ impl Controller for Ledger {
     ) -> Result<Action, String> {
         let mut data = self.data.borrow_mut();
         let pods = std::mem::take(&mut data.pending_pods);
-        for (pod, deleted) in pods {
-            data.observe(store, &pod, deleted, ctx.now);
+        for pod in pods {
+            data.observe(store, pod, ctx.now);
         }
         let events = std::mem::take(&mut data.pending_events);
         for e in events {
@@ -250,12 +250,13 @@ fn cpu_millis(pod: &Pod) -> u64 {
 /// The devices a pod's claims hold, by device class; notes the drivers of each class.
 fn devices_by_class(
     store: &Store,
-    pod: &Pod,
+    namespace: &str,
+    claims: &[String],
     drivers: &mut BTreeMap<String, std::collections::BTreeSet<String>>,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (_, claim) in crate::output::pod_claims(pod) {
-        let Some(claim) = store.get::<ResourceClaim>(&pod.metadata.namespace, &claim) else {
+    for claim in claims {
+        let Some(claim) = store.get::<ResourceClaim>(namespace, claim) else {
             continue;
         };
         let Some(allocation) = &claim.status.allocation else {
@@ -291,31 +292,88 @@ fn devices_by_class(
     out
 }
 
+/// A pod state offered to the ledger, reduced when it is offered to what the record needs:
+/// the ledger reconciles after every other loop due at the same instant, so holding the store's
+/// copies would keep every state of every pod of a big run alive until then.
+#[derive(Debug)]
+struct PodState {
+    uid: String,
+    namespace: String,
+    name: String,
+    /// The controller, as `Kind/name`.
+    owner: Option<String>,
+    node: Option<String>,
+    phase: String,
+    /// `status.reason`, when set.
+    reason: Option<String>,
+    /// The True DisruptionTarget condition's reason, when there is one.
+    disruption: Option<Option<String>>,
+    /// What the pod holds in this state, when it runs and is not going.
+    holds: Option<Holds>,
+    /// Whether the state was the pod's deletion.
+    deleted: bool,
+}
+
+/// What a running pod holds: its CPU request and the claims whose devices it uses.
+#[derive(Debug)]
+struct Holds {
+    cpu_millis: u64,
+    claims: Vec<String>,
+}
+
+impl PodState {
+    fn of(pod: &Pod, deleted: bool) -> PodState {
+        let phase = pod.status.phase.clone().unwrap_or_else(|| "Pending".into());
+        let runs = phase == "Running" && !deleted && pod.metadata.deletion_timestamp.is_none();
+        PodState {
+            uid: pod.metadata.uid.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            owner: allot_controllers::workload::controller_of(&pod.metadata)
+                .map(|o| format!("{}/{}", o.kind, o.name)),
+            node: pod.spec.node_name.clone().filter(|n| !n.is_empty()),
+            phase,
+            reason: pod.status.reason.clone().filter(|r| !r.is_empty()),
+            disruption: pod
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+                .map(|c| c.reason.clone()),
+            holds: runs.then(|| Holds {
+                cpu_millis: cpu_millis(pod),
+                claims: crate::output::pod_claims(pod)
+                    .into_iter()
+                    .map(|(_, claim)| claim)
+                    .collect(),
+            }),
+            deleted,
+        }
+    }
+}
+
 impl LedgerData {
-    fn observe(&mut self, store: &Store, pod: &Pod, deleted: bool, now: SimTime) {
-        let uid = pod.metadata.uid.clone();
-        let index = match self.by_uid.get(&uid) {
+    fn observe(&mut self, store: &Store, pod: PodState, now: SimTime) {
+        let index = match self.by_uid.get(&pod.uid) {
             Some(&i) => i,
             None => {
                 self.pods.push(PodRecord {
-                    namespace: pod.metadata.namespace.clone(),
-                    name: pod.metadata.name.clone(),
-                    owner: allot_controllers::workload::controller_of(&pod.metadata)
-                        .map(|o| format!("{}/{}", o.kind, o.name)),
+                    namespace: pod.namespace.clone(),
+                    name: pod.name,
+                    owner: pod.owner,
                     created: Some(now.0),
-                    uid: uid.clone(),
+                    uid: pod.uid.clone(),
                     ..PodRecord::default()
                 });
-                self.by_uid.insert(uid, self.pods.len() - 1);
+                self.by_uid.insert(pod.uid, self.pods.len() - 1);
                 self.pods.len() - 1
             }
         };
-        let node = pod.spec.node_name.clone().filter(|n| !n.is_empty());
-        let phase = pod.status.phase.clone().unwrap_or_else(|| "Pending".into());
+        let phase = pod.phase;
         let record = &mut self.pods[index];
-        if node.is_some() && record.scheduled.is_none() {
+        if pod.node.is_some() && record.scheduled.is_none() {
             record.scheduled = Some(now.0);
-            record.node = node;
+            record.node = pod.node;
         }
         if phase == "Running" && record.started.is_none() {
             record.started = Some(now.0);
@@ -324,29 +382,28 @@ impl LedgerData {
         if ended && record.finished.is_none() {
             record.finished = Some(now.0);
         }
-        record.phase = phase.clone();
-        if let Some(reason) = pod.status.reason.clone().filter(|r| !r.is_empty()) {
+        record.phase = phase;
+        if let Some(reason) = pod.reason {
             record.reason = Some(reason);
         }
-        if let Some(c) = pod
-            .status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-        {
-            record.reason = c.reason.clone();
+        if let Some(reason) = pod.disruption {
+            record.reason = reason;
         }
-        if deleted {
+        if pod.deleted {
             record.deleted = Some(now.0);
             record.phase = "Deleted".into();
         }
         // Holding: from the start until it ends or goes.
-        let holds = phase == "Running" && !deleted && pod.metadata.deletion_timestamp.is_none();
-        match (&record.held, holds) {
-            (None, true) => {
+        match (&record.held, pod.holds) {
+            (None, Some(holds)) => {
                 let held = Held {
-                    cpu_millis: cpu_millis(pod),
-                    devices: devices_by_class(store, pod, &mut self.class_drivers),
+                    cpu_millis: holds.cpu_millis,
+                    devices: devices_by_class(
+                        store,
+                        &pod.namespace,
+                        &holds.claims,
+                        &mut self.class_drivers,
+                    ),
                 };
                 let mut devices: BTreeMap<String, i64> = BTreeMap::new();
                 for (class, device) in &held.devices {
@@ -363,7 +420,7 @@ impl LedgerData {
                 });
                 self.pods[index].held = Some(held);
             }
-            (Some(held), false) => {
+            (Some(held), None) => {
                 let mut devices: BTreeMap<String, i64> = BTreeMap::new();
                 for (class, device) in &held.devices {
                     if let Some(holders) = self.device_holders.get_mut(device) {

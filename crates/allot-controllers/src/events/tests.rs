@@ -236,8 +236,9 @@ fn event_names_are_stable_and_bounded() {
         component: SCHEDULER,
         host: None,
     };
-    let a = pod_event_object(&p, &e, "t");
-    let b = pod_event_object(&p, &e, "u");
+    let involved = reference_of(Kind::Pod, &p.metadata);
+    let a = pod_event_object(&involved, None, &e, "t");
+    let b = pod_event_object(&involved, None, &e, "u");
     assert_eq!(a.metadata.name, b.metadata.name);
     assert!(a.metadata.name.len() <= 253);
 }
