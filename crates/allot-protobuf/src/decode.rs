@@ -12,10 +12,12 @@ use crate::schema::{Card, Field, Message, Presence, Schema, Ty};
 use crate::time;
 use crate::wire::{Raw, Reader};
 
-/// The fields of one field number, in wire order.
+/// The fields of one field number, in wire order. Up to four values inline: most repeated and
+/// map fields of an object hold a few (labels, conditions, a container's arguments, resource
+/// requests), and a heap list per such field cost more than the larger groups.
 struct Group<'de, 's> {
     field: &'s Field,
-    vals: SmallVec<[Raw<'de>; 1]>,
+    vals: SmallVec<[Raw<'de>; 4]>,
 }
 
 fn wire_fits(field: &Field, raw: &Raw<'_>) -> bool {
@@ -104,7 +106,9 @@ fn read_fields<'de, 's>(
 }
 
 /// Whether a present field is left out of the JSON form (`omitempty` and a zero value, as Go's
-/// encoder writes every non-pointer scalar).
+/// encoder writes every non-pointer scalar). Inlined where the keys are presented: a call per
+/// field cost more than the test.
+#[inline]
 fn omitted(group: &Group<'_, '_>) -> bool {
     let field = group.field;
     if field.presence != Presence::OmitEmpty || field.card != Card::One {
@@ -155,7 +159,7 @@ impl<'de, 's> MessageDe<'de, 's> {
 
 /// Presents the message `msg` found in `payloads` (protobuf merges the parts of a message
 /// found in several places) to `visitor` as a map. The map's state is built where it stays
-/// and lent to the visitor: it holds the groups inline, several hundred bytes not to be moved.
+/// and lent to the visitor: it holds the groups inline, ~1.3 KiB not to be moved.
 fn visit_message<'de, 's, V: Visitor<'de>>(
     schema: &'s Schema,
     msg: &'s Message,

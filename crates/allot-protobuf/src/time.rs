@@ -98,42 +98,46 @@ pub fn parse_rfc3339(text: &str) -> Result<(i64, u32), Error> {
     Ok((seconds, nanos))
 }
 
-/// Appends `value` with exactly `width` decimal digits (zero-padded).
-fn push_digits(out: &mut String, value: u32, width: u32) {
-    let mut divisor = 10u32.pow(width - 1);
-    let mut value = value % (divisor * 10);
-    for _ in 0..width {
-        out.push(char::from(b'0' + (value / divisor) as u8));
-        value %= divisor;
-        divisor /= 10;
-    }
-}
-
 /// Formats Unix seconds (and `micros`, when given, as six fraction digits) as RFC 3339 in UTC.
 pub fn format_rfc3339(out: &mut String, seconds: i64, micros: Option<u32>) {
     let days = seconds.div_euclid(86_400);
-    let rest = seconds.rem_euclid(86_400);
+    let rest = seconds.rem_euclid(86_400) as u32;
     let (y, m, d) = civil_from_days(days);
-    if !(0..=9999).contains(&y) {
-        let _ = write!(out, "{y:04}");
+    // The text in one buffer, digit pairs written in place, then appended at once.
+    let mut text = *b"0000-00-00T00:00:00.000000Z";
+    let pair = |text: &mut [u8; 27], at: usize, value: u32| {
+        text[at] = b'0' + (value / 10 % 10) as u8;
+        text[at + 1] = b'0' + (value % 10) as u8;
+    };
+    let year = y.clamp(0, 9999) as u32;
+    pair(&mut text, 0, year / 100);
+    pair(&mut text, 2, year % 100);
+    pair(&mut text, 5, m);
+    pair(&mut text, 8, d);
+    pair(&mut text, 11, rest / 3600);
+    pair(&mut text, 14, rest / 60 % 60);
+    pair(&mut text, 17, rest % 60);
+    let end = match micros {
+        Some(micros) => {
+            let micros = micros % 1_000_000;
+            pair(&mut text, 20, micros / 10_000);
+            pair(&mut text, 22, micros / 100 % 100);
+            pair(&mut text, 24, micros % 100);
+            27
+        }
+        None => {
+            text[19] = b'Z';
+            20
+        }
+    };
+    let from = if (0..=9999).contains(&y) {
+        0
     } else {
-        push_digits(out, y as u32, 4);
-    }
-    out.push('-');
-    push_digits(out, m, 2);
-    out.push('-');
-    push_digits(out, d, 2);
-    out.push('T');
-    push_digits(out, (rest / 3600) as u32, 2);
-    out.push(':');
-    push_digits(out, (rest / 60 % 60) as u32, 2);
-    out.push(':');
-    push_digits(out, (rest % 60) as u32, 2);
-    if let Some(micros) = micros {
-        out.push('.');
-        push_digits(out, micros, 6);
-    }
-    out.push('Z');
+        let _ = write!(out, "{y:04}");
+        4
+    };
+    // ASCII digits and punctuation only.
+    out.push_str(std::str::from_utf8(&text[from..end]).unwrap_or_default());
 }
 
 const UNITS: [(&str, u64); 9] = [
@@ -280,6 +284,31 @@ mod tests {
         let mut out = String::new();
         format_rfc3339(&mut out, 1_767_366_245, Some(1_500));
         assert_eq!(out, "2026-01-02T15:04:05.001500Z");
+    }
+
+    #[test]
+    fn formatted_times_parse_back_to_their_seconds() {
+        // Every day boundary and odd second of four centuries' worth of samples, with and
+        // without microseconds: the pairs of digits land where the parser reads them.
+        let mut seconds = -62_135_596_800i64; // 0001-01-01T00:00:00Z
+        while seconds < 253_402_300_799 {
+            for micros in [None, Some(0), Some(7), Some(999_999)] {
+                let mut out = String::new();
+                format_rfc3339(&mut out, seconds, micros);
+                let (back, nanos) = parse_rfc3339(&out).expect(&out);
+                assert_eq!(back, seconds, "{out}");
+                assert_eq!(nanos, micros.unwrap_or(0) * 1_000, "{out}");
+                assert_eq!(out.len(), if micros.is_some() { 27 } else { 20 });
+            }
+            seconds += 86_400 * 97 + 3_661;
+        }
+        // Years outside 0..=9999 keep Go's wider year.
+        let mut out = String::new();
+        format_rfc3339(&mut out, 253_402_300_800, None);
+        assert_eq!(out, "10000-01-01T00:00:00Z");
+        let mut out = String::from("x");
+        format_rfc3339(&mut out, 0, Some(1_234_567));
+        assert_eq!(out, "x1970-01-01T00:00:00.234567Z");
     }
 
     #[test]
