@@ -144,30 +144,49 @@ pub trait Counter {
     fn candidates(&self) -> Option<(&str, &str, &str)> {
         None
     }
+
+    /// Names everything [`Counter::seeds`] depends on besides the nodes, when the counter
+    /// seeds domains: counters of equal seeds ids seed the same domains, which a [`Tallies`]
+    /// then finds once per node topology instead of once per counter (a spread constraint's
+    /// domains do not depend on its selector, and every new ReplicaSet brings a new selector).
+    fn seeds_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Counts every placed pod of the cluster afresh.
 pub fn recount(cluster: &Cache, counter: &dyn Counter) -> PairCounts {
+    let mut counts = seeded(cluster, counter);
+    add_placed(&mut counts, cluster, counter);
+    counts
+}
+
+/// The counter's seeded domains, without contributions.
+fn seeded(cluster: &Cache, counter: &dyn Counter) -> PairCounts {
     let mut counts = PairCounts::new(counter.keep_empty());
-    let candidates = counter.candidates();
     for node in cluster.nodes_in_order() {
         counter.seeds(node, &mut |key| {
             if let Some(value) = node.labels().get(key) {
                 counts.seed(key, value);
             }
         });
-        if candidates.is_none() {
+    }
+    counts
+}
+
+/// Adds every placed pod's contributions.
+fn add_placed(counts: &mut PairCounts, cluster: &Cache, counter: &dyn Counter) {
+    if let Some((namespace, label, value)) = counter.candidates() {
+        for (node, other) in cluster.assigned_labelled(namespace, label, value) {
+            counts.apply(counter, other, node, 1);
+        }
+    } else {
+        for node in cluster.nodes_in_order() {
             for other in &node.pods {
                 counts.apply(counter, other, node, 1);
             }
         }
     }
-    if let Some((namespace, label, value)) = candidates {
-        for (node, other) in cluster.assigned_labelled(namespace, label, value) {
-            counts.apply(counter, other, node, 1);
-        }
-    }
-    counts
 }
 
 /// One counter's counts and where in the cache's history they stand.
@@ -182,10 +201,20 @@ struct Tally {
 /// At most this many counters are kept (beyond, the memo starts over).
 const MAX_TALLIES: usize = 4096;
 
+/// Seeded domains shared by the counters of one seeds id, and the node topology they are of.
+#[derive(Debug)]
+struct Seeds {
+    cache: u64,
+    topology: u64,
+    counts: PairCounts,
+}
+
 /// The counts of the counters a plugin used, kept across cycles (see the module comment).
 #[derive(Debug, Default)]
 pub struct Tallies {
     entries: HashMap<String, Tally>,
+    /// By [`Counter::seeds_id`].
+    seeds: HashMap<String, Seeds>,
 }
 
 impl Tallies {
@@ -215,7 +244,7 @@ impl Tallies {
             }
             return Arc::clone(&tally.counts);
         }
-        let counts = Arc::new(recount(cluster, counter));
+        let counts = Arc::new(self.recount(cluster, counter));
         if self.entries.len() >= MAX_TALLIES && !self.entries.contains_key(&id) {
             self.entries.clear();
         }
@@ -228,6 +257,32 @@ impl Tallies {
                 counts: Arc::clone(&counts),
             },
         );
+        counts
+    }
+
+    /// [`recount`], starting from the seeded domains kept for the counter's seeds id.
+    fn recount(&mut self, cluster: &Cache, counter: &dyn Counter) -> PairCounts {
+        let Some(id) = counter.seeds_id() else {
+            return recount(cluster, counter);
+        };
+        let (instance, topology) = (cluster.instance(), cluster.topology_version());
+        let mut counts = match self.seeds.get(&id) {
+            Some(s) if s.cache == instance && s.topology == topology => s.counts.clone(),
+            _ => {
+                let counts = seeded(cluster, counter);
+                if self.seeds.len() >= MAX_TALLIES {
+                    self.seeds.clear();
+                }
+                let kept = Seeds {
+                    cache: instance,
+                    topology,
+                    counts: counts.clone(),
+                };
+                self.seeds.insert(id, kept);
+                counts
+            }
+        };
+        add_placed(&mut counts, cluster, counter);
         counts
     }
 }
@@ -261,6 +316,10 @@ mod tests {
         fn keep_empty(&self) -> bool {
             true
         }
+
+        fn seeds_id(&self) -> Option<String> {
+            Some("zone".into())
+        }
     }
 
     /// [`Zones`] recounted from the cache's label index (pods labelled `app: x` only).
@@ -281,6 +340,10 @@ mod tests {
 
         fn candidates(&self) -> Option<(&str, &str, &str)> {
             Some(("default", "app", "x"))
+        }
+
+        fn seeds_id(&self) -> Option<String> {
+            Zones.seeds_id()
         }
     }
 
@@ -386,6 +449,12 @@ mod tests {
                     prop_assert_eq!(&*zones, &recount(&cache, &IndexedZones));
                     let weights = tallies.counts(&cache, "weights".into(), &Weights);
                     prop_assert_eq!(&*weights, &recount(&cache, &Weights));
+                    // A counter recounted from the seeds another counter left (same seeds id)
+                    // after nodes came, went or were relabelled.
+                    let fresh = Tallies::default().counts(&cache, "indexed".into(), &IndexedZones);
+                    let seeded = tallies.counts(&cache, format!("indexed {}", cache.topology_version()), &IndexedZones);
+                    prop_assert_eq!(&*seeded, &*fresh);
+                    prop_assert_eq!(&*seeded, &recount(&cache, &Zones));
                 }
             }
         }

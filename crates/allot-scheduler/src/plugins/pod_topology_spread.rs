@@ -322,7 +322,78 @@ impl PodTopologySpread {
         for (c, column) in constraints.iter().zip(columns) {
             self.columns.keys.insert(c.topology_key.clone(), column);
         }
+        ignored.sort_unstable();
         (counts, ignored)
+    }
+
+    /// Score's raw score of each node of `nodes` (see [`ScorePlugin::score`]), per node slot
+    /// ([`UNSCORED`] for the slots not among them): computed here from the interned node
+    /// values, instead of looking up each node's labels and each domain's count by name.
+    fn raw_scores(
+        &mut self,
+        cluster: &Cache,
+        nodes: &[usize],
+        s: &ScoreState,
+        namespace: &str,
+    ) -> Vec<i64> {
+        self.columns.refresh(cluster);
+        let mut columns: Vec<Column> = s
+            .constraints
+            .iter()
+            .map(|c| {
+                self.columns
+                    .keys
+                    .remove(&c.topology_key)
+                    .unwrap_or_default()
+            })
+            .collect();
+        // Per constraint, the count of each value number (hostname constraints count per node).
+        let by_number: Vec<Vec<i64>> = s
+            .counts
+            .iter()
+            .zip(&columns)
+            .map(|(counts, column)| {
+                let mut out = vec![0; column.names.len()];
+                for (value, count) in counts {
+                    if let Some(&n) = column.numbers.get(value) {
+                        out[n as usize] = *count;
+                    }
+                }
+                out
+            })
+            .collect();
+        let end = nodes.iter().max().map_or(0, |m| m + 1);
+        let mut raw = vec![UNSCORED; end];
+        for &slot in nodes {
+            let Some(node) = cluster.node(slot) else {
+                continue;
+            };
+            if s.is_ignored(slot) {
+                raw[slot] = 0;
+                continue;
+            }
+            let mut score = 0f64;
+            for (i, c) in s.constraints.iter().enumerate() {
+                let n = columns[i].value(cluster, &c.topology_key, slot);
+                if n == ABSENT {
+                    continue;
+                }
+                let count = if let Some(per_node) = &s.host_counts[i] {
+                    per_node.get(&slot).copied().unwrap_or(0)
+                } else if c.topology_key == HOSTNAME {
+                    count_matching(node, &c.selector, namespace) as i64
+                } else {
+                    // A value first seen after the counts were made has none.
+                    by_number[i].get(n as usize).copied().unwrap_or(0)
+                };
+                score += count as f64 * s.weights[i] + f64::from(c.max_skew - 1);
+            }
+            raw[slot] = score.round() as i64;
+        }
+        for (c, column) in s.constraints.iter().zip(columns) {
+            self.columns.keys.insert(c.topology_key.clone(), column);
+        }
+        raw
     }
 
     /// The plugin with its arguments.
@@ -470,6 +541,18 @@ impl ConstraintCounter<'_> {
     /// Names everything the counts depend on.
     fn id(&self) -> String {
         let c = self.constraint;
+        format!(
+            "spread {} {} {}",
+            self.pod.metadata.namespace,
+            c.selector,
+            self.eligibility()
+        )
+    }
+
+    /// Names everything [`ConstraintCounter::eligible`] depends on besides the node: which
+    /// domains exist for the constraint.
+    fn eligibility(&self) -> String {
+        let c = self.constraint;
         let keys: Vec<&str> = self.all.iter().map(|c| c.topology_key.as_str()).collect();
         let spec = &self.pod.spec;
         let affinity = c.honor_affinity.then(|| {
@@ -481,8 +564,8 @@ impl ConstraintCounter<'_> {
         });
         let taints = c.honor_taints.then(|| format!("{:?}", spec.tolerations));
         format!(
-            "spread {} {} {} {keys:?} {} {affinity:?} {taints:?}",
-            self.pod.metadata.namespace, c.topology_key, c.selector, self.require_all
+            "{} {keys:?} {} {affinity:?} {taints:?}",
+            c.topology_key, self.require_all
         )
     }
 }
@@ -508,6 +591,10 @@ impl Counter for ConstraintCounter<'_> {
     fn candidates(&self) -> Option<(&str, &str, &str)> {
         let (label, value) = self.constraint.selector.equality()?;
         Some((&self.pod.metadata.namespace, label, value))
+    }
+
+    fn seeds_id(&self) -> Option<String> {
+        Some(format!("spread domains {}", self.eligibility()))
     }
 }
 
@@ -612,6 +699,18 @@ struct ScoreState {
     /// node slot, from the cache's label index (nodes absent have none). `None`: counted on
     /// each scored node's pods.
     host_counts: Vec<Option<HashMap<usize, i64>>>,
+    /// Per node slot, the raw score of the nodes PreScore was given ([`UNSCORED`] for others).
+    raw: Vec<i64>,
+}
+
+/// A slot PreScore did not score.
+const UNSCORED: i64 = i64::MIN;
+
+impl ScoreState {
+    /// Whether the node at `slot` lacks a topology key (`ignored` is sorted).
+    fn is_ignored(&self, slot: usize) -> bool {
+        self.ignored.binary_search(&slot).is_ok()
+    }
 }
 
 impl Plugin for PodTopologySpread {
@@ -907,13 +1006,16 @@ impl PreScorePlugin for PodTopologySpread {
                 Some(per_node)
             })
             .collect();
-        state.write(ScoreState {
+        let mut s = ScoreState {
             constraints,
             ignored,
             counts,
             weights,
             host_counts,
-        });
+            raw: Vec::new(),
+        };
+        s.raw = self.raw_scores(cluster, nodes, &s, &pod.metadata.namespace);
+        state.write(s);
         Status::success()
     }
 }
@@ -931,7 +1033,12 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<ScoreState>() else {
             return Ok(0);
         };
-        if s.ignored.contains(&node.slot) {
+        if let Some(&raw) = s.raw.get(node.slot)
+            && raw != UNSCORED
+        {
+            return Ok(raw);
+        }
+        if s.is_ignored(node.slot) {
             return Ok(0);
         }
         let mut score = 0f64;
@@ -956,7 +1063,7 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<ScoreState>() else {
             return;
         };
-        let ignored = |slot: usize| s.ignored.contains(&slot);
+        let ignored = |slot: usize| s.is_ignored(slot);
         let (mut min, mut max) = (i64::MAX, 0i64);
         for sc in scores.iter() {
             if ignored(sc.slot) {
