@@ -20,9 +20,9 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::events::{self, EventKind, Source};
 use crate::workload::{
-    adopt, available_at, controlled, controller_key, controller_of, earliest, is_active,
-    is_available, is_ready, is_terminating, owned_pod, pods_prefix, reconciled, record_pod_created,
-    release_unmatched, requeue_at, selector_matches, selects,
+    adopt, available_at, controlled, controlled_shared, controller_key, controller_of, earliest,
+    is_active, is_available, is_ready, is_terminating, owned_pod, pods_prefix, reconciled,
+    record_pod_created, release_unmatched, requeue_at, selector_matches, selects,
 };
 
 /// The component name of the controller's Events.
@@ -106,19 +106,14 @@ impl Controller for ReplicaSetController {
             return Ok(Action::Done);
         };
         self.claim_pods(store, &rs)?;
-        let pods: Vec<Pod> = controlled::<Pod>(store, &rs.metadata.uid)
-            .into_iter()
-            .cloned()
-            .collect();
-        let active: Vec<&Pod> = pods.iter().filter(|p| is_active(p)).collect();
+        // The store's shared copies: the pods are read while the store changes.
+        let pods = controlled_shared::<Pod>(store, &rs.metadata.uid);
+        let active: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| is_active(p)).collect();
         let mut failure = None;
         if rs.metadata.deletion_timestamp.is_none() {
             failure = manage_replicas(store, &rs, &active, ctx.now)?;
         }
-        let pods: Vec<Pod> = controlled::<Pod>(store, &rs.metadata.uid)
-            .into_iter()
-            .cloned()
-            .collect();
+        let pods = controlled::<Pod>(store, &rs.metadata.uid);
         let (status, next) = calculate_status(&rs, &pods, failure.as_deref(), ctx.now);
         if status != rs.status {
             store
@@ -356,14 +351,14 @@ fn compare_for_deletion(a: &Pod, b: &Pod, rank_a: usize, rank_b: usize, now: Sim
 /// available.
 fn calculate_status(
     rs: &ReplicaSet,
-    pods: &[Pod],
+    pods: &[&Pod],
     failure: Option<&str>,
     now: SimTime,
 ) -> (allot_api::apps::v1::ReplicaSetStatus, Option<SimTime>) {
     let mut status = rs.status.clone();
     let min_ready = rs.spec.min_ready_seconds;
     let template_labels = &rs.spec.template.metadata.labels;
-    let active: Vec<&Pod> = pods.iter().filter(|p| is_active(p)).collect();
+    let active: Vec<&Pod> = pods.iter().copied().filter(|p| is_active(p)).collect();
     status.replicas = active.len() as i32;
     status.fully_labeled_replicas = active
         .iter()
