@@ -259,15 +259,15 @@ fn annotation_i32(rs: &ReplicaSet, key: &str) -> Option<i32> {
         .and_then(|v| v.parse().ok())
 }
 
-fn without_hash(template: &PodTemplateSpec) -> PodTemplateSpec {
-    let mut t = template.clone();
-    t.metadata.labels.remove(POD_TEMPLATE_HASH);
-    t
-}
-
-/// Upstream's `EqualIgnoreHash`.
+/// Upstream's `EqualIgnoreHash`. The specs are compared in place (only the metadata is copied
+/// to drop the hash label): a Deployment's sync compares its template with every ReplicaSet's.
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    without_hash(a) == without_hash(b)
+    let without_hash = |meta: &allot_api::meta::v1::ObjectMeta| {
+        let mut meta = meta.clone();
+        meta.labels.remove(POD_TEMPLATE_HASH);
+        meta
+    };
+    a.spec == b.spec && without_hash(&a.metadata) == without_hash(&b.metadata)
 }
 
 fn creation(rs: &ReplicaSet) -> (SimTime, String) {

@@ -214,3 +214,31 @@ fn fenceposts_resolve_percentages_as_upstream() {
     assert_eq!(fenceposts(&d), (0, 1));
     assert_eq!(max_unavailable(&d), 1);
 }
+
+#[test]
+fn templates_equal_ignoring_only_the_hash_label() {
+    let mut a = PodTemplateSpec::default();
+    a.metadata.labels.insert("app".into(), "web".into());
+    a.spec.containers.push(Default::default());
+    a.spec.containers[0].image = Some("web:1".into());
+    let mut b = a.clone();
+    b.metadata
+        .labels
+        .insert(POD_TEMPLATE_HASH.into(), "5d4f8".into());
+    assert!(equal_ignore_hash(&a, &b));
+    let mut other_label = b.clone();
+    other_label
+        .metadata
+        .labels
+        .insert("tier".into(), "front".into());
+    assert!(!equal_ignore_hash(&a, &other_label));
+    let mut other_image = b.clone();
+    other_image.spec.containers[0].image = Some("web:2".into());
+    assert!(!equal_ignore_hash(&a, &other_image));
+    let mut other_annotation = b;
+    other_annotation
+        .metadata
+        .annotations
+        .insert("note".into(), "x".into());
+    assert!(!equal_ignore_hash(&a, &other_annotation));
+}
