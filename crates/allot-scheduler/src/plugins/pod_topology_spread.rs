@@ -261,16 +261,7 @@ impl PodTopologySpread {
         constraints: &[Constraint],
         require_all: bool,
     ) -> (Vec<BTreeMap<String, i64>>, Vec<usize>) {
-        self.columns.refresh(cluster);
-        let mut columns: Vec<Column> = constraints
-            .iter()
-            .map(|c| {
-                self.columns
-                    .keys
-                    .remove(&c.topology_key)
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut columns = self.take_columns(cluster, constraints);
         let mut seen: Vec<Vec<bool>> = vec![Vec::new(); constraints.len()];
         let mut absent_seen = vec![false; constraints.len()];
         let mut ignored = Vec::new();
@@ -317,11 +308,7 @@ impl PodTopologySpread {
                 out
             })
             .collect();
-        // Two constraints may share a key: the last one's column is kept, the others only
-        // lose what they learnt this cycle.
-        for (c, column) in constraints.iter().zip(columns) {
-            self.columns.keys.insert(c.topology_key.clone(), column);
-        }
+        self.put_columns(constraints, columns);
         ignored.sort_unstable();
         (counts, ignored)
     }
@@ -336,17 +323,7 @@ impl PodTopologySpread {
         s: &ScoreState,
         namespace: &str,
     ) -> Vec<i64> {
-        self.columns.refresh(cluster);
-        let mut columns: Vec<Column> = s
-            .constraints
-            .iter()
-            .map(|c| {
-                self.columns
-                    .keys
-                    .remove(&c.topology_key)
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut columns = self.take_columns(cluster, &s.constraints);
         // Per constraint, the count of each value number (hostname constraints count per node).
         let by_number: Vec<Vec<i64>> = s
             .counts
@@ -390,10 +367,31 @@ impl PodTopologySpread {
             }
             raw[slot] = score.round() as i64;
         }
-        for (c, column) in s.constraints.iter().zip(columns) {
+        self.put_columns(&s.constraints, columns);
+        raw
+    }
+
+    /// The columns of the constraints' keys, taken out of the kept ones (current for the
+    /// cluster) while a cycle fills them in; [`PodTopologySpread::put_columns`] returns them.
+    fn take_columns(&mut self, cluster: &Cache, constraints: &[Constraint]) -> Vec<Column> {
+        self.columns.refresh(cluster);
+        constraints
+            .iter()
+            .map(|c| {
+                self.columns
+                    .keys
+                    .remove(&c.topology_key)
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Keeps the columns taken by [`PodTopologySpread::take_columns`]. Two constraints may share
+    /// a key: the last one's column is kept, the others only lose what they learnt this cycle.
+    fn put_columns(&mut self, constraints: &[Constraint], columns: Vec<Column>) {
+        for (c, column) in constraints.iter().zip(columns) {
             self.columns.keys.insert(c.topology_key.clone(), column);
         }
-        raw
     }
 
     /// The plugin with its arguments.
