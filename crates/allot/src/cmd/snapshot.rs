@@ -70,12 +70,17 @@ const SKIPPED: &[Kind] = &[
 ];
 
 /// A kind to read, at the version chosen from discovery.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Source {
     info: &'static ResourceInfo,
 }
 
 impl Source {
+    /// The kind and version, as the file's header counts them.
+    fn key(&self) -> (String, String) {
+        (self.info.kind.name().to_string(), self.info.group_version())
+    }
+
     fn path(&self) -> String {
         if self.info.group.is_empty() {
             format!("/api/{}/{}", self.info.version, self.info.plural)
@@ -360,66 +365,100 @@ fn expired(err: &anyhow::Error) -> bool {
 
 type Read = (Vec<Value>, String, BTreeMap<(String, String), usize>);
 
+/// Kinds read at once after the first: the server encodes one kind's page while this client
+/// decodes another's (read one after the other, a snapshot took the server's time plus ours).
+const CONCURRENT_KINDS: usize = 4;
+
 async fn read_all(client: &kube::Client, sources: &[Source], chunk: u32) -> anyhow::Result<Read> {
-    let mut objects = Vec::new();
+    let Some((first, rest)) = sources.split_first() else {
+        return Ok((Vec::new(), String::new(), BTreeMap::new()));
+    };
+    // The first kind is read at the current resourceVersion, which every other kind is then
+    // read at exactly.
+    let (mut objects, at) = read_kind(client.clone(), *first, chunk, None).await?;
     let mut counts = BTreeMap::new();
-    let mut at: Option<String> = None;
-    for source in sources {
-        let api_version = source.info.group_version();
-        let kind = source.info.kind.name();
-        let mut token: Option<String> = None;
-        let mut count = 0;
-        loop {
-            let mut query = format!("limit={chunk}");
-            match (&token, &at) {
-                (Some(token), _) => query.push_str(&format!("&continue={}", encode(token))),
-                (None, Some(rv)) => query.push_str(&format!(
-                    "&resourceVersion={}&resourceVersionMatch=Exact",
-                    encode(rv)
-                )),
-                (None, None) => {}
-            }
-            let path = format!("{}?{query}", source.path());
-            let mut list = get(client, &path)
-                .await
-                .with_context(|| format!("GET {path}"))?;
-            if at.is_none() {
-                at = list["metadata"]["resourceVersion"]
-                    .as_str()
-                    .map(str::to_string);
-            }
-            let Value::Array(items) = list["items"].take() else {
-                anyhow::bail!("GET {path}: the answer has no items");
-            };
-            for mut item in items {
-                if let Some(map) = item.as_object_mut() {
-                    if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-                        meta.remove("managedFields");
-                        // simulate reads NodeTopology as a node's file: name, labels and
-                        // annotations only.
-                        if source.info.kind == Kind::NodeTopology {
-                            meta.retain(|k, _| {
-                                matches!(k.as_str(), "name" | "labels" | "annotations")
-                            });
-                        }
-                    }
-                    map.insert("apiVersion".into(), Value::String(api_version.clone()));
-                    map.insert("kind".into(), Value::String(kind.to_string()));
-                }
-                count += 1;
-                objects.push(item);
-            }
-            token = list["metadata"]["continue"]
-                .as_str()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
-            if token.is_none() {
-                break;
-            }
-        }
-        counts.insert((kind.to_string(), api_version), count);
+    counts.insert(first.key(), objects.len());
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_KINDS));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, source) in rest.iter().copied().enumerate() {
+        let (client, at, permits) = (client.clone(), at.clone(), permits.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await?;
+            let read = read_kind(client, source, chunk, at).await;
+            read.map(|(objects, _)| (index, objects))
+        });
+    }
+    let mut read: Vec<Option<Vec<Value>>> = vec![None; rest.len()];
+    while let Some(done) = tasks.join_next().await {
+        let (index, objects) = done??;
+        read[index] = Some(objects);
+    }
+    // In the sources' order, whatever order the reads ended in.
+    for (source, kind_objects) in rest.iter().zip(read) {
+        let kind_objects = kind_objects.unwrap_or_default();
+        counts.insert(source.key(), kind_objects.len());
+        objects.extend(kind_objects);
     }
     Ok((objects, at.unwrap_or_default(), counts))
+}
+
+/// Every object of one kind, page by page; at `at` (exactly) when given, else at the current
+/// resourceVersion, which is returned.
+async fn read_kind(
+    client: kube::Client,
+    source: Source,
+    chunk: u32,
+    mut at: Option<String>,
+) -> anyhow::Result<(Vec<Value>, Option<String>)> {
+    let api_version = source.info.group_version();
+    let kind = source.info.kind.name();
+    let mut objects = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut query = format!("limit={chunk}");
+        match (&token, &at) {
+            (Some(token), _) => query.push_str(&format!("&continue={}", encode(token))),
+            (None, Some(rv)) => query.push_str(&format!(
+                "&resourceVersion={}&resourceVersionMatch=Exact",
+                encode(rv)
+            )),
+            (None, None) => {}
+        }
+        let path = format!("{}?{query}", source.path());
+        let mut list = get(&client, &path)
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        if at.is_none() {
+            at = list["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_string);
+        }
+        let Value::Array(items) = list["items"].take() else {
+            anyhow::bail!("GET {path}: the answer has no items");
+        };
+        for mut item in items {
+            if let Some(map) = item.as_object_mut() {
+                if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("managedFields");
+                    // simulate reads NodeTopology as a node's file: name, labels and
+                    // annotations only.
+                    if source.info.kind == Kind::NodeTopology {
+                        meta.retain(|k, _| matches!(k.as_str(), "name" | "labels" | "annotations"));
+                    }
+                }
+                map.insert("apiVersion".into(), Value::String(api_version.clone()));
+                map.insert("kind".into(), Value::String(kind.to_string()));
+            }
+            objects.push(item);
+        }
+        token = list["metadata"]["continue"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        if token.is_none() {
+            return Ok((objects, at));
+        }
+    }
 }
 
 /// Percent-encodes a query value.
