@@ -1023,7 +1023,7 @@ impl ScorePlugin for PodTopologySpread {
     /// constraint's weight, plus `maxSkew - 1`; summed and rounded.
     fn score(
         &mut self,
-        _ctx: &Ctx<'_>,
+        ctx: &Ctx<'_>,
         state: &CycleState,
         pod: &PodInfo,
         node: &NodeInfo,
@@ -1036,24 +1036,13 @@ impl ScorePlugin for PodTopologySpread {
         {
             return Ok(raw);
         }
-        if s.is_ignored(node.slot) {
-            return Ok(0);
-        }
-        let mut score = 0f64;
-        for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = node.labels().get(&c.topology_key) else {
-                continue;
-            };
-            let count = if let Some(per_node) = &s.host_counts[i] {
-                per_node.get(&node.slot).copied().unwrap_or(0)
-            } else if c.topology_key == HOSTNAME {
-                count_matching(node, &c.selector, &pod.pod.metadata.namespace) as i64
-            } else {
-                s.counts[i].get(value).copied().unwrap_or(0)
-            };
-            score += count as f64 * s.weights[i] + f64::from(c.max_skew - 1);
-        }
-        Ok(score.round() as i64)
+        // A node PreScore was not given (the framework gives it every node it scores).
+        let raw = self.raw_scores(ctx.cluster, &[node.slot], s, &pod.pod.metadata.namespace);
+        Ok(raw
+            .get(node.slot)
+            .copied()
+            .filter(|&r| r != UNSCORED)
+            .unwrap_or(0))
     }
 
     /// Fewer matching pods is better: `100 * (max + min - score) / max`; ignored nodes 0.
