@@ -315,11 +315,38 @@ fn node_count(value: &serde_json::Value) -> usize {
 /// The line of the deepest node of `value` along `segments`, from `lines` (one per node, in
 /// depth-first order).
 fn node_line(value: &serde_json::Value, lines: &[u32], segments: &[Segment]) -> Option<u32> {
+    walk(value, lines, segments).map(|w| w.line)
+}
+
+/// Where a walk along a path ended: the deepest node reached, its index among the nodes in
+/// depth-first order, its line (or its nearest ancestor's), and whether the whole path was
+/// walked.
+struct Walked<'a> {
+    node: &'a serde_json::Value,
+    at: usize,
+    line: u32,
+    complete: bool,
+}
+
+/// Walks `value` along `segments` as far as it goes (see [`node_line`]).
+fn walk<'a>(
+    value: &'a serde_json::Value,
+    lines: &[u32],
+    segments: &[Segment],
+) -> Option<Walked<'a>> {
     let (mut node, mut at, mut rest) = (value, 0usize, segments);
     let mut best = *lines.first()?;
     loop {
+        let ended = |node, at, line, complete| {
+            Some(Walked {
+                node,
+                at,
+                line,
+                complete,
+            })
+        };
         let (skip, next, used) = match (node, rest.first()) {
-            (_, None) => return Some(best),
+            (_, None) => return ended(node, at, best, true),
             (serde_json::Value::Array(items), Some(Segment::Index(i))) if *i < items.len() => (
                 items[..*i].iter().map(node_count).sum::<usize>(),
                 &items[*i],
@@ -327,22 +354,22 @@ fn node_line(value: &serde_json::Value, lines: &[u32], segments: &[Segment]) -> 
             ),
             (serde_json::Value::Object(map), Some(_)) => {
                 let Some((position, used)) = key_at(map, rest) else {
-                    return Some(best);
+                    return ended(node, at, best, false);
                 };
                 let before = map.values().take(position).map(node_count).sum::<usize>();
                 let Some((_, next)) = map.iter().nth(position) else {
-                    return Some(best);
+                    return ended(node, at, best, false);
                 };
                 (before, next, used)
             }
-            _ => return Some(best),
+            _ => return ended(node, at, best, false),
         };
         at += 1 + skip;
         node = next;
         rest = &rest[used..];
         match lines.get(at) {
             Some(line) => best = *line,
-            None => return Some(best),
+            None => return ended(node, at, best, false),
         }
     }
 }
@@ -489,6 +516,45 @@ impl RawDocument {
         self.source_map
             .line_in(&self.value, path)
             .unwrap_or(self.line)
+    }
+
+    /// The line of each of the first `count` items of the list at `path`: what
+    /// [`RawDocument::line_of`] gives for `path[0]`, `path[1]`, ..., in one walk of the
+    /// document rather than one per item (a list of thousands of manifests would otherwise
+    /// cost a walk over all the items before each).
+    pub fn item_lines(&self, path: &str, count: usize) -> Vec<u32> {
+        let item_path = |j: usize| format!("{path}[{j}]");
+        let segments = split_path(path);
+        let walked = walk(&self.value, &self.source_map.nodes, &segments);
+        let Some(Walked {
+            node: serde_json::Value::Array(items),
+            at,
+            complete: true,
+            ..
+        }) = walked
+        else {
+            return (0..count).map(|j| self.line_of(&item_path(j))).collect();
+        };
+        let mut lines = Vec::with_capacity(count);
+        let mut next = at + 1;
+        let recorded_any = !self.source_map.lines.is_empty();
+        for j in 0..count {
+            let recorded = recorded_any
+                .then(|| self.source_map.line_of(&item_path(j)))
+                .flatten();
+            let node = items.get(j).map(|item| {
+                let line = self.source_map.nodes.get(next).copied();
+                next += node_count(item);
+                line
+            });
+            let line = match (recorded, node) {
+                (Some(line), _) => line,
+                (None, Some(Some(line))) => line,
+                (None, _) => self.line_of(&item_path(j)),
+            };
+            lines.push(line);
+        }
+        lines
     }
 }
 
@@ -1945,6 +2011,54 @@ metadata:
         assert_eq!(docs[0].source_map.len(), 18);
         assert_eq!(docs[1].line, 19);
         assert_eq!(docs[1].name(), "ns");
+    }
+
+    #[test]
+    fn item_lines_are_the_lines_of_each_item() {
+        let text = "\
+apiVersion: v1
+kind: Timeline
+events:
+- at: 0s
+  create:
+  - {kind: Pod, metadata: {name: a, labels: {x: y}}}
+  - kind: Pod
+    metadata:
+      name: b
+
+  - kind: Pod
+- at: 1m
+  create: [{kind: Pod}]
+";
+        let mut doc = parse_str("t.yaml", text).unwrap().remove(0);
+        let each = |doc: &RawDocument, path: &str, count: usize| {
+            (0..count)
+                .map(|j| doc.line_of(&format!("{path}[{j}]")))
+                .collect::<Vec<_>>()
+        };
+        for (path, count) in [
+            ("events", 2),
+            ("events", 3),
+            ("events[0].create", 3),
+            ("events[1].create", 1),
+            ("events[0].at", 2),
+            ("nope", 2),
+        ] {
+            assert_eq!(
+                doc.item_lines(path, count),
+                each(&doc, path, count),
+                "{path}"
+            );
+        }
+        assert_eq!(doc.item_lines("events[0].create", 3), vec![6, 7, 11]);
+        assert_eq!(doc.item_lines("events", 3), vec![4, 12, 3]);
+        // A recorded line wins, for its path and the paths below it.
+        doc.source_map.insert("events[0].create[1]".to_string(), 40);
+        assert_eq!(doc.item_lines("events[0].create", 3), vec![6, 40, 11]);
+        assert_eq!(
+            doc.item_lines("events[0].create", 3),
+            each(&doc, "events[0].create", 3)
+        );
     }
 
     #[test]

@@ -854,8 +854,9 @@ fn timeline_events(
 ) -> Vec<ScheduledEvent> {
     let mut events = Vec::new();
     for (raw, timeline) in timelines {
-        for (index, event) in timeline.events.iter().enumerate() {
-            events.extend(timeline_event(raw, index, event, namespaces, errors));
+        let lines = raw.item_lines("events", timeline.events.len());
+        for ((index, event), line) in timeline.events.iter().enumerate().zip(lines) {
+            events.extend(timeline_event(raw, index, line, event, namespaces, errors));
         }
     }
     // A stable sort keeps input order among events at the same time.
@@ -863,16 +864,18 @@ fn timeline_events(
     events
 }
 
-/// One timeline event (`events[index]`): its time and its one action.
+/// One timeline event (`events[index]`, at `line` of its document): its time and its one
+/// action.
 fn timeline_event(
     raw: &RawDocument,
     index: usize,
+    line: u32,
     event: &TimelineEvent,
     namespaces: &BTreeMap<String, Namespace>,
     errors: &mut Vec<InputError>,
 ) -> Option<ScheduledEvent> {
     let prefix = format!("events[{index}]");
-    let origin = format!("{}:{}", raw.file, raw.line_of(&prefix));
+    let origin = format!("{}:{line}", raw.file);
     let Some(at) = parse_duration_millis(&event.at) else {
         errors.push(raw_error(
             raw,
@@ -972,9 +975,10 @@ fn inline_objects(
     errors: &mut Vec<InputError>,
 ) -> Vec<Stored> {
     let mut objects = Vec::new();
-    for (j, value) in values.iter().enumerate() {
+    let lines = raw.item_lines(path, values.len());
+    for ((j, value), line) in values.iter().enumerate().zip(lines) {
         let path = format!("{path}[{j}]");
-        if let Some(stored) = inline_object(raw, &path, value, namespaces, errors) {
+        if let Some(stored) = inline_object(raw, &path, line, value, namespaces, errors) {
             objects.push(stored);
         }
     }
@@ -1114,6 +1118,7 @@ fn input_nodes<'a>(
 fn inline_object(
     raw: &RawDocument,
     path: &str,
+    line: u32,
     value: &serde_json::Value,
     namespaces: &BTreeMap<String, Namespace>,
     errors: &mut Vec<InputError>,
@@ -1127,7 +1132,7 @@ fn inline_object(
     };
     let inner = RawDocument {
         file: raw.file.clone(),
-        line: raw.line_of(path),
+        line,
         api_version: field("apiVersion"),
         kind: field("kind"),
         value: value.clone(),
