@@ -24,7 +24,7 @@ use allot_api::core::v1::{
 };
 use serde::Deserialize;
 
-use crate::cache::{Cache, NodeInfo};
+use crate::cache::{Cache, NodeInfo, NodeSummary};
 use crate::filters;
 use crate::framework::{
     ClusterEvents, Ctx, CycleState, EnqueueExtensions, EventSet, Explanation, FilterPlugin,
@@ -324,12 +324,16 @@ impl PodTopologySpread {
         namespace: &str,
     ) -> Vec<i64> {
         let mut columns = self.take_columns(cluster, &s.constraints);
-        // Per constraint, the count of each value number (hostname constraints count per node).
+        // Per constraint, the count of each value number (hostname constraints count per node,
+        // and have none).
         let by_number: Vec<Vec<i64>> = s
             .counts
             .iter()
             .zip(&columns)
             .map(|(counts, column)| {
+                if counts.is_empty() {
+                    return Vec::new();
+                }
                 let mut out = vec![0; column.names.len()];
                 for (value, count) in counts {
                     if let Some(&n) = column.numbers.get(value) {
@@ -356,7 +360,9 @@ impl PodTopologySpread {
                     continue;
                 }
                 let count = if let Some(per_node) = &s.host_counts[i] {
-                    per_node.get(&slot).copied().unwrap_or(0)
+                    per_node
+                        .binary_search_by_key(&slot, |&(slot, _)| slot)
+                        .map_or(0, |at| per_node[at].1)
                 } else if c.topology_key == HOSTNAME {
                     count_matching(node, &c.selector, namespace) as i64
                 } else {
@@ -694,9 +700,9 @@ struct ScoreState {
     /// Per constraint, `ln(domains + 2)`.
     weights: Vec<f64>,
     /// Per hostname constraint whose selector names a label value: the matching pods per
-    /// node slot, from the cache's label index (nodes absent have none). `None`: counted on
-    /// each scored node's pods.
-    host_counts: Vec<Option<HashMap<usize, i64>>>,
+    /// node slot (sorted by slot), from the cache's label index (nodes absent have none).
+    /// `None`: counted on each scored node's pods.
+    host_counts: Vec<Option<Vec<(usize, i64)>>>,
     /// Per node slot, the raw score of the nodes PreScore was given ([`UNSCORED`] for others).
     raw: Vec<i64>,
 }
@@ -995,10 +1001,17 @@ impl PreScorePlugin for PodTopologySpread {
                     .equality()
                     .filter(|_| c.topology_key == HOSTNAME)?;
                 let namespace = pod.metadata.namespace.as_str();
-                let mut per_node: HashMap<usize, i64> = HashMap::new();
-                for (node, other) in cluster.assigned_labelled(namespace, label, value) {
-                    if counted(&other.pod, &c.selector, namespace) {
-                        *per_node.entry(node.slot).or_default() += 1;
+                let mut slots: Vec<usize> = cluster
+                    .assigned_labelled(namespace, label, value)
+                    .filter(|(_, other)| counted(&other.pod, &c.selector, namespace))
+                    .map(|(node, _)| node.slot)
+                    .collect();
+                slots.sort_unstable();
+                let mut per_node: Vec<(usize, i64)> = Vec::new();
+                for slot in slots {
+                    match per_node.last_mut() {
+                        Some((last, count)) if *last == slot => *count += 1,
+                        _ => per_node.push((slot, 1)),
                     }
                 }
                 Some(per_node)
@@ -1043,6 +1056,23 @@ impl ScorePlugin for PodTopologySpread {
             .copied()
             .filter(|&r| r != UNSCORED)
             .unwrap_or(0))
+    }
+
+    /// The raw scores PreScore computed, for the nodes it was given.
+    fn score_summaries(
+        &mut self,
+        state: &CycleState,
+        _summaries: &[NodeSummary],
+        out: &mut [NodeScore],
+    ) {
+        let Some(s) = state.read::<ScoreState>() else {
+            return;
+        };
+        for o in out.iter_mut() {
+            if let Some(&raw) = s.raw.get(o.slot) {
+                o.score = raw;
+            }
+        }
     }
 
     /// Fewer matching pods is better: `100 * (max + min - score) / max`; ignored nodes 0.
