@@ -213,7 +213,7 @@ fn sync(store: &mut Store, mut cj: CronJob, now: SimTime) -> Result<Action, Stri
             .cloned()
             .ok_or("the CronJob is gone")?;
         current.status = cj.status.clone();
-        store.update(current).map_err(|e| e.to_string())?;
+        store.update_shared(current).map_err(|e| e.to_string())?;
     }
     cleanup(store, &cj, now)?;
     result

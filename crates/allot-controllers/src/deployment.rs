@@ -20,6 +20,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use allot_api::apps::v1::{
     Deployment, DeploymentCondition, DeploymentStatus, DeploymentStrategyType, ReplicaSet,
@@ -30,7 +31,7 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::events::{self, EventKind, Source};
 use crate::workload::{
-    controlled, controller_of, controller_ref, reconciled, release_unmatched, requeue_at,
+    controlled, controlled_shared, controller_of, controller_ref, release_unmatched, requeue_at,
     scaled_value, selector_matches, selects, template_hash,
 };
 
@@ -143,7 +144,11 @@ impl Controller for DeploymentController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        let Some(d) = reconciled::<Deployment>(store, key) else {
+        let Some(d) = (key.kind == Kind::Deployment)
+            .then(|| store.get_shared::<Deployment>(&key.namespace, &key.name))
+            .flatten()
+            .cloned()
+        else {
             return Ok(Action::Done);
         };
         self.claim_replica_sets(store, &d)?;
@@ -348,18 +353,16 @@ fn made_progress(d: &Deployment, status: &DeploymentStatus) -> bool {
 struct Sync<'s> {
     store: &'s mut Store,
     now: SimTime,
-    d: Deployment,
+    d: Arc<Deployment>,
     /// The Deployment's ReplicaSets, kept current with every write.
-    sets: Vec<ReplicaSet>,
+    sets: Vec<Arc<ReplicaSet>>,
 }
 
 impl Sync<'_> {
     fn load_sets(&mut self) {
-        let mut sets: Vec<ReplicaSet> = controlled::<ReplicaSet>(self.store, &self.d.metadata.uid)
-            .into_iter()
-            .cloned()
-            .collect();
-        sets.sort_by_key(creation);
+        let mut sets: Vec<Arc<ReplicaSet>> =
+            controlled_shared::<ReplicaSet>(self.store, &self.d.metadata.uid);
+        sets.sort_by_key(|rs| creation(rs));
         self.sets = sets;
     }
 
@@ -580,7 +583,7 @@ impl Sync<'_> {
         if !resize && !annotate {
             return Ok(false);
         }
-        let mut copy = rs.clone();
+        let mut copy = ReplicaSet::clone(rs);
         copy.spec.replicas = Some(size);
         copy.metadata
             .annotations
@@ -588,12 +591,12 @@ impl Sync<'_> {
         copy.metadata
             .annotations
             .insert(MAX_REPLICAS.into(), max.to_string());
-        let updated = self.store.update(copy).map_err(|e| e.to_string())?;
+        let updated = self.store.update_shared(copy).map_err(|e| e.to_string())?;
         let name = updated.metadata.name.clone();
         self.sets[i] = updated;
         if resize {
             let direction = if old < size { "up" } else { "down" };
-            let involved = events::reference(&self.d);
+            let involved = events::reference(&*self.d);
             events::record(
                 self.store,
                 self.now,
@@ -620,16 +623,17 @@ impl Sync<'_> {
         let new_revision = max_old + 1;
         match new {
             Some(i) => {
-                let rs = self.sets[i].clone();
-                let mut copy = rs.clone();
-                self.new_set_annotations(&mut copy, new_revision, true);
-                let mut changed = copy.metadata.annotations != rs.metadata.annotations;
-                if copy.spec.min_ready_seconds != self.d.spec.min_ready_seconds {
+                // Copies are made only for what is written.
+                let rs = &self.sets[i];
+                let mut annotations = rs.metadata.annotations.clone();
+                self.new_set_annotations(&mut annotations, new_revision, true);
+                if annotations != rs.metadata.annotations
+                    || rs.spec.min_ready_seconds != self.d.spec.min_ready_seconds
+                {
+                    let mut copy = ReplicaSet::clone(rs);
+                    copy.metadata.annotations = annotations;
                     copy.spec.min_ready_seconds = self.d.spec.min_ready_seconds;
-                    changed = true;
-                }
-                if changed {
-                    self.sets[i] = self.store.update(copy).map_err(|e| e.to_string())?;
+                    self.sets[i] = self.store.update_shared(copy).map_err(|e| e.to_string())?;
                 }
                 let rev = self.sets[i]
                     .metadata
@@ -637,25 +641,27 @@ impl Sync<'_> {
                     .get(REVISION)
                     .cloned()
                     .unwrap_or_default();
-                let mut d = self.d.clone();
-                let mut needs = set_revision(&mut d, &rev);
-                if d.spec.progress_deadline_seconds.is_some() && progressing(&d.status).is_none() {
-                    let message =
-                        format!("Found new replica set \"{}\"", self.sets[i].metadata.name);
-                    set_condition(
-                        &mut d.status,
-                        condition(
-                            "Progressing",
-                            "True",
-                            "FoundNewReplicaSet",
-                            message,
-                            self.now,
-                        ),
-                    );
-                    needs = true;
-                }
-                if needs {
-                    self.d = self.store.update(d).map_err(|e| e.to_string())?;
+                let revised = self.d.metadata.annotations.get(REVISION) != Some(&rev);
+                let found = self.d.spec.progress_deadline_seconds.is_some()
+                    && progressing(&self.d.status).is_none();
+                if revised || found {
+                    let mut d = Deployment::clone(&self.d);
+                    set_revision(&mut d, &rev);
+                    if found {
+                        let message =
+                            format!("Found new replica set \"{}\"", self.sets[i].metadata.name);
+                        set_condition(
+                            &mut d.status,
+                            condition(
+                                "Progressing",
+                                "True",
+                                "FoundNewReplicaSet",
+                                message,
+                                self.now,
+                            ),
+                        );
+                    }
+                    self.d = self.store.update_shared(d).map_err(|e| e.to_string())?;
                 }
                 Ok(Some(i))
             }
@@ -665,40 +671,37 @@ impl Sync<'_> {
     }
 
     /// Upstream's `SetNewReplicaSetAnnotations`.
-    fn new_set_annotations(&self, rs: &mut ReplicaSet, new_revision: i64, exists: bool) {
+    fn new_set_annotations(
+        &self,
+        annotations: &mut BTreeMap<String, String>,
+        new_revision: i64,
+        exists: bool,
+    ) {
         for (k, v) in &self.d.metadata.annotations {
             if SKIPPED_ANNOTATIONS.contains(&k.as_str()) {
                 continue;
             }
-            rs.metadata.annotations.insert(k.clone(), v.clone());
+            annotations.insert(k.clone(), v.clone());
         }
-        let old_revision = rs.metadata.annotations.get(REVISION).cloned();
+        let old_revision = annotations.get(REVISION).cloned();
         let old_number: i64 = old_revision
             .as_deref()
             .and_then(|r| r.parse().ok())
             .unwrap_or(0);
         if old_number < new_revision {
-            rs.metadata
-                .annotations
-                .insert(REVISION.into(), new_revision.to_string());
+            annotations.insert(REVISION.into(), new_revision.to_string());
             if let Some(old) = old_revision.filter(|o| !o.is_empty()) {
-                let history = match rs.metadata.annotations.get(REVISION_HISTORY) {
+                let history = match annotations.get(REVISION_HISTORY) {
                     Some(h) if !h.is_empty() => format!("{h},{old}"),
                     _ => old,
                 };
-                rs.metadata
-                    .annotations
-                    .insert(REVISION_HISTORY.into(), history);
+                annotations.insert(REVISION_HISTORY.into(), history);
             }
         }
         if !exists {
             let want = self.want();
-            rs.metadata
-                .annotations
-                .insert(DESIRED_REPLICAS.into(), want.to_string());
-            rs.metadata
-                .annotations
-                .insert(MAX_REPLICAS.into(), (want + max_surge(&self.d)).to_string());
+            annotations.insert(DESIRED_REPLICAS.into(), want.to_string());
+            annotations.insert(MAX_REPLICAS.into(), (want + max_surge(&self.d)).to_string());
         }
     }
 
@@ -727,15 +730,15 @@ impl Sync<'_> {
             rs.spec.replicas = Some(0);
             let size = self.new_set_replicas(&rs);
             rs.spec.replicas = Some(size);
-            self.new_set_annotations(&mut rs, new_revision, false);
+            self.new_set_annotations(&mut rs.metadata.annotations, new_revision, false);
             let stamp = self.now.rfc3339();
-            match self.store.create(rs.clone(), &stamp) {
+            match self.store.create_shared(rs.clone(), &stamp) {
                 Ok(created) => {
                     let name = created.metadata.name.clone();
                     self.sets.push(created);
                     let index = self.sets.len() - 1;
                     if size > 0 {
-                        let involved = events::reference(&self.d);
+                        let involved = events::reference(&*self.d);
                         events::record(
                             self.store,
                             self.now,
@@ -746,7 +749,7 @@ impl Sync<'_> {
                             Source::component(COMPONENT),
                         )?;
                     }
-                    let mut d = self.d.clone();
+                    let mut d = Deployment::clone(&self.d);
                     set_revision(&mut d, &new_revision.to_string());
                     if d.spec.progress_deadline_seconds.is_some() {
                         let message = format!("Created new replica set \"{name}\"");
@@ -761,7 +764,7 @@ impl Sync<'_> {
                             ),
                         );
                     }
-                    self.d = self.store.update(d).map_err(|e| e.to_string())?;
+                    self.d = self.store.update_shared(d).map_err(|e| e.to_string())?;
                     return Ok(index);
                 }
                 Err(allot_store::StoreError::AlreadyExists { .. }) => {
@@ -769,7 +772,7 @@ impl Sync<'_> {
                     // or has another template; count it and hash again.
                     let existing = self
                         .store
-                        .get::<ReplicaSet>(&rs.metadata.namespace, &rs.metadata.name)
+                        .get_shared::<ReplicaSet>(&rs.metadata.namespace, &rs.metadata.name)
                         .cloned();
                     if let Some(existing) = existing
                         && crate::workload::controlled_by(&existing.metadata, &self.d.metadata.uid)
@@ -778,9 +781,9 @@ impl Sync<'_> {
                         self.sets.push(existing);
                         return Ok(self.sets.len() - 1);
                     }
-                    let mut d = self.d.clone();
+                    let mut d = Deployment::clone(&self.d);
                     d.status.collision_count = Some(collisions.unwrap_or(0).saturating_add(1));
-                    self.d = self.store.update(d).map_err(|e| e.to_string())?;
+                    self.d = self.store.update_shared(d).map_err(|e| e.to_string())?;
                 }
                 Err(e) => return Err(e.to_string()),
             }
@@ -951,7 +954,7 @@ impl Sync<'_> {
             {
                 continue;
             }
-            let key = Store::key_of(rs);
+            let key = Store::key_of(&**rs);
             crate::workload::delete_object(self.store, &key, self.now)?;
             gone.push(i);
         }
@@ -1094,9 +1097,9 @@ impl Sync<'_> {
             self.replica_failures(&mut status, new);
         }
         if status != self.d.status {
-            let mut d = self.d.clone();
+            let mut d = Deployment::clone(&self.d);
             d.status = status;
-            self.d = self.store.update(d).map_err(|e| e.to_string())?;
+            self.d = self.store.update_shared(d).map_err(|e| e.to_string())?;
         }
         Ok(requeue_at(next, self.now))
     }
@@ -1131,9 +1134,9 @@ impl Sync<'_> {
 
     fn write_status(&mut self, status: DeploymentStatus) -> Result<(), String> {
         if status != self.d.status {
-            let mut d = self.d.clone();
+            let mut d = Deployment::clone(&self.d);
             d.status = status;
-            self.d = self.store.update(d).map_err(|e| e.to_string())?;
+            self.d = self.store.update_shared(d).map_err(|e| e.to_string())?;
         }
         Ok(())
     }

@@ -380,7 +380,9 @@ impl EventRecorder {
                 let Some(existing) =
                     store.get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name)
                 else {
-                    store.create(object, now).map_err(|e| e.to_string())?;
+                    store
+                        .create_shared(object, now)
+                        .map_err(|e| e.to_string())?;
                     continue;
                 };
                 // A repeat is an Event the previous state seen did not yield, from a state
@@ -399,7 +401,7 @@ impl EventRecorder {
                     updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
                     updated.last_timestamp = Some(now.to_string());
                     updated.involved_object.resource_version = Some(resource_version.to_string());
-                    store.update(updated).map_err(|e| e.to_string())?;
+                    store.update_shared(updated).map_err(|e| e.to_string())?;
                 }
             }
             if state.deleted {

@@ -55,7 +55,7 @@ pub fn ensure_revision(
         if same.revision != newest {
             let mut renumbered = (*same).clone();
             renumbered.revision = newest + 1;
-            store.update(renumbered).map_err(|e| e.to_string())?;
+            store.update_shared(renumbered).map_err(|e| e.to_string())?;
         }
         return Ok(name);
     }

@@ -284,7 +284,7 @@ fn provision(
     pv.spec.claim_ref = Some(claim_ref(claim));
     pv.status.phase = Some(PersistentVolumePhase::Bound);
     let name = pv.metadata.name.clone();
-    store.create(pv, stamp).map_err(|e| e.to_string())?;
+    store.create_shared(pv, stamp).map_err(|e| e.to_string())?;
     Ok(name)
 }
 

@@ -189,7 +189,7 @@ fn manage_replicas(
                 &pods_prefix(&rs.metadata.name),
             );
             let created = crate::workload::admit_priority(store, pod)
-                .and_then(|pod| store.create(pod, &stamp).map_err(|e| e.to_string()));
+                .and_then(|pod| store.create_shared(pod, &stamp).map_err(|e| e.to_string()));
             match created {
                 Ok(created) => record_pod_created(store, now, &involved, source, &created)?,
                 Err(err) => {

@@ -431,7 +431,9 @@ fn create_pod(
             });
         }
         let claim_name = claim.metadata.name.clone();
-        store.create(claim, &stamp).map_err(|e| e.to_string())?;
+        store
+            .create_shared(claim, &stamp)
+            .map_err(|e| e.to_string())?;
         events::record(
             store,
             now,
@@ -459,7 +461,9 @@ fn create_pod(
     if !volumes.is_empty() {
         pod.spec.volumes = Some(serde_json::Value::Array(volumes));
     }
-    store.create(pod, &stamp).map_err(|e| e.to_string())?;
+    store
+        .create_shared(pod, &stamp)
+        .map_err(|e| e.to_string())?;
     events::record(
         store,
         now,

@@ -188,10 +188,10 @@ pub fn create_pod(
     involved: &ObjectReference,
     source: Source<'_>,
     pod: Pod,
-) -> Result<Pod, String> {
+) -> Result<std::sync::Arc<Pod>, String> {
     let pod = admit_priority(store, pod)?;
     let created = store
-        .create(pod, &now.rfc3339())
+        .create_shared(pod, &now.rfc3339())
         .map_err(|e| e.to_string())?;
     record_pod_created(store, now, involved, source, &created)?;
     Ok(created)

@@ -199,7 +199,7 @@ impl<'a> Occurrence<'a> {
         let object = self.to_event(&stamp);
         match store.get::<CoreEvent>(&object.metadata.namespace, &object.metadata.name) {
             None => store
-                .create(object, &stamp)
+                .create_shared(object, &stamp)
                 .map(drop)
                 .map_err(|e| e.to_string()),
             Some(existing) => {
@@ -207,7 +207,10 @@ impl<'a> Occurrence<'a> {
                 updated.count = Some(updated.count.unwrap_or(1).saturating_add(1));
                 updated.last_timestamp = Some(stamp);
                 updated.involved_object.resource_version = self.involved.resource_version.clone();
-                store.update(updated).map(drop).map_err(|e| e.to_string())
+                store
+                    .update_shared(updated)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
             }
         }
     }
