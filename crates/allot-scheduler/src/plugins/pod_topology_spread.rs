@@ -210,6 +210,9 @@ struct Column {
     values: Vec<u32>,
     names: Vec<String>,
     numbers: HashMap<String, u32>,
+    /// `values` with every slot looked up, shared with the cycles' Filter states until a
+    /// slot is looked up anew.
+    shared: Option<Arc<[u32]>>,
 }
 
 impl Column {
@@ -225,6 +228,7 @@ impl Column {
                 Some(value) => match self.numbers.get(value) {
                     Some(&n) => n,
                     None => {
+                        self.shared = None;
                         let n = self.names.len() as u32;
                         self.names.push(value.clone());
                         self.numbers.insert(value.clone(), n);
@@ -234,6 +238,21 @@ impl Column {
             };
         }
         self.values[slot]
+    }
+
+    /// Every one of the first `slots` slots' value numbers (looked up where not yet).
+    fn all(&mut self, cluster: &Cache, key: &str, slots: usize) -> Arc<[u32]> {
+        if let Some(shared) = &self.shared
+            && shared.len() == slots
+        {
+            return Arc::clone(shared);
+        }
+        for slot in 0..slots {
+            self.value(cluster, key, slot);
+        }
+        let shared: Arc<[u32]> = self.values[..slots].into();
+        self.shared = Some(Arc::clone(&shared));
+        shared
     }
 }
 
@@ -375,6 +394,24 @@ impl PodTopologySpread {
         }
         self.put_columns(&s.constraints, columns);
         raw
+    }
+
+    /// Gives a Filter state every node's value number and the counts per number (see
+    /// [`FilterState::violation`]).
+    fn number_domains(&mut self, cluster: &Cache, s: &mut FilterState) {
+        let slots = cluster.summaries().len();
+        let mut columns = self.take_columns(cluster, &s.constraints);
+        for ((c, column), counts) in s.constraints.iter().zip(&mut columns).zip(&s.counts) {
+            s.numbers.push(column.all(cluster, &c.topology_key, slots));
+            let mut by_number = vec![0; column.names.len()];
+            for (value, count) in counts.domains(&c.topology_key).into_iter().flatten() {
+                if let Some(&n) = column.numbers.get(value) {
+                    by_number[n as usize] = count.sum;
+                }
+            }
+            s.by_number.push(by_number);
+        }
+        self.put_columns(&s.constraints, columns);
     }
 
     /// The columns of the constraints' keys, taken out of the kept ones (current for the
@@ -614,6 +651,10 @@ struct FilterState {
     mins: Vec<i64>,
     /// Per constraint, 1 when the pod itself matches its selector.
     self_match: Vec<i64>,
+    /// Per constraint, each node slot's value number under its key (see [`Column`]; empty
+    /// when not computed), and `counts` per value number: Filter's lookups without strings.
+    numbers: Vec<Arc<[u32]>>,
+    by_number: Vec<Vec<i64>>,
 }
 
 impl FilterState {
@@ -636,6 +677,8 @@ impl FilterState {
             counts,
             mins: Vec::new(),
             self_match,
+            numbers: Vec::new(),
+            by_number: Vec::new(),
         };
         s.mins = (0..s.constraints.len()).map(|i| s.min_match(i)).collect();
         s
@@ -658,10 +701,22 @@ impl FilterState {
     /// The first constraint the node violates: (index, skew or `None` for a missing label).
     fn violation(&self, node: &NodeInfo) -> Option<(usize, Option<i64>)> {
         for (i, c) in self.constraints.iter().enumerate() {
-            let Some(value) = node.labels().get(&c.topology_key) else {
-                return Some((i, None));
+            let number = self
+                .numbers
+                .get(i)
+                .and_then(|numbers| numbers.get(node.slot))
+                .copied()
+                .unwrap_or(UNSET);
+            let matching = match number {
+                ABSENT => return Some((i, None)),
+                UNSET => {
+                    let Some(value) = node.labels().get(&c.topology_key) else {
+                        return Some((i, None));
+                    };
+                    self.counts[i].get(&c.topology_key, value)
+                }
+                n => self.by_number[i].get(n as usize).copied().unwrap_or(0),
             };
-            let matching = self.counts[i].get(&c.topology_key, value);
             let skew = matching + self.self_match[i] - self.mins[i];
             if skew > i64::from(c.max_skew) {
                 return Some((i, Some(skew)));
@@ -682,6 +737,12 @@ impl FilterState {
             }
             let value = &node.labels()[&c.topology_key];
             Arc::make_mut(&mut self.counts[i]).add(&c.topology_key, value, 1, delta);
+            let number = self.numbers.get(i).and_then(|n| n.get(node.slot)).copied();
+            if let Some(n) = number.filter(|&n| n < ABSENT)
+                && let Some(count) = self.by_number[i].get_mut(n as usize)
+            {
+                *count = self.counts[i].get(&c.topology_key, value);
+            }
         }
         self.mins = (0..self.constraints.len())
             .map(|i| self.min_match(i))
@@ -800,7 +861,9 @@ impl PreFilterPlugin for PodTopologySpread {
                 self.tallies.counts(ctx.cluster, counter.id(), &counter)
             })
             .collect();
-        state.write(FilterState::new(pod, constraints, counts));
+        let mut s = FilterState::new(pod, constraints, counts);
+        self.number_domains(ctx.cluster, &mut s);
+        state.write(s);
         (PreFilterResult::all_nodes(), Status::success())
     }
 
