@@ -335,18 +335,10 @@ fn walk<'a>(
     segments: &[Segment],
 ) -> Option<Walked<'a>> {
     let (mut node, mut at, mut rest) = (value, 0usize, segments);
-    let mut best = *lines.first()?;
-    loop {
-        let ended = |node, at, line, complete| {
-            Some(Walked {
-                node,
-                at,
-                line,
-                complete,
-            })
-        };
+    let mut line = *lines.first()?;
+    let complete = loop {
         let (skip, next, used) = match (node, rest.first()) {
-            (_, None) => return ended(node, at, best, true),
+            (_, None) => break true,
             (serde_json::Value::Array(items), Some(Segment::Index(i))) if *i < items.len() => (
                 items[..*i].iter().map(node_count).sum::<usize>(),
                 &items[*i],
@@ -354,24 +346,30 @@ fn walk<'a>(
             ),
             (serde_json::Value::Object(map), Some(_)) => {
                 let Some((position, used)) = key_at(map, rest) else {
-                    return ended(node, at, best, false);
+                    break false;
                 };
                 let before = map.values().take(position).map(node_count).sum::<usize>();
                 let Some((_, next)) = map.iter().nth(position) else {
-                    return ended(node, at, best, false);
+                    break false;
                 };
                 (before, next, used)
             }
-            _ => return ended(node, at, best, false),
+            _ => break false,
         };
         at += 1 + skip;
         node = next;
         rest = &rest[used..];
         match lines.get(at) {
-            Some(line) => best = *line,
-            None => return ended(node, at, best, false),
+            Some(found) => line = *found,
+            None => break false,
         }
-    }
+    };
+    Some(Walked {
+        node,
+        at,
+        line,
+        complete,
+    })
 }
 
 /// The entry of `map` that the first segments of `rest` name, and how many segments that

@@ -31,8 +31,8 @@ use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
 use crate::events::{self, EventKind, Source};
 use crate::workload::{
-    controlled, controlled_shared, controller_of, controller_ref, release_unmatched, requeue_at,
-    scaled_value, selector_matches, selects, template_hash,
+    controlled, controlled_shared, controller_of, controller_ref, reconciled_shared,
+    release_unmatched, requeue_at, scaled_value, selector_matches, selects, template_hash,
 };
 
 /// The component name of the controller's Events.
@@ -144,11 +144,7 @@ impl Controller for DeploymentController {
         key: &ObjectKey,
         ctx: &Context,
     ) -> Result<Action, String> {
-        let Some(d) = (key.kind == Kind::Deployment)
-            .then(|| store.get_shared::<Deployment>(&key.namespace, &key.name))
-            .flatten()
-            .cloned()
-        else {
+        let Some(d) = reconciled_shared::<Deployment>(store, key) else {
             return Ok(Action::Done);
         };
         self.claim_replica_sets(store, &d)?;

@@ -209,10 +209,16 @@ pub fn controller_key(meta: &ObjectMeta, namespace: &str, kind: Kind) -> Option<
 /// The object a reconcile of `key` works on, copied out of the store; `None` (nothing to do)
 /// when the key is of another kind or the object is gone.
 pub fn reconciled<R: Resource>(store: &Store, key: &ObjectKey) -> Option<R> {
+    reconciled_shared(store, key).map(std::sync::Arc::unwrap_or_clone)
+}
+
+/// [`reconciled`], as the store's shared copy: for a reconcile that copies the object only
+/// to write it.
+pub fn reconciled_shared<R: Resource>(store: &Store, key: &ObjectKey) -> Option<std::sync::Arc<R>> {
     if key.kind != R::KIND {
         return None;
     }
-    store.get::<R>(&key.namespace, &key.name).cloned()
+    store.get_shared::<R>(&key.namespace, &key.name).cloned()
 }
 
 /// Releases the objects of kind `R` that `owner` controls but `selector` no longer matches:

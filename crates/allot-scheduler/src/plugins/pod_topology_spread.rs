@@ -240,6 +240,17 @@ impl Column {
         self.values[slot]
     }
 
+    /// `counts` (per value name) per value number; a value no node showed yet has none.
+    fn by_number<'a>(&self, counts: impl IntoIterator<Item = (&'a String, i64)>) -> Vec<i64> {
+        let mut out = vec![0; self.names.len()];
+        for (value, count) in counts {
+            if let Some(&n) = self.numbers.get(value) {
+                out[n as usize] = count;
+            }
+        }
+        out
+    }
+
     /// Every one of the first `slots` slots' value numbers (looked up where not yet).
     fn all(&mut self, cluster: &Cache, key: &str, slots: usize) -> Arc<[u32]> {
         if let Some(shared) = &self.shared
@@ -353,13 +364,7 @@ impl PodTopologySpread {
                 if counts.is_empty() {
                     return Vec::new();
                 }
-                let mut out = vec![0; column.names.len()];
-                for (value, count) in counts {
-                    if let Some(&n) = column.numbers.get(value) {
-                        out[n as usize] = *count;
-                    }
-                }
-                out
+                column.by_number(counts.iter().map(|(value, count)| (value, *count)))
             })
             .collect();
         let end = nodes.iter().max().map_or(0, |m| m + 1);
@@ -403,13 +408,9 @@ impl PodTopologySpread {
         let mut columns = self.take_columns(cluster, &s.constraints);
         for ((c, column), counts) in s.constraints.iter().zip(&mut columns).zip(&s.counts) {
             s.numbers.push(column.all(cluster, &c.topology_key, slots));
-            let mut by_number = vec![0; column.names.len()];
-            for (value, count) in counts.domains(&c.topology_key).into_iter().flatten() {
-                if let Some(&n) = column.numbers.get(value) {
-                    by_number[n as usize] = count.sum;
-                }
-            }
-            s.by_number.push(by_number);
+            let domains = counts.domains(&c.topology_key).into_iter().flatten();
+            s.by_number
+                .push(column.by_number(domains.map(|(value, count)| (value, count.sum))));
         }
         self.put_columns(&s.constraints, columns);
     }
