@@ -19,7 +19,7 @@
 //! client-go's EventCorrelator does for events without a series.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use allot_api::core::v1::{Event as CoreEvent, ObjectReference, Pod};
 use allot_api::resource::v1::ResourceClaim;
@@ -312,6 +312,10 @@ struct PodState {
     deleted: bool,
 }
 
+/// A fixed hasher for the recorder's per-pod tables: looked up by key for every pod event,
+/// never iterated.
+type Fixed = foldhash::fast::FixedState;
+
 /// The loop that turns pod (and claim) states into Events.
 ///
 /// It keeps every pod state it was offered (not only the latest), so a short-lived state
@@ -324,11 +328,11 @@ struct PodState {
 pub struct EventRecorder {
     /// Pod states offered since the pod's last reconcile, oldest first, and whether each was
     /// the pod's deletion.
-    seen: RefCell<BTreeMap<ObjectKey, Vec<PodState>>>,
+    seen: RefCell<HashMap<ObjectKey, Vec<PodState>, Fixed>>,
     /// The Events of each pod's latest state already reconciled, by pod uid.
-    last: BTreeMap<String, Vec<PodEvent>>,
+    last: HashMap<String, Vec<PodEvent>, Fixed>,
     /// Uids of pods created already bound to a node.
-    prebound: RefCell<BTreeSet<String>>,
+    prebound: RefCell<HashSet<String, Fixed>>,
     /// Claim states offered since the claim's last reconcile.
     claims: RefCell<BTreeMap<ObjectKey, Vec<ResourceClaim>>>,
     /// Per claim uid, the binding state last seen.

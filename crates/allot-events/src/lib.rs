@@ -88,11 +88,15 @@ pub fn reference_of(kind: Kind, meta: &ObjectMeta) -> ObjectReference {
 /// FNV-1a, 64 bits: a stable hash for Event names (the standard library's is randomised).
 fn fnv64(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut add = |byte: u8| {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    };
     for part in parts {
-        for byte in part.bytes().chain(std::iter::once(0)) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        for &byte in part.as_bytes() {
+            add(byte);
         }
+        add(0);
     }
     hash
 }
@@ -156,7 +160,23 @@ impl<'a> Occurrence<'a> {
         let uid = involved.uid.as_deref().unwrap_or_default();
         let hash = fnv64(&[uid, self.reason, self.message]);
         // Names are at most 253 characters: the object's name is cut to leave room for the hash.
-        let prefix: String = name.chars().take(253 - 17).collect();
+        const ROOM: usize = 253 - 17;
+        // A name of at most ROOM bytes has at most ROOM characters.
+        let cut = (name.len() > ROOM)
+            .then(|| name.char_indices().nth(ROOM))
+            .flatten();
+        let prefix = cut.map_or(name, |(end, _)| &name[..end]);
+        let mut event_name = String::with_capacity(prefix.len() + 17);
+        event_name.push_str(prefix);
+        event_name.push('.');
+        for shift in (0..16).rev() {
+            let digit = ((hash >> (4 * shift)) & 0xf) as u8;
+            event_name.push(char::from(if digit < 10 {
+                b'0' + digit
+            } else {
+                b'a' + digit - 10
+            }));
+        }
         // Events about cluster-scoped objects live in `default`, as client-go records them.
         let namespace = involved
             .namespace
@@ -168,7 +188,7 @@ impl<'a> Occurrence<'a> {
             api_version: "v1".into(),
             kind: "Event".into(),
             metadata: ObjectMeta {
-                name: format!("{prefix}.{hash:016x}"),
+                name: event_name,
                 namespace,
                 ..ObjectMeta::default()
             },

@@ -65,6 +65,29 @@ fn event_names_are_stable_and_bounded() {
     assert!(a.metadata.name.len() <= 253);
     assert!(a.metadata.name.starts_with(&"p".repeat(236)));
     assert_ne!(fnv64(&["a", "bc"]), fnv64(&["ab", "c"]));
+    // The name is the object's name cut to 236 characters (not bytes), a dot and the hash in
+    // 16 lowercase hex digits.
+    for name in [
+        "web-0",
+        &"é".repeat(200),
+        &"x".repeat(236),
+        &"ü".repeat(240),
+    ] {
+        let p = pod(name, "uid-q");
+        let involved = reference(&p);
+        let e = event_object(
+            &involved,
+            EventKind::Normal,
+            "Scheduled",
+            "m",
+            Source::component(SCHEDULER),
+            "t",
+        );
+        let kept: String = name.chars().take(236).collect();
+        let hash = fnv64(&["uid-q", "Scheduled", "m"]);
+        assert_eq!(e.metadata.name, format!("{kept}.{hash:016x}"));
+    }
+    assert_eq!(fnv64(&[""]), 0xaf63_bd4c_8601_b7df);
 }
 
 #[test]

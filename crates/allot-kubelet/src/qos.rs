@@ -1,8 +1,6 @@
 //! Pod QoS classes exactly as upstream's `ComputePodQOS` (pkg/apis/core/v1/helper/qos),
 //! including pod-level resources.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use allot_api::core::v1::{Pod, ResourceList};
 use allot_quantity::Quantity;
 use serde::{Deserialize, Serialize};
@@ -31,64 +29,59 @@ impl QosClass {
 
 const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
 
-/// Adds the positive CPU and memory quantities of `list` into `into`.
-fn add_list(into: &mut BTreeMap<String, Quantity>, list: &ResourceList) {
-    for (name, q) in list {
-        if !QOS_RESOURCES.contains(&name.as_str()) || q.sign() <= 0 {
-            continue;
-        }
-        let sum = into.get(name).cloned().unwrap_or_default() + q;
-        into.insert(name.clone(), sum);
-    }
-}
+/// Positive CPU and memory quantities summed, in the order of [`QOS_RESOURCES`]. (Two slots,
+/// not a map by name: this runs for every pod a node admits.)
+type Sums = [Option<Quantity>; 2];
 
-/// The CPU and memory resources with a positive quantity in `list`.
-fn qos_resources(list: &ResourceList) -> BTreeSet<&str> {
-    list.iter()
-        .filter(|(name, q)| QOS_RESOURCES.contains(&name.as_str()) && q.sign() > 0)
-        .map(|(name, _)| name.as_str())
-        .collect()
+/// Adds the positive CPU and memory quantities of `list` into `into`; returns how many of the
+/// two `list` has.
+fn add_list(into: &mut Sums, list: &ResourceList) -> usize {
+    let mut present = 0;
+    for (sum, name) in into.iter_mut().zip(QOS_RESOURCES) {
+        let Some(q) = list.get(name).filter(|q| q.sign() > 0) else {
+            continue;
+        };
+        present += 1;
+        *sum = Some(match sum.take() {
+            Some(sum) => sum + q,
+            None => q.clone(),
+        });
+    }
+    present
 }
 
 /// Upstream's `ComputePodQOS`. With `pod_level_resources` (the PodLevelResources gate) on and
 /// `.spec.resources` set, only the pod-level requests and limits count.
 pub fn compute_pod_qos(pod: &Pod, pod_level_resources: bool) -> QosClass {
-    let mut requests = BTreeMap::new();
-    let mut limits = BTreeMap::new();
+    let mut requests: Sums = Default::default();
+    let mut limits: Sums = Default::default();
     let mut guaranteed = true;
     match (&pod.spec.resources, pod_level_resources) {
         (Some(res), true) => {
             add_list(&mut requests, &res.requests);
-            if !res.limits.is_empty() {
-                add_list(&mut limits, &res.limits);
-                if qos_resources(&res.limits).len() != QOS_RESOURCES.len() {
-                    guaranteed = false;
-                }
+            if !res.limits.is_empty() && add_list(&mut limits, &res.limits) != QOS_RESOURCES.len() {
+                guaranteed = false;
             }
         }
         _ => {
+            let empty = ResourceList::new();
             for c in pod.spec.containers.iter().chain(&pod.spec.init_containers) {
-                let empty = ResourceList::new();
                 let (req, lim) = match &c.resources {
                     Some(r) => (&r.requests, &r.limits),
                     None => (&empty, &empty),
                 };
                 add_list(&mut requests, req);
-                add_list(&mut limits, lim);
-                if qos_resources(lim).len() != QOS_RESOURCES.len() {
+                if add_list(&mut limits, lim) != QOS_RESOURCES.len() {
                     guaranteed = false;
                 }
             }
         }
     }
-    if requests.is_empty() && limits.is_empty() {
+    if requests.iter().chain(&limits).all(Option::is_none) {
         return QosClass::BestEffort;
     }
-    let matching = requests.len() == limits.len()
-        && requests
-            .iter()
-            .all(|(name, req)| limits.get(name) == Some(req));
-    if guaranteed && matching {
+    // The same resources requested and limited, in equal amounts.
+    if guaranteed && requests == limits {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable

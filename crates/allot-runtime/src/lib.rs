@@ -381,12 +381,11 @@ impl Runtime {
             if !self.routed {
                 continue;
             }
-            self.router.topics(event, &mut topics);
             targets.clear();
-            self.subscriptions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .subscribers(&topics, &mut targets);
+            let table = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+            self.router.topics(event, &table, &mut topics);
+            table.subscribers(&topics, &mut targets);
+            drop(table);
             calls += targets.len() as u64;
             for &index in &targets {
                 for key in self.controllers[index].keys_for(event, &self.store) {

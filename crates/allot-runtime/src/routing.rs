@@ -41,6 +41,27 @@ pub enum Topic {
 #[derive(Debug, Default)]
 pub(crate) struct Table {
     topics: HashMap<Topic, BTreeSet<usize>, Fast>,
+    /// How many `Object` and `Namespace` topics of each kind have subscribers: the router
+    /// names an event's object and namespace topics only for kinds that have some (no one
+    /// subscribes to one Event object, and Events are most of a large run's writes).
+    per_kind: HashMap<(PerKind, Kind), usize, Fast>,
+}
+
+/// The topics of one object or namespace, counted per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PerKind {
+    Object,
+    Namespace,
+}
+
+impl PerKind {
+    fn of(topic: &Topic) -> Option<(PerKind, Kind)> {
+        match topic {
+            Topic::Object(key) => Some((PerKind::Object, key.kind)),
+            Topic::Namespace(kind, _) => Some((PerKind::Namespace, *kind)),
+            _ => None,
+        }
+    }
 }
 
 /// A controller's handle on its subscriptions. Cheap to clone; every clone acts for the same
@@ -71,21 +92,12 @@ impl Subscriptions {
 
     /// Subscribes to a topic (again: no change).
     pub fn add(&self, topic: Topic) {
-        self.with(|t, c| {
-            t.topics.entry(topic).or_default().insert(c);
-        });
+        self.with(|t, c| t.add(topic, c));
     }
 
     /// Ends a subscription (none: no change).
     pub fn remove(&self, topic: &Topic) {
-        self.with(|t, c| {
-            if let Some(set) = t.topics.get_mut(topic) {
-                set.remove(&c);
-                if set.is_empty() {
-                    t.topics.remove(topic);
-                }
-            }
-        });
+        self.with(|t, c| t.remove(topic, c));
     }
 
     /// Subscribes when `on`, unsubscribes otherwise.
@@ -123,12 +135,17 @@ pub(crate) struct Router {
 }
 
 impl Router {
-    /// The topics of an event, updating what the router remembers. May repeat a topic.
-    pub(crate) fn topics(&mut self, event: &Event, out: &mut Vec<Topic>) {
+    /// The topics of an event that `table` may have subscribers for, updating what the router
+    /// remembers. May repeat a topic.
+    pub(crate) fn topics(&mut self, event: &Event, table: &Table, out: &mut Vec<Topic>) {
         out.clear();
         let key = &event.key;
-        out.push(Topic::Object(key.clone()));
-        out.push(Topic::Namespace(key.kind, key.namespace.clone()));
+        if table.objects_of(key.kind) {
+            out.push(Topic::Object(key.clone()));
+        }
+        if table.namespaces_of(key.kind) {
+            out.push(Topic::Namespace(key.kind, key.namespace.clone()));
+        }
         out.push(Topic::Kind(key.kind));
         let deleted = event.event_type == EventType::Deleted;
         match &event.object {
@@ -241,6 +258,51 @@ impl Router {
 }
 
 impl Table {
+    fn add(&mut self, topic: Topic, controller: usize) {
+        let per_kind = PerKind::of(&topic);
+        let set = self.topics.entry(topic).or_default();
+        if set.is_empty()
+            && let Some(class) = per_kind
+        {
+            *self.per_kind.entry(class).or_default() += 1;
+        }
+        set.insert(controller);
+    }
+
+    fn remove(&mut self, topic: &Topic, controller: usize) {
+        let Some(set) = self.topics.get_mut(topic) else {
+            return;
+        };
+        set.remove(&controller);
+        if set.is_empty() {
+            self.topics.remove(topic);
+            self.forget_topic(topic);
+        }
+    }
+
+    /// Counts one topic fewer of its kind.
+    fn forget_topic(&mut self, topic: &Topic) {
+        let Some(class) = PerKind::of(topic) else {
+            return;
+        };
+        if let Some(count) = self.per_kind.get_mut(&class) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_kind.remove(&class);
+            }
+        }
+    }
+
+    /// Whether some `Object` topic of `kind` has subscribers.
+    fn objects_of(&self, kind: Kind) -> bool {
+        self.per_kind.contains_key(&(PerKind::Object, kind))
+    }
+
+    /// Whether some `Namespace` topic of `kind` has subscribers.
+    fn namespaces_of(&self, kind: Kind) -> bool {
+        self.per_kind.contains_key(&(PerKind::Namespace, kind))
+    }
+
     /// The controllers subscribed to any of `topics`, added to `out`.
     pub(crate) fn subscribers(&self, topics: &[Topic], out: &mut BTreeSet<usize>) {
         for topic in topics {
@@ -279,21 +341,76 @@ impl Fanout {
     /// Ends every subscription of `member` (it left; its number may be reused).
     pub fn forget(&self, member: usize) {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        table.topics.retain(|_, set| {
+        let mut gone = Vec::new();
+        table.topics.retain(|topic, set| {
             set.remove(&member);
+            if set.is_empty() {
+                gone.push(topic.clone());
+            }
             !set.is_empty()
         });
+        for topic in &gone {
+            table.forget_topic(topic);
+        }
     }
 
     /// The members subscribed to a topic of `event`, added to `out`; updates what the router
     /// remembers (call it once per event, in order).
     pub fn targets(&mut self, event: &Event, out: &mut BTreeSet<usize>) {
         let mut topics = std::mem::take(&mut self.topics);
-        self.router.topics(event, &mut topics);
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .subscribers(&topics, out);
+        let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        self.router.topics(event, &table, &mut topics);
+        table.subscribers(&topics, out);
         self.topics = topics;
+    }
+}
+
+#[cfg(test)]
+mod per_kind_tests {
+    use super::*;
+
+    /// The per-kind counts follow the subscriptions: a kind is named while some object or
+    /// namespace topic of it has a subscriber, whoever ends theirs and however.
+    #[test]
+    fn object_and_namespace_topics_are_counted_per_kind() {
+        let fanout = Fanout::new();
+        let claim = |name: &str| Topic::Object(ObjectKey::new(Kind::ResourceClaim, "ns", name));
+        let counts = |f: &Fanout| {
+            let table = f.table.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                table.objects_of(Kind::ResourceClaim),
+                table.namespaces_of(Kind::ResourceClaim),
+                table.objects_of(Kind::Pod),
+            )
+        };
+        fanout.subscriptions(0).add(claim("x"));
+        fanout.subscriptions(1).add(claim("x"));
+        fanout.subscriptions(1).add(claim("y"));
+        fanout
+            .subscriptions(2)
+            .add(Topic::Namespace(Kind::ResourceClaim, "ns".into()));
+        assert_eq!(counts(&fanout), (true, true, false));
+        // Two topics of the kind, x with two subscribers: one ending leaves the kind named.
+        fanout.subscriptions(0).remove(&claim("x"));
+        fanout.subscriptions(1).remove(&claim("y"));
+        assert_eq!(counts(&fanout), (true, true, false));
+        fanout.forget(1);
+        assert_eq!(counts(&fanout), (false, true, false));
+        fanout
+            .subscriptions(2)
+            .remove(&Topic::Namespace(Kind::ResourceClaim, "ns".into()));
+        assert_eq!(counts(&fanout), (false, false, false));
+        assert!(
+            fanout
+                .table
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .per_kind
+                .is_empty()
+        );
+        // Removing what is not there changes nothing.
+        fanout.subscriptions(3).remove(&claim("x"));
+        fanout.forget(3);
+        assert_eq!(counts(&fanout), (false, false, false));
     }
 }
