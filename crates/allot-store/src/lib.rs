@@ -935,8 +935,7 @@ impl Store {
     ) -> impl Iterator<Item = &'a R> + 'a {
         let namespace = if R::KIND.namespaced() { namespace } else { "" };
         self.objects
-            .from(&(R::KIND, namespace, ""))
-            .take_while(move |(k, _)| k.kind == R::KIND && k.namespace == namespace)
+            .in_namespace(R::KIND, namespace)
             .filter_map(|(_, v)| R::from_stored(v))
     }
 

@@ -1,15 +1,16 @@
-//! The store's objects: found by key through a hash table, listed in key order through a sorted
-//! set of the keys.
+//! The store's objects: found by key through a hash table, listed in key order through sorted
+//! sets of the keys' names, one per kind and namespace.
 //!
 //! Lookups are by far the most frequent operation (every controller reads several objects per
 //! reconcile, and every write reads the object it replaces): a hash of the key costs one pass
 //! over its bytes, where an ordered map compares the key with some twenty others, string by
 //! string. Order is needed only to list objects, and only a create or a delete changes it, so
-//! the sorted set is touched by those alone, never by the far more frequent updates.
+//! the sorted sets are touched by those alone, never by the far more frequent updates. They
+//! hold names under their kind and namespace: a create compares its name with others, not
+//! kind, namespace and name each time (most objects of a kind share a few namespaces).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
-use std::ops::Bound;
 
 use crate::{KeyParts, Kind, ObjectKey, Stored};
 
@@ -27,11 +28,15 @@ impl Hash for dyn KeyParts + '_ {
     }
 }
 
+/// Names by namespace, in order.
+type Namespaces = BTreeMap<String, BTreeSet<String>>;
+
 /// Objects by key.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Objects {
     by_key: HashMap<ObjectKey, Stored, FixedHash>,
-    order: BTreeSet<ObjectKey>,
+    /// Every key, as kind → namespace → names: the same keys as `by_key`.
+    order: BTreeMap<Kind, Namespaces>,
 }
 
 impl Objects {
@@ -52,41 +57,84 @@ impl Objects {
         if let Some(slot) = self.by_key.get_mut(key as &dyn KeyParts) {
             return Some(std::mem::replace(slot, object));
         }
-        self.order.insert(key.clone());
+        let spaces = self.order.entry(key.kind).or_default();
+        let names = match spaces.get_mut(key.namespace.as_str()) {
+            Some(names) => names,
+            None => spaces.entry(key.namespace.clone()).or_default(),
+        };
+        names.insert(key.name.clone());
         self.by_key.insert(key.clone(), object);
         None
     }
 
     pub(crate) fn remove(&mut self, key: &dyn KeyParts) -> Option<Stored> {
         let object = self.by_key.remove(key)?;
-        self.order.remove(key);
+        let (kind, namespace, name) = key.parts();
+        if let Some(spaces) = self.order.get_mut(&kind) {
+            if let Some(names) = spaces.get_mut(namespace) {
+                names.remove(name);
+                if names.is_empty() {
+                    spaces.remove(namespace);
+                }
+            }
+            if spaces.is_empty() {
+                self.order.remove(&kind);
+            }
+        }
         Some(object)
     }
 
     /// Every object, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
-        self.order.iter().map(|key| (key, self.stored(key)))
-    }
-
-    /// The objects from `start` on, in key order.
-    pub(crate) fn from<'a>(
-        &'a self,
-        start: &dyn KeyParts,
-    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + use<'a> {
         self.order
-            .range::<dyn KeyParts, _>((Bound::Included(start), Bound::Unbounded))
-            .map(|key| (key, self.stored(key)))
+            .iter()
+            .flat_map(|(&kind, spaces)| self.in_namespaces(kind, spaces))
     }
 
     /// Every object of a kind, in key order.
     pub(crate) fn of_kind(&self, kind: Kind) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
-        self.from(&(kind, "", ""))
-            .take_while(move |(k, _)| k.kind == kind)
+        self.order
+            .get(&kind)
+            .into_iter()
+            .flat_map(move |spaces| self.in_namespaces(kind, spaces))
     }
 
-    fn stored(&self, key: &ObjectKey) -> &Stored {
+    /// Every object of a kind in one namespace, in name order.
+    pub(crate) fn in_namespace<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: &str,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + use<'a> {
+        let names = self
+            .order
+            .get(&kind)
+            .and_then(|s| s.get_key_value(namespace));
+        names
+            .into_iter()
+            .flat_map(move |(namespace, names)| self.named(kind, namespace, names))
+    }
+
+    fn in_namespaces<'a>(
+        &'a self,
+        kind: Kind,
+        spaces: &'a Namespaces,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + 'a {
+        spaces
+            .iter()
+            .flat_map(move |(namespace, names)| self.named(kind, namespace, names))
+    }
+
+    fn named<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: &'a str,
+        names: &'a BTreeSet<String>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + 'a {
         // Both collections hold the same keys: `insert` and `remove` change them together.
-        &self.by_key[key]
+        names.iter().filter_map(move |name| {
+            self.by_key
+                .get_key_value(&(kind, namespace, name.as_str()) as &dyn KeyParts)
+        })
     }
 }
 
@@ -148,5 +196,18 @@ mod tests {
         assert!(!objects.contains_key(&keys[2]));
         assert_eq!(objects.of_kind(Kind::Pod).count(), 2);
         assert!(objects.remove(&keys[2]).is_none());
+        let in_b: Vec<&str> = objects
+            .in_namespace(Kind::Pod, "b")
+            .map(|(k, _)| k.name.as_str())
+            .collect();
+        assert_eq!(in_b, ["x"]);
+        assert_eq!(objects.in_namespace(Kind::Pod, "c").count(), 0);
+        assert_eq!(objects.in_namespace(Kind::Service, "a").count(), 0);
+        // The last object of a namespace and of a kind gone: nothing left to list of them.
+        assert!(objects.remove(&keys[4]).is_some());
+        assert!(objects.remove(&keys[0]).is_some());
+        assert_eq!(objects.of_kind(Kind::Pod).count(), 0);
+        assert!(!objects.order.contains_key(&Kind::Pod));
+        assert_eq!(objects.iter().count(), 2);
     }
 }
