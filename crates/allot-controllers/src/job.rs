@@ -24,7 +24,7 @@ use allot_api::batch::v1::{
 };
 use std::sync::Arc;
 
-use allot_api::core::v1::Pod;
+use allot_api::core::v1::{Pod, PodTemplateSpec};
 use allot_runtime::{Action, Context, Controller, SimTime, Subscriptions, Topic};
 use allot_store::{Event, EventType, Kind, ObjectKey, Store, Stored};
 
@@ -995,7 +995,7 @@ fn create_pods(
         .iter()
         .any(|f| f == TRACKING_FINALIZER)
     {
-        template
+        Arc::make_mut(&mut template)
             .metadata
             .finalizers
             .push(TRACKING_FINALIZER.to_string());
@@ -1007,10 +1007,12 @@ fn create_pods(
         if indexed && index.is_none() {
             break;
         }
-        let mut t = template.clone();
+        // Only an Indexed Job's pods differ from the template (one copy each).
+        let mut with_index = None;
         let prefix = match index {
             Some(i) => {
-                add_index(&mut t, i, &job.metadata.name);
+                let t = with_index.insert(PodTemplateSpec::clone(&template));
+                add_index(t, i, &job.metadata.name);
                 if job.spec.backoff_limit_per_index.is_some() {
                     let failures = pods
                         .iter()
@@ -1026,7 +1028,8 @@ fn create_pods(
             }
             None => pods_prefix(&job.metadata.name),
         };
-        let pod = owned_pod(Kind::Job, &job.metadata, &t, &prefix);
+        let t = with_index.as_ref().unwrap_or(&template);
+        let pod = owned_pod(Kind::Job, &job.metadata, t, &prefix);
         workload::create_pod(store, now, &involved, Source::component(COMPONENT), pod)?;
         created += 1;
     }
@@ -1036,7 +1039,7 @@ fn create_pods(
 /// The completion index on a pod template: annotation, label (`PodIndexLabel`), the
 /// `JOB_COMPLETION_INDEX` variable in every container (from the annotation, as upstream's
 /// downward API reference) and the hostname `<job>-<index>`.
-fn add_index(template: &mut allot_api::core::v1::PodTemplateSpec, index: i32, job: &str) {
+fn add_index(template: &mut PodTemplateSpec, index: i32, job: &str) {
     let value = index.to_string();
     template
         .metadata

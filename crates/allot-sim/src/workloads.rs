@@ -67,9 +67,9 @@ pub fn apply_defaults(object: &mut Stored, defaults: &WorkloadDefaults) {
         Stored::ReplicaSet(r) => template(&mut Arc::make_mut(r).spec.template, defaults),
         Stored::StatefulSet(s) => template(&mut Arc::make_mut(s).spec.template, defaults),
         Stored::DaemonSet(d) => template(&mut Arc::make_mut(d).spec.template, defaults),
-        Stored::Job(j) => template(&mut Arc::make_mut(j).spec.template, defaults),
+        Stored::Job(j) => template(Arc::make_mut(&mut Arc::make_mut(j).spec.template), defaults),
         Stored::CronJob(c) => template(
-            &mut Arc::make_mut(c).spec.job_template.spec.template,
+            Arc::make_mut(&mut Arc::make_mut(c).spec.job_template.spec.template),
             defaults,
         ),
         _ => {}

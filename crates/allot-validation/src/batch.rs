@@ -726,7 +726,7 @@ pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
         |s| go_label_selector(s.as_ref()),
     ));
     let suspended_not_started = old_spec.suspend == Some(true) && old.status.start_time.is_none();
-    let mut old_template = old_spec.template.clone();
+    let mut old_template = allot_api::core::v1::PodTemplateSpec::clone(&old_spec.template);
     if suspended_not_started {
         let template = &spec.template;
         match (&template.spec.affinity, &mut old_template.spec.affinity) {
@@ -754,7 +754,7 @@ pub fn validate_job_update(new: &Job, old: &Job) -> Vec<FieldError> {
         old_template.spec.scheduling_gates = template.spec.scheduling_gates.clone();
     }
     errs.extend(immutable_struct(
-        &spec.template,
+        &*spec.template,
         &old_template,
         "spec.template",
     ));

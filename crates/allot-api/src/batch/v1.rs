@@ -143,7 +143,7 @@ pub struct JobSpec {
     pub manual_selector: Option<bool>,
     /// The pods to create.
     #[serde(default, deserialize_with = "crate::serde_util::nullable")]
-    pub template: PodTemplateSpec,
+    pub template: std::sync::Arc<PodTemplateSpec>,
     /// TTL seconds after finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<i32>,

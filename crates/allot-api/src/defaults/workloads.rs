@@ -188,7 +188,7 @@ pub fn default_job(job: &mut Job) {
         });
     }
     spec.manual_selector.get_or_insert(false);
-    default_pod_template(&mut spec.template);
+    default_pod_template(std::sync::Arc::make_mut(&mut spec.template));
 }
 
 /// What the Job registry does at creation when `manualSelector` is not true (upstream's
@@ -203,7 +203,9 @@ pub fn generate_job_selector(job: &mut Job) {
     }
     let name = job.metadata.name.clone();
     let uid = job.metadata.uid.clone();
-    let labels = &mut job.spec.template.metadata.labels;
+    let labels = &mut std::sync::Arc::make_mut(&mut job.spec.template)
+        .metadata
+        .labels;
     for key in [LEGACY_JOB_NAME_LABEL, JOB_NAME_LABEL] {
         labels
             .entry(key.to_string())
@@ -237,7 +239,9 @@ pub fn forget_generated_job_selector(job: &mut Job, uid: &str) {
     if job.metadata.labels == job.spec.template.metadata.labels {
         job.metadata.labels.clear();
     }
-    let labels = &mut job.spec.template.metadata.labels;
+    let labels = &mut std::sync::Arc::make_mut(&mut job.spec.template)
+        .metadata
+        .labels;
     for key in [LEGACY_JOB_CONTROLLER_UID_LABEL, JOB_CONTROLLER_UID_LABEL] {
         if labels.get(key).is_some_and(|v| v == uid) {
             labels.remove(key);
@@ -262,7 +266,9 @@ pub fn default_cron_job(job: &mut CronJob) {
     spec.suspend.get_or_insert(false);
     spec.successful_jobs_history_limit.get_or_insert(3);
     spec.failed_jobs_history_limit.get_or_insert(1);
-    default_pod_template(&mut spec.job_template.spec.template);
+    default_pod_template(std::sync::Arc::make_mut(
+        &mut spec.job_template.spec.template,
+    ));
 }
 
 /// `SetDefaults_ReplicationController`: the selector and the object's labels from the
@@ -579,8 +585,7 @@ mod tests {
         job.metadata.name = "pi".into();
         job.metadata.uid = "u-1".into();
         job.spec.manual_selector = Some(false);
-        job.spec
-            .template
+        std::sync::Arc::make_mut(&mut job.spec.template)
             .metadata
             .labels
             .insert("job-name".into(), "mine".into());
@@ -606,8 +611,7 @@ mod tests {
         job.metadata.name = "pi".into();
         job.metadata.uid = "old".into();
         job.spec.manual_selector = Some(false);
-        job.spec
-            .template
+        std::sync::Arc::make_mut(&mut job.spec.template)
             .metadata
             .labels
             .insert("app".into(), "pi".into());
