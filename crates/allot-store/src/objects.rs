@@ -210,4 +210,51 @@ mod tests {
         assert!(!objects.order.contains_key(&Kind::Pod));
         assert_eq!(objects.iter().count(), 2);
     }
+
+    proptest::proptest! {
+        /// Whatever the creates and deletes, listing gives exactly the keys present, in key
+        /// order, whole, per kind and per namespace.
+        #[test]
+        fn listing_follows_inserts_and_removes(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0usize..3, 0usize..3, 0usize..4), 0..60)
+        ) {
+            let kinds = [Kind::Pod, Kind::Node, Kind::ResourceClaim];
+            let namespaces = ["", "a", "b"];
+            let mut objects = Objects::default();
+            let mut model = std::collections::BTreeSet::new();
+            for (insert, kind, namespace, name) in ops {
+                let key = ObjectKey::new(kinds[kind], namespaces[namespace], format!("n{name}"));
+                if insert {
+                    let replaced = objects
+                        .insert(&key, Stored::Namespace(Default::default()))
+                        .is_some();
+                    proptest::prop_assert_eq!(replaced, !model.insert(key));
+                } else {
+                    proptest::prop_assert_eq!(objects.remove(&key).is_some(), model.remove(&key));
+                }
+            }
+            let listed: Vec<&ObjectKey> = objects.iter().map(|(k, _)| k).collect();
+            proptest::prop_assert_eq!(listed, model.iter().collect::<Vec<_>>());
+            for kind in kinds {
+                let of_kind: Vec<&ObjectKey> = objects.of_kind(kind).map(|(k, _)| k).collect();
+                let expected: Vec<&ObjectKey> = model.iter().filter(|k| k.kind == kind).collect();
+                proptest::prop_assert_eq!(of_kind, expected);
+                for namespace in namespaces {
+                    let listed: Vec<&ObjectKey> =
+                        objects.in_namespace(kind, namespace).map(|(k, _)| k).collect();
+                    let expected: Vec<&ObjectKey> = model
+                        .iter()
+                        .filter(|k| k.kind == kind && k.namespace == namespace)
+                        .collect();
+                    proptest::prop_assert_eq!(listed, expected);
+                }
+            }
+            // No empty set is left behind.
+            let tidy = objects
+                .order
+                .values()
+                .all(|spaces| !spaces.is_empty() && spaces.values().all(|names| !names.is_empty()));
+            proptest::prop_assert!(tidy);
+        }
+    }
 }
