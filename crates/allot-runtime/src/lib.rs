@@ -382,10 +382,10 @@ impl Runtime {
                 continue;
             }
             targets.clear();
-            let table = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
-            self.router.topics(event, &table, &mut topics);
-            table.subscribers(&topics, &mut targets);
-            drop(table);
+            self.subscriptions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .route(&mut self.router, event, &mut topics, &mut targets);
             calls += targets.len() as u64;
             for &index in &targets {
                 for key in self.controllers[index].keys_for(event, &self.store) {

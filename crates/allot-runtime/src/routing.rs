@@ -257,7 +257,33 @@ impl Router {
     }
 }
 
+/// Counts one topic fewer of its kind (it lost its last subscriber).
+fn uncount(per_kind: &mut HashMap<(PerKind, Kind), usize, Fast>, topic: &Topic) {
+    let Some(class) = PerKind::of(topic) else {
+        return;
+    };
+    if let Some(count) = per_kind.get_mut(&class) {
+        *count -= 1;
+        if *count == 0 {
+            per_kind.remove(&class);
+        }
+    }
+}
+
 impl Table {
+    /// The subscribers of `event`'s topics, added to `out`: the router names the topics this
+    /// table may hold (remembering where the event's objects are), `topics` is scratch space.
+    pub(crate) fn route(
+        &self,
+        router: &mut Router,
+        event: &Event,
+        topics: &mut Vec<Topic>,
+        out: &mut BTreeSet<usize>,
+    ) {
+        router.topics(event, self, topics);
+        self.subscribers(topics, out);
+    }
+
     fn add(&mut self, topic: Topic, controller: usize) {
         let per_kind = PerKind::of(&topic);
         let set = self.topics.entry(topic).or_default();
@@ -276,20 +302,7 @@ impl Table {
         set.remove(&controller);
         if set.is_empty() {
             self.topics.remove(topic);
-            self.forget_topic(topic);
-        }
-    }
-
-    /// Counts one topic fewer of its kind.
-    fn forget_topic(&mut self, topic: &Topic) {
-        let Some(class) = PerKind::of(topic) else {
-            return;
-        };
-        if let Some(count) = self.per_kind.get_mut(&class) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_kind.remove(&class);
-            }
+            uncount(&mut self.per_kind, topic);
         }
     }
 
@@ -341,27 +354,25 @@ impl Fanout {
     /// Ends every subscription of `member` (it left; its number may be reused).
     pub fn forget(&self, member: usize) {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        let mut gone = Vec::new();
-        table.topics.retain(|topic, set| {
+        let Table { topics, per_kind } = &mut *table;
+        topics.retain(|topic, set| {
             set.remove(&member);
             if set.is_empty() {
-                gone.push(topic.clone());
+                uncount(per_kind, topic);
             }
             !set.is_empty()
         });
-        for topic in &gone {
-            table.forget_topic(topic);
-        }
     }
 
     /// The members subscribed to a topic of `event`, added to `out`; updates what the router
     /// remembers (call it once per event, in order).
     pub fn targets(&mut self, event: &Event, out: &mut BTreeSet<usize>) {
-        let mut topics = std::mem::take(&mut self.topics);
-        let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        self.router.topics(event, &table, &mut topics);
-        table.subscribers(&topics, out);
-        self.topics = topics;
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).route(
+            &mut self.router,
+            event,
+            &mut self.topics,
+            out,
+        );
     }
 }
 

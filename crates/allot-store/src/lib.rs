@@ -407,8 +407,8 @@ impl ObjectKey {
     }
 }
 
-/// A key borrowed from its parts, so that lookups need not allocate an [`ObjectKey`]. Orders
-/// exactly as `ObjectKey` does (kind, namespace, name).
+/// A key borrowed from its parts, so that lookups need not allocate an [`ObjectKey`]. Equal
+/// and hashed exactly as `ObjectKey` is (kind, namespace, name).
 trait KeyParts {
     fn parts(&self) -> (Kind, &str, &str);
 }
@@ -438,18 +438,6 @@ impl PartialEq for dyn KeyParts + '_ {
 }
 
 impl Eq for dyn KeyParts + '_ {}
-
-impl PartialOrd for dyn KeyParts + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for dyn KeyParts + '_ {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.parts().cmp(&other.parts())
-    }
-}
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
