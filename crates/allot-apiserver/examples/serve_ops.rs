@@ -7,7 +7,7 @@
 //! - `get-protobuf-value`: the protobuf body as serve wrote it before, from the rendered
 //!   `Value` (`server::render`'s `versions::render`, then `media::body`);
 //! - `create-json`, `create-protobuf`: a create's request body into the typed object serve
-//!   admits (`server::request_object`: protobuf → JSON text → `Value` → typed).
+//!   admits (`server::request_object`: JSON text or protobuf → `Value` → typed).
 //!
 //! ```text
 //! cargo build --profile bench -p allot-apiserver --example serve_ops

@@ -976,22 +976,22 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let protobuf = body_type.starts_with(allot_protobuf::MEDIA_TYPE);
-    let bytes = if protobuf && !bytes.is_empty() {
+    let mut body = if protobuf && !bytes.is_empty() {
         match decode_protobuf(&bytes) {
-            Ok(bytes) => bytes,
+            Ok(object) => RequestBody::decoded(object),
             Err(err) => return err.into_response(),
         }
     } else {
-        bytes
+        RequestBody::text(bytes)
     };
     // Bodies of creates, updates and deletes in a media type the server does not decode (415);
     // a patch's type is checked with the patch.
     let decodes_body = matches!(parts.method, Method::POST | Method::PUT)
-        || (parts.method == Method::DELETE && !bytes.is_empty());
+        || (parts.method == Method::DELETE && !body.is_empty());
     if decodes_body && let Err(err) = crate::query::check_body_type(body_type) {
         return ApiError::from(err).into_response();
     }
-    if let Some(response) = review_request(&shared, &attributes, &parts, &bytes) {
+    if let Some(response) = review_request(&shared, &attributes, &parts, &mut body) {
         return response;
     }
     let Some(mut target) = route(&path).filter(|t| shared.options.runtime_config.serves(t.info))
@@ -1036,7 +1036,8 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         // Upstream reads YAML bodies and server-side apply bodies with its YAML reader.
         let yaml_body = content_type.starts_with("application/yaml")
             || content_type.starts_with("application/apply-patch");
-        target.options.duplicates = crate::decode::duplicates(&bytes, yaml_body);
+        // (A protobuf body has no text, and no key twice.)
+        target.options.duplicates = crate::decode::duplicates(&body.text, yaml_body);
         target.options.whole_object = parts.method != Method::PATCH;
     }
     let accept = parts
@@ -1078,7 +1079,7 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
     };
     if let Some(subresource) = target.subresource {
         let result =
-            crate::subresources::create(&shared, &target, subresource, &parts.method, &bytes);
+            crate::subresources::create(&shared, &target, subresource, &parts.method, &mut body);
         return respond(media, result, &target);
     }
     let result = match (&parts.method, &target.name) {
@@ -1091,17 +1092,17 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             Err(err) => Err(err),
         },
         (method, Some(name)) if target.scale => {
-            scale(&shared, &target, method, name, &bytes, &content_type)
+            scale(&shared, &target, method, name, &mut body, &content_type)
         }
         (&Method::GET, Some(name)) => match get(&shared, &target, name, &query, media) {
             Ok(Got::Encoded(body)) => return encoded(body, &target),
             Ok(Got::Value(value)) => Ok((StatusCode::OK, value)),
             Err(err) => Err(err),
         },
-        (&Method::POST, None) => create(&shared, &target, &bytes),
-        (&Method::PUT, Some(name)) => update(&shared, &target, name, &bytes),
-        (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &bytes, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &bytes, &query),
+        (&Method::POST, None) => create(&shared, &target, &mut body),
+        (&Method::PUT, Some(name)) => update(&shared, &target, name, &mut body),
+        (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &body.text, &content_type),
+        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &mut body, &query),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -1178,26 +1179,67 @@ pub fn object_body(
 }
 
 /// A create's request body (at `path`, in `content_type`) as the typed object serve admits:
-/// the protobuf body turned into JSON text, parsed into a `Value`, then admitted (`admit`:
-/// type meta, namespace, the typed decode). Public for the `serve_ops` example.
+/// a JSON body parsed into a `Value`, a protobuf body decoded into one, then admitted
+/// (`admit`: type meta, namespace, the typed decode). Public for the `serve_ops` example.
 #[doc(hidden)]
 pub fn request_object(path: &str, content_type: &str, bytes: &[u8]) -> Result<Stored, String> {
     let target = route(path).ok_or_else(|| format!("no resource at {path}"))?;
-    let text;
-    let bytes = if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
-        text = decode_protobuf(bytes).map_err(|e| e.message.clone())?;
-        &text[..]
+    let mut body = if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
+        RequestBody::decoded(decode_protobuf(bytes).map_err(|e| e.message.clone())?)
     } else {
-        bytes
+        RequestBody::text(axum::body::Bytes::copy_from_slice(bytes))
     };
-    let value = parse_body(bytes).map_err(|e| e.message.clone())?;
+    let value = body.object().map_err(|e| e.message.clone())?;
     admit(&target, value, None).map_err(|e| e.message.clone())
 }
 
-/// A protobuf request body as the JSON the rest of the server reads. A kind without a
-/// protobuf form is 415 as upstream answers for custom resources; a body that does not decode
-/// is 400, naming the field.
-fn decode_protobuf(bytes: &[u8]) -> Result<axum::body::Bytes, ApiError> {
+/// A request body: the text sent (JSON or YAML), or the object a protobuf body decoded to.
+pub(crate) struct RequestBody {
+    /// The text sent; empty for a protobuf body.
+    pub(crate) text: axum::body::Bytes,
+    /// The object of a protobuf body, until a handler takes it.
+    decoded: Option<Value>,
+}
+
+impl RequestBody {
+    fn text(text: axum::body::Bytes) -> Self {
+        RequestBody {
+            text,
+            decoded: None,
+        }
+    }
+
+    fn decoded(object: Value) -> Self {
+        RequestBody {
+            text: axum::body::Bytes::new(),
+            decoded: Some(object),
+        }
+    }
+
+    /// Whether nothing was sent.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.decoded.is_none() && self.text.is_empty()
+    }
+
+    /// Whether nothing but whitespace was sent.
+    pub(crate) fn is_blank(&self) -> bool {
+        self.decoded.is_none() && self.text.iter().all(u8::is_ascii_whitespace)
+    }
+
+    /// The body as one JSON object: the decoded protobuf object (taken: a request's body is
+    /// read once), or the text parsed ([`parse_body`]).
+    pub(crate) fn object(&mut self) -> Result<Value, ApiError> {
+        match self.decoded.take() {
+            Some(object) => Ok(object),
+            None => parse_body(&self.text),
+        }
+    }
+}
+
+/// A protobuf request body as the JSON object the rest of the server reads, decoded straight
+/// from the wire. A kind without a protobuf form is 415 as upstream answers for custom
+/// resources; a body that does not decode is 400, naming the field.
+fn decode_protobuf(bytes: &[u8]) -> Result<Value, ApiError> {
     let envelope = allot_protobuf::envelope(bytes)
         .map_err(|e| ApiError::bad_request(format!("the protobuf body does not decode: {e}")))?;
     if !allot_protobuf::supports(envelope.api_version, envelope.kind) {
@@ -1212,14 +1254,12 @@ fn decode_protobuf(bytes: &[u8]) -> Result<axum::body::Bytes, ApiError> {
             ),
         ));
     }
-    // Straight to JSON text, without a `Value` in between.
-    let json = allot_protobuf::decode_json(bytes).map_err(|e| {
+    allot_protobuf::decode::<Value>(bytes).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
             envelope.kind, envelope.api_version, envelope.kind
         ))
-    })?;
-    Ok(axum::body::Bytes::from(json))
+    })
 }
 
 /// How long the storage check of `/readyz` waits for etcd (kube-apiserver's
@@ -1331,7 +1371,7 @@ fn review_request(
     shared: &Shared,
     attributes: &crate::auth::Attributes,
     parts: &axum::http::request::Parts,
-    bytes: &[u8],
+    body: &mut RequestBody,
 ) -> Option<Response> {
     let review_group = [crate::auth::REVIEW_GROUP, crate::auth::AUTHENTICATION_GROUP]
         .contains(&attributes.api_group.as_str());
@@ -1348,10 +1388,10 @@ fn review_request(
             .into_response(),
         );
     }
-    let body = if bytes.is_empty() || parts.method == Method::PATCH {
+    let body = if body.is_empty() || parts.method == Method::PATCH {
         None
     } else {
-        match parse_body(bytes) {
+        match body.object() {
             Ok(value) => Some(value),
             Err(err) => return Some(err.into_response()),
         }
@@ -2127,7 +2167,11 @@ pub(crate) fn write<T: Renumber>(
     Ok(out)
 }
 
-fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode, Value), ApiError> {
+fn create(
+    shared: &Shared,
+    target: &Target,
+    body: &mut RequestBody,
+) -> Result<(StatusCode, Value), ApiError> {
     if target.status {
         return Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -2135,7 +2179,7 @@ fn create(shared: &Shared, target: &Target, bytes: &[u8]) -> Result<(StatusCode,
             "create is not supported on status",
         ));
     }
-    create_value(shared, target, parse_body(bytes)?, None)
+    create_value(shared, target, body.object()?, None)
 }
 
 /// What the request may change, for field ownership.
@@ -2494,9 +2538,9 @@ fn update(
     shared: &Shared,
     target: &Target,
     name: &str,
-    bytes: &[u8],
+    body: &mut RequestBody,
 ) -> Result<(StatusCode, Value), ApiError> {
-    let value = parse_body(bytes)?;
+    let value = body.object()?;
     replace(shared, target, name, value)
 }
 
@@ -2568,7 +2612,7 @@ fn scale(
     target: &Target,
     method: &Method,
     name: &str,
-    bytes: &[u8],
+    body: &mut RequestBody,
     content_type: &str,
 ) -> Result<(StatusCode, Value), ApiError> {
     let kind = target.info.kind;
@@ -2614,11 +2658,11 @@ fn scale(
     };
     let (code, object) = replace_with(shared, target, name, |current| {
         let scale = match patch_type {
-            None => parse_body(bytes)?,
+            None => body.object()?,
             Some(patch_type) => {
                 let current_scale = crate::scale::to_scale(kind, current);
                 let schema = crate::patch::KindSchema(kind);
-                crate::patch::patch_object(patch_type, &current_scale, bytes, &schema)
+                crate::patch::patch_object(patch_type, &current_scale, &body.text, &schema)
                     .map_err(|e| patch_error(&e))?
             }
         };
@@ -2749,16 +2793,16 @@ fn delete(
     shared: &Shared,
     target: &Target,
     name: &str,
-    bytes: &[u8],
+    body: &mut RequestBody,
     query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
     // kubectl sends its options as a DeleteOptions body: dryRun and preconditions live there.
-    let options = if bytes.iter().all(u8::is_ascii_whitespace) {
+    let options = if body.is_blank() {
         Value::Null
     } else {
-        parse_body(bytes)?
+        body.object()?
     };
     let dry_run = target.dry_run
         || options
@@ -3205,6 +3249,34 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    /// A protobuf body is decoded straight into the object serve admits: the same object as
+    /// its JSON form, taken once.
+    #[test]
+    fn protobuf_bodies_are_admitted_as_their_json_is() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx",
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+                "tolerations": [{"key": "k", "operator": "Exists"}]}});
+        let path = "/api/v1/namespaces/team/pods";
+        let json = serde_json::to_vec(&pod).expect("json");
+        let protobuf = allot_protobuf::encode("v1", "Pod", &pod).expect("protobuf");
+        let from_json = request_object(path, "application/json", &json).expect("admitted");
+        let from_protobuf =
+            request_object(path, allot_protobuf::MEDIA_TYPE, &protobuf).expect("admitted");
+        assert_eq!(from_protobuf.to_json(), from_json.to_json());
+
+        let mut body = RequestBody::decoded(json!({"kind": "Binding"}));
+        assert!(!body.is_empty() && !body.is_blank());
+        assert_eq!(
+            body.object().expect("the object"),
+            json!({"kind": "Binding"})
+        );
+        let mut blank = RequestBody::text(axum::body::Bytes::from_static(b" \n"));
+        assert!(blank.is_blank() && !blank.is_empty());
+        assert!(blank.object().is_err());
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub(crate) fn create(
     target: &Target,
     subresource: &str,
     method: &Method,
-    bytes: &[u8],
+    body: &mut crate::server::RequestBody,
 ) -> Result<(StatusCode, Value), ApiError> {
     if *method != Method::POST {
         return Err(ApiError::new(
@@ -30,7 +30,7 @@ pub(crate) fn create(
         ));
     }
     let name = target.name.as_deref().unwrap_or_default();
-    let body = crate::server::parse_body(bytes)?;
+    let body = body.object()?;
     let body_namespace = body
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)

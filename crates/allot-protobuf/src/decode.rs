@@ -3,6 +3,8 @@
 //! that allot's typed objects and `serde_json::Value` decode from it directly. A field number the
 //! schema does not know, or a payload of the wrong wire type, is an error: nothing is dropped.
 
+use std::cell::Cell;
+
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Visitor};
 use smallvec::{SmallVec, smallvec};
@@ -12,30 +14,56 @@ use crate::schema::{Card, Field, Message, Presence, Schema, Ty};
 use crate::time;
 use crate::wire::{Raw, Reader};
 
+/// What one decode shares: the schema, and how messages are read.
+///
+/// Encoders write each field of a message once, the values of a repeated field one after the
+/// other (Kubernetes' in ascending number order, allot's in its JSON order). Such a message
+/// is read as a stream: each field presented as it is read, a repeated field's run of values
+/// gathered when its key is presented. A message that has a field come back after others
+/// (protobuf allows it: the values merge) is noticed when the field comes back, before
+/// anything of it is presented twice; the decode then starts again from the top with the
+/// grouped reading, which gathers every message's fields by number first.
+pub struct Cx<'s> {
+    schema: &'s Schema,
+    /// Messages are read grouped, not streamed.
+    grouped: bool,
+    /// The streamed reading met a message out of order: the decode is to be done grouped.
+    out_of_order: Cell<bool>,
+}
+
+/// Runs `decode` on message `msg` of `schema` in `data` (presented with `prefix` first), read
+/// as a stream; again, grouped, when the stream met a message out of order.
+pub fn read<'de, R>(
+    schema: &Schema,
+    msg: u16,
+    data: &'de [u8],
+    prefix: &[(&'static str, &'de str)],
+    mut decode: impl FnMut(MessageDe<'de, '_>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let streamed = Cx {
+        schema,
+        grouped: false,
+        out_of_order: Cell::new(false),
+    };
+    let result = decode(MessageDe::new(&streamed, msg, data, prefix));
+    if !streamed.out_of_order.get() {
+        return result;
+    }
+    drop(result);
+    let grouped = Cx {
+        schema,
+        grouped: true,
+        out_of_order: Cell::new(false),
+    };
+    decode(MessageDe::new(&grouped, msg, data, prefix))
+}
+
 /// The fields of one field number, in wire order. Up to four values inline: most repeated and
 /// map fields of an object hold a few (labels, conditions, a container's arguments, resource
 /// requests), and a heap list per such field cost more than the larger groups.
 struct Group<'de, 's> {
     field: &'s Field,
     vals: SmallVec<[Raw<'de>; 4]>,
-}
-
-fn wire_fits(field: &Field, raw: &Raw<'_>) -> bool {
-    match (field.ty, raw) {
-        (Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64, Raw::Varint(_))
-        | (Ty::Double, Raw::I64(_))
-        | (Ty::Float, Raw::I32(_)) => true,
-        // Packed repeated scalars.
-        (
-            Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64 | Ty::Double | Ty::Float,
-            Raw::Bytes(_),
-        ) => field.card == Card::Repeated,
-        (_, Raw::Bytes(_)) => !matches!(
-            field.ty,
-            Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64 | Ty::Double | Ty::Float
-        ),
-        _ => false,
-    }
 }
 
 /// Gathers the fields of `data` into `groups`, by field. `ordered` is whether the fields read
@@ -59,16 +87,7 @@ fn read_fields<'de, 's>(
                 msg.name
             )));
         };
-        let fits = match field.card {
-            Card::Map => matches!(raw, Raw::Bytes(_)),
-            _ => wire_fits(field, &raw),
-        };
-        if !fits {
-            return Err(Error::new(format!(
-                "{}: field {} has the wrong wire type",
-                msg.name, field.json
-            )));
-        }
+        fits(msg, field, &raw)?;
         if field.inline {
             let (Ty::Message(m), Raw::Bytes(inner)) = (field.ty, raw) else {
                 return Err(Error::new(format!("{}: bad inlined field", msg.name)));
@@ -110,65 +129,65 @@ fn read_fields<'de, 's>(
 /// field cost more than the test.
 #[inline]
 fn omitted(group: &Group<'_, '_>) -> bool {
-    let field = group.field;
-    if field.presence != Presence::OmitEmpty || field.card != Card::One {
-        return false;
-    }
-    let Some(last) = group.vals.last() else {
-        return true;
-    };
-    match (field.ty, last) {
-        (Ty::String | Ty::Bytes, Raw::Bytes(b)) => b.is_empty(),
-        (Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64, Raw::Varint(v)) => *v == 0,
-        (Ty::Double, Raw::I64(v)) => f64::from_bits(*v) == 0.0,
-        (Ty::Float, Raw::I32(v)) => f32::from_bits(*v) == 0.0,
-        _ => false,
+    match group.vals.last() {
+        Some(last) => omitted_one(group.field, last),
+        None => group.field.presence == Presence::OmitEmpty && group.field.card == Card::One,
     }
 }
 
 /// A message as a JSON object.
 pub struct MessageDe<'de, 's> {
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     msg: &'s Message,
-    payloads: SmallVec<[&'de [u8]; 1]>,
+    data: &'de [u8],
     prefix: SmallVec<[(&'static str, &'de str); 2]>,
 }
 
 impl<'de, 's> MessageDe<'de, 's> {
-    /// Message `msg` of `schema` in `data`.
-    pub fn new(schema: &'s Schema, msg: u16, data: &'de [u8]) -> Self {
+    /// Message `msg` of the schema in `data`, presenting `key: value` string pairs first
+    /// (apiVersion and kind from the envelope).
+    fn new(cx: &'s Cx<'s>, msg: u16, data: &'de [u8], prefix: &[(&'static str, &'de str)]) -> Self {
         MessageDe {
-            schema,
-            msg: &schema.messages[msg as usize],
-            payloads: smallvec![data],
-            prefix: SmallVec::new(),
+            cx,
+            msg: &cx.schema.messages[msg as usize],
+            data,
+            prefix: prefix.iter().copied().collect(),
         }
-    }
-
-    /// Presents `key: value` string pairs first (apiVersion and kind from the envelope).
-    pub fn with_prefix(mut self, key: &'static str, value: &'de str) -> Self {
-        self.prefix.push((key, value));
-        self
     }
 
     /// Presents the message to `visitor` as a map.
     fn visit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visit_message(self.schema, self.msg, &self.payloads, self.prefix, visitor)
+        visit_message(self.cx, self.msg, &[self.data], self.prefix, visitor)
     }
 }
 
 /// Presents the message `msg` found in `payloads` (protobuf merges the parts of a message
-/// found in several places) to `visitor` as a map. The map's state is built where it stays
-/// and lent to the visitor: it holds the groups inline, ~1.3 KiB not to be moved.
+/// found in several places) to `visitor` as a map: streamed when it is in one place and the
+/// decode streams, else grouped. The grouped map's state is built where it stays and lent to
+/// the visitor: it holds the groups inline, ~1.3 KiB not to be moved.
 fn visit_message<'de, 's, V: Visitor<'de>>(
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     msg: &'s Message,
     payloads: &[&'de [u8]],
     prefix: SmallVec<[(&'static str, &'de str); 2]>,
     visitor: V,
 ) -> Result<V::Value, Error> {
+    if let (false, [data]) = (cx.grouped, payloads) {
+        return visitor.visit_map(Stream {
+            cx,
+            level: Level {
+                msg,
+                reader: Reader::new(data),
+                seen: 0,
+            },
+            outer: SmallVec::new(),
+            prefix,
+            prefix_next: 0,
+            current: None,
+        });
+    }
     let mut fields = Fields {
-        schema,
+        cx,
         groups: SmallVec::new(),
         next: 0,
         prefix,
@@ -179,7 +198,7 @@ fn visit_message<'de, 's, V: Visitor<'de>>(
     // searched for among the earlier parts'.
     let ordered = payloads.len() == 1;
     for payload in payloads {
-        read_fields(schema, msg, payload, &mut fields.groups, ordered)?;
+        read_fields(cx.schema, msg, payload, &mut fields.groups, ordered)?;
     }
     visitor.visit_map(&mut fields)
 }
@@ -211,7 +230,7 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de, '_> {
 
 /// The fields of a message, as map entries.
 struct Fields<'de, 's> {
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     groups: SmallVec<[Group<'de, 's>; 12]>,
     next: usize,
     prefix: SmallVec<[(&'static str, &'de str); 2]>,
@@ -233,13 +252,9 @@ impl<'de> de::MapAccess<'de> for Fields<'de, '_> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        if self.prefix_next < self.prefix.len() {
-            let key = self.prefix[self.prefix_next].0;
-            self.current = Some(Current::Prefix(self.prefix_next));
-            self.prefix_next += 1;
-            return seed
-                .deserialize(BorrowedStrDeserializer::<Error>::new(key))
-                .map(Some);
+        if let Some((at, key)) = next_prefix(&self.prefix, &mut self.prefix_next) {
+            self.current = Some(Current::Prefix(at));
+            return seed.deserialize(key).map(Some);
         }
         while self.next < self.groups.len() {
             let at = self.next;
@@ -262,7 +277,7 @@ impl<'de> de::MapAccess<'de> for Fields<'de, '_> {
             Some(Current::Group(at)) => {
                 let group = &self.groups[at];
                 seed.deserialize(FieldDe {
-                    schema: self.schema,
+                    cx: self.cx,
                     ty: group.field.ty,
                     card: group.field.card,
                     vals: &group.vals,
@@ -272,6 +287,181 @@ impl<'de> de::MapAccess<'de> for Fields<'de, '_> {
             None => Err(Error::new("a value without a key")),
         }
     }
+}
+
+/// One message being read as a stream: the message itself, or an inlined struct of it.
+struct Level<'de, 's> {
+    msg: &'s Message,
+    reader: Reader<'de>,
+    /// The fields read so far, a bit per field index (a message of more than 64 fields is
+    /// read grouped).
+    seen: u64,
+}
+
+/// The fields of a message in ascending order, as map entries read as they come.
+struct Stream<'de, 's> {
+    cx: &'s Cx<'s>,
+    /// The message, or the inlined struct being read inside it.
+    level: Level<'de, 's>,
+    /// The levels an inlined struct is read inside of, the message first.
+    outer: SmallVec<[Level<'de, 's>; 1]>,
+    prefix: SmallVec<[(&'static str, &'de str); 2]>,
+    prefix_next: usize,
+    /// What `next_value_seed` reads: a prefix entry, or a field and its first value.
+    current: Option<Streamed<'de, 's>>,
+}
+
+enum Streamed<'de, 's> {
+    Prefix(usize),
+    Field(&'s Field, Raw<'de>),
+}
+
+/// Whether `field`, read once with `raw`, is left out of the JSON form (see [`omitted`]).
+#[inline]
+fn omitted_one(field: &Field, raw: &Raw<'_>) -> bool {
+    if field.presence != Presence::OmitEmpty || field.card != Card::One {
+        return false;
+    }
+    match (field.ty, raw) {
+        (Ty::String | Ty::Bytes, Raw::Bytes(b)) => b.is_empty(),
+        (Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64, Raw::Varint(v)) => *v == 0,
+        (Ty::Double, Raw::I64(v)) => f64::from_bits(*v) == 0.0,
+        (Ty::Float, Raw::I32(v)) => f32::from_bits(*v) == 0.0,
+        _ => false,
+    }
+}
+
+/// Whether `raw` comes in a wire type of `field`.
+#[inline(always)]
+fn fits(msg: &Message, field: &Field, raw: &Raw<'_>) -> Result<(), Error> {
+    if field.wires & raw.bit() != 0 {
+        Ok(())
+    } else {
+        Err(wrong_wire_type(msg, field))
+    }
+}
+
+#[cold]
+fn wrong_wire_type(msg: &Message, field: &Field) -> Error {
+    Error::new(format!(
+        "{}: field {} has the wrong wire type",
+        msg.name, field.json
+    ))
+}
+
+impl Stream<'_, '_> {
+    /// The stream turned: the decode is done again, grouped.
+    fn out_of_order(&self) -> Error {
+        self.cx.out_of_order.set(true);
+        Error::new("fields out of order: read again grouped")
+    }
+}
+
+impl<'de> de::MapAccess<'de> for Stream<'de, '_> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        if let Some((at, key)) = next_prefix(&self.prefix, &mut self.prefix_next) {
+            self.current = Some(Streamed::Prefix(at));
+            return seed.deserialize(key).map(Some);
+        }
+        loop {
+            let level = &mut self.level;
+            let Some((number, raw)) = level.reader.field()? else {
+                // An inlined struct ends and its parent goes on; the message's end ends all.
+                match self.outer.pop() {
+                    Some(parent) => {
+                        self.level = parent;
+                        continue;
+                    }
+                    None => return Ok(None),
+                }
+            };
+            let msg = level.msg;
+            let Some((index, field)) = msg.field_by_number(number) else {
+                return Err(Error::new(format!(
+                    "{}: unknown field number {number}",
+                    msg.name
+                )));
+            };
+            fits(msg, field, &raw)?;
+            // A field read before (not in the run just read): its values are to merge.
+            let bit = 1u64.checked_shl(u32::from(index)).unwrap_or(0);
+            if level.seen & bit != 0 || bit == 0 {
+                return Err(self.out_of_order());
+            }
+            level.seen |= bit;
+            if field.inline {
+                let (Ty::Message(m), Raw::Bytes(inner)) = (field.ty, raw) else {
+                    return Err(Error::new(format!("{}: bad inlined field", msg.name)));
+                };
+                let inner = Level {
+                    msg: &self.cx.schema.messages[m as usize],
+                    reader: Reader::new(inner),
+                    seen: 0,
+                };
+                self.outer.push(std::mem::replace(&mut self.level, inner));
+                continue;
+            }
+            if omitted_one(field, &raw) {
+                continue;
+            }
+            self.current = Some(Streamed::Field(field, raw));
+            let key: &str = &field.json;
+            return seed
+                .deserialize(de::value::StrDeserializer::<Error>::new(key))
+                .map(Some);
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        let (field, raw) = match self.current.take() {
+            Some(Streamed::Prefix(at)) => return seed.deserialize(Text(self.prefix[at].1)),
+            Some(Streamed::Field(field, raw)) => (field, raw),
+            None => return Err(Error::new("a value without a key")),
+        };
+        let value = if field.card == Card::One {
+            seed.deserialize(FieldDe {
+                cx: self.cx,
+                ty: field.ty,
+                card: Card::One,
+                vals: std::slice::from_ref(&raw),
+            })
+        } else {
+            // A repeated or map field: the run of its values, one after the other.
+            let mut vals: SmallVec<[Raw<'de>; 8]> = smallvec![raw];
+            let level = &mut self.level;
+            while level.reader.peek_number() == Some(u64::from(field.number)) {
+                let Some((_, raw)) = level.reader.field()? else {
+                    break;
+                };
+                fits(level.msg, field, &raw)?;
+                vals.push(raw);
+            }
+            seed.deserialize(FieldDe {
+                cx: self.cx,
+                ty: field.ty,
+                card: field.card,
+                vals: &vals,
+            })
+        };
+        value.map_err(|e| e.within(&field.json))
+    }
+}
+
+/// The next of the `key: value` pairs presented before a message's fields, if one is left:
+/// its index and its key.
+fn next_prefix<'de>(
+    prefix: &[(&'static str, &'de str)],
+    next: &mut usize,
+) -> Option<(usize, BorrowedStrDeserializer<'de, Error>)> {
+    let at = *next;
+    let (key, _) = prefix.get(at)?;
+    *next += 1;
+    Some((at, BorrowedStrDeserializer::new(key)))
 }
 
 /// A string value that an `Option` takes as `Some`.
@@ -297,7 +487,7 @@ impl<'de> de::Deserializer<'de> for Text<'de> {
 
 /// One field's values.
 struct FieldDe<'a, 'de, 's> {
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     ty: Ty,
     card: Card,
     vals: &'a [Raw<'de>],
@@ -346,8 +536,8 @@ fn small<'de>(data: &'de [u8], what: &str) -> Result<Small<'de>, Error> {
     Ok(out)
 }
 
-fn single<'de, V: Visitor<'de>>(
-    schema: &Schema,
+fn single<'de, 's, V: Visitor<'de>>(
+    cx: &'s Cx<'s>,
     ty: Ty,
     vals: &[Raw<'de>],
     visitor: V,
@@ -367,8 +557,8 @@ fn single<'de, V: Visitor<'de>>(
         (Ty::Double, Raw::I64(v)) => visitor.visit_f64(f64::from_bits(*v)),
         (Ty::Float, Raw::I32(v)) => visitor.visit_f64(f64::from(f32::from_bits(*v))),
         (Ty::Message(m), Raw::Bytes(b)) if vals.len() == 1 => visit_message(
-            schema,
-            &schema.messages[m as usize],
+            cx,
+            &cx.schema.messages[m as usize],
             &[b],
             SmallVec::new(),
             visitor,
@@ -379,8 +569,8 @@ fn single<'de, V: Visitor<'de>>(
                 payloads.push(bytes(raw)?);
             }
             visit_message(
-                schema,
-                &schema.messages[m as usize],
+                cx,
+                &cx.schema.messages[m as usize],
                 &payloads,
                 SmallVec::new(),
                 visitor,
@@ -440,7 +630,7 @@ fn single<'de, V: Visitor<'de>>(
                 }
             }
             visitor.visit_seq(Elements {
-                schema,
+                cx,
                 ty: Ty::String,
                 vals: &items,
                 at: 0,
@@ -456,16 +646,16 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.card {
-            Card::One => single(self.schema, self.ty, self.vals, visitor),
+            Card::One => single(self.cx, self.ty, self.vals, visitor),
             Card::Repeated => visitor.visit_seq(Elements {
-                schema: self.schema,
+                cx: self.cx,
                 ty: self.ty,
                 vals: self.vals,
                 at: 0,
                 packed: None,
             }),
             Card::Map => visitor.visit_map(Entries {
-                schema: self.schema,
+                cx: self.cx,
                 ty: self.ty,
                 vals: self.vals,
                 at: 0,
@@ -522,7 +712,7 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
 
 /// The elements of a repeated field.
 struct Elements<'a, 'de, 's> {
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     ty: Ty,
     vals: &'a [Raw<'de>],
     at: usize,
@@ -534,7 +724,7 @@ impl<'de, 's> Elements<'_, 'de, 's> {
     /// One element.
     fn one<'r>(&self, raw: &'r Raw<'de>) -> FieldDe<'r, 'de, 's> {
         FieldDe {
-            schema: self.schema,
+            cx: self.cx,
             ty: self.ty,
             card: Card::One,
             vals: std::slice::from_ref(raw),
@@ -584,7 +774,7 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
 
 /// The entries of a map field.
 struct Entries<'a, 'de, 's> {
-    schema: &'s Schema,
+    cx: &'s Cx<'s>,
     ty: Ty,
     vals: &'a [Raw<'de>],
     at: usize,
@@ -633,7 +823,7 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de, '_> {
             .take()
             .ok_or_else(|| Error::new("a value without a key"))?;
         seed.deserialize(FieldDe {
-            schema: self.schema,
+            cx: self.cx,
             ty: self.ty,
             card: Card::One,
             vals: std::slice::from_ref(&value),

@@ -351,11 +351,13 @@ pub fn envelope(bytes: &[u8]) -> Result<Envelope<'_>, Error> {
 pub fn decode<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
     let envelope = envelope(bytes)?;
     let msg = object_message(envelope.api_version, envelope.kind)?;
-    T::deserialize(
-        decode::MessageDe::new(Schema::get(), msg, envelope.raw)
-            .with_prefix("apiVersion", envelope.api_version)
-            .with_prefix("kind", envelope.kind),
-    )
+    let prefix = [
+        ("apiVersion", envelope.api_version),
+        ("kind", envelope.kind),
+    ];
+    decode::read(Schema::get(), msg, envelope.raw, &prefix, |message| {
+        T::deserialize(message)
+    })
 }
 
 /// Decodes an encoded object straight into its JSON text (with `apiVersion` and `kind` from
@@ -366,12 +368,15 @@ pub fn decode_json(bytes: &[u8]) -> Result<Vec<u8>, Error> {
     let msg = object_message(envelope.api_version, envelope.kind)?;
     // JSON text is about twice the size of the message.
     let mut out = Vec::with_capacity(envelope.raw.len() * 2 + 64);
-    serde::de::DeserializeSeed::deserialize(
-        json::Json(&mut out),
-        decode::MessageDe::new(Schema::get(), msg, envelope.raw)
-            .with_prefix("apiVersion", envelope.api_version)
-            .with_prefix("kind", envelope.kind),
-    )?;
+    let prefix = [
+        ("apiVersion", envelope.api_version),
+        ("kind", envelope.kind),
+    ];
+    decode::read(Schema::get(), msg, envelope.raw, &prefix, |message| {
+        // Read again grouped: the text starts again.
+        out.clear();
+        serde::de::DeserializeSeed::deserialize(json::Json(&mut out), message)
+    })?;
     Ok(out)
 }
 

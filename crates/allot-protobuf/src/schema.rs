@@ -83,6 +83,22 @@ pub struct Field {
     pub presence: Presence,
     /// An inlined Go struct: its fields are the parent's in JSON.
     pub inline: bool,
+    /// The wire types a value of the field may come in, a bit each ([`crate::wire::Raw::bit`]).
+    pub wires: u8,
+}
+
+/// The wire types of `ty` with cardinality `card`: a map entry and a message are
+/// length-delimited, a scalar comes in its own wire type, and a repeated scalar also packed.
+fn wires(ty: Ty, card: Card) -> u8 {
+    use crate::wire::{BYTES_BIT, I32_BIT, I64_BIT, VARINT_BIT};
+    let packed = if card == Card::Repeated { BYTES_BIT } else { 0 };
+    match (card, ty) {
+        (Card::Map, _) => BYTES_BIT,
+        (_, Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64) => VARINT_BIT | packed,
+        (_, Ty::Double) => I64_BIT | packed,
+        (_, Ty::Float) => I32_BIT | packed,
+        _ => BYTES_BIT,
+    }
 }
 
 /// Where a JSON key of a message goes.
@@ -141,50 +157,64 @@ impl Message {
     }
 
     /// [`Message::route_from`] for a key with a static address (a struct's field name, as
-    /// serde passes it): a slot chosen by the address remembers the field that the key at that
-    /// address (and of that length) was found to name, so the next time it comes one
-    /// comparison finds it, in any order (allot's structs do not always declare their fields in
-    /// the schema's order).
+    /// serde passes it): one of two slots chosen by the address remembers the field that the
+    /// key at that address (and of that length) was found to name, or that it names none (the
+    /// envelope's `apiVersion` and `kind`), so the next time it comes a comparison or two find
+    /// it, in any order (allot's structs do not always declare their fields in the schema's
+    /// order).
     #[inline(always)]
     pub(crate) fn route_static(&self, key: &'static str, cursor: &mut usize) -> Option<&Route> {
         let address = key.as_ptr() as u64;
         // The same address and length: the same bytes.
         let wanted = address << 16 | (key.len() as u64) << 8;
-        if let Some(slot) = self.seen.get(self.slot_of(address)) {
-            let remembered = slot.load(Ordering::Relaxed);
-            if remembered & !0xff == wanted
-                && key.len() < 0x100
-                && let Some(route) = self.own.get((remembered & 0xff) as usize)
-            {
-                return Some(route);
+        let at = self.slot_of(address);
+        for slot in [at, at ^ 1] {
+            let remembered = self.seen.get(slot).map_or(0, |s| s.load(Ordering::Relaxed));
+            if remembered & !0xff == wanted && key.len() < 0x100 {
+                return self.own.get((remembered & 0xff) as usize);
             }
         }
         self.route_remembered(key, cursor)
     }
 
-    /// [`Message::route_static`] of a key not (or no longer) in its slot: looked for by name,
-    /// then remembered.
+    /// [`Message::route_static`] of a key in neither of its slots: looked for by name, then
+    /// remembered in a free one of the two (else the first).
     #[inline(never)]
     fn route_remembered(&self, key: &'static str, cursor: &mut usize) -> Option<&Route> {
         let address = key.as_ptr() as u64;
-        let route = self.route_from(key, cursor)?;
-        if let Route::Own(i) = route
+        let route = self.route_from(key, cursor);
+        let index = match route {
+            Some(Route::Own(i)) if *i < NOT_A_FIELD => Some(*i as u8),
+            None => Some(NOT_A_FIELD as u8),
+            _ => None,
+        };
+        if let Some(index) = index
             && address >> 48 == 0
             && key.len() < 0x100
-            && *i < 0xff
-            && let Some(slot) = self.seen.get(self.slot_of(address))
         {
-            slot.store(
-                address << 16 | (key.len() as u64) << 8 | u64::from(*i),
-                Ordering::Relaxed,
-            );
+            let at = self.slot_of(address);
+            let free =
+                |slot: usize| self.seen.get(slot).map(|s| s.load(Ordering::Relaxed)) == Some(0);
+            let slot = if !free(at) && free(at ^ 1) {
+                at ^ 1
+            } else {
+                at
+            };
+            if let Some(slot) = self.seen.get(slot) {
+                slot.store(
+                    address << 16 | (key.len() as u64) << 8 | u64::from(index),
+                    Ordering::Relaxed,
+                );
+            }
         }
-        Some(route)
+        route
     }
 
+    /// The first of the two slots of a key at `address`.
     #[inline]
     fn slot_of(&self, address: u64) -> usize {
-        (address.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize & (self.seen.len() - 1)
+        (address.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize
+            & self.seen.len().wrapping_sub(1)
     }
 
     /// The field with a protobuf number.
@@ -193,6 +223,9 @@ impl Message {
         (index != NONE).then(|| (index, &self.fields[index as usize]))
     }
 }
+
+/// The index a slot remembers for a key that names no field (no message has so many).
+const NOT_A_FIELD: u16 = 0xff;
 
 /// Every message of the schema.
 #[derive(Debug)]
@@ -309,6 +342,12 @@ impl Schema {
             messages[index].own = (0..messages[index].fields.len())
                 .map(|i| Route::Own(i as u16))
                 .collect();
+            if messages[index].fields.len() >= usize::from(NOT_A_FIELD) {
+                return Err(format!(
+                    "{}: more fields than a slot can name",
+                    messages[index].name
+                ));
+            }
             let slots = (messages[index].fields.len() * 4)
                 .next_power_of_two()
                 .max(8);
@@ -410,6 +449,7 @@ fn parse_field(
         card,
         presence,
         inline,
+        wires: wires(ty, card),
     })
 }
 

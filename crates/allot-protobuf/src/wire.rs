@@ -95,6 +95,28 @@ pub enum Raw<'a> {
     Bytes(&'a [u8]),
 }
 
+/// [`Raw::bit`] of a varint.
+pub const VARINT_BIT: u8 = 1;
+/// [`Raw::bit`] of a fixed 64-bit value.
+pub const I64_BIT: u8 = 2;
+/// [`Raw::bit`] of a fixed 32-bit value.
+pub const I32_BIT: u8 = 4;
+/// [`Raw::bit`] of a length-delimited payload.
+pub const BYTES_BIT: u8 = 8;
+
+impl Raw<'_> {
+    /// The value's wire type as a bit, to test against a field's wire types.
+    #[inline(always)]
+    pub fn bit(&self) -> u8 {
+        match self {
+            Raw::Varint(_) => VARINT_BIT,
+            Raw::I64(_) => I64_BIT,
+            Raw::I32(_) => I32_BIT,
+            Raw::Bytes(_) => BYTES_BIT,
+        }
+    }
+}
+
 impl<'a> Reader<'a> {
     /// Reads `data`.
     pub fn new(data: &'a [u8]) -> Self {
@@ -175,6 +197,21 @@ impl<'a> Reader<'a> {
         }
         let b = self.take(4)?;
         Ok(Some(u32::from_le_bytes(b.try_into().unwrap_or_default())))
+    }
+
+    /// The field number of the next field, without reading it: `None` at the end or when its
+    /// tag does not read.
+    #[inline(always)]
+    pub fn peek_number(&self) -> Option<u64> {
+        let byte = *self.data.get(self.pos)?;
+        if byte < 0x80 {
+            return Some(u64::from(byte >> 3));
+        }
+        let mut copy = Reader {
+            data: self.data,
+            pos: self.pos,
+        };
+        copy.long_varint().ok().map(|tag| tag >> 3)
     }
 
     /// The next field (number and value), or `None` at the end. (Inlined where it is called:

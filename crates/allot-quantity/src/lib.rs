@@ -669,21 +669,23 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
     if precision >= 0 {
         let scale = if base == 10 { i64::from(exponent) } else { 0 } - len_denom;
         if scale >= NANO {
-            let mut shifted = Vec::with_capacity(parts.num.len() + parts.denom.len());
-            shifted.extend_from_slice(parts.num);
-            shifted.extend_from_slice(parts.denom);
-            let value: i64 = std::str::from_utf8(&shifted)
-                .ok()
-                .and_then(|s| s.parse().ok())
+            // The digits of the integer and fraction parts as one integer (at most 18 of
+            // them: it fits).
+            let shifted = || parts.num.iter().chain(parts.denom);
+            let value = shifted()
+                .try_fold(0i64, |v, &d| {
+                    v.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+                })
                 .ok_or_else(|| ParseQuantityError::Numeric { input: err_input() })?;
             let mult: i64 = if base == 2 { 1i64 << exponent } else { 1 };
             if let Some(result) = value.checked_mul(mult) {
                 fast = true;
                 let result = if parts.positive { result } else { -result };
                 int_repr = i32::try_from(scale).ok().map(|s| (result, s));
+                let ends_in_000 = shifted().rev().take(3).filter(|&&d| d == b'0').count() == 3;
                 keep_text = match format {
                     Format::BinarySI => exponent % 10 == 0 && value & 0x07 != 0,
-                    _ => scale % 3 == 0 && !shifted.ends_with(b"000") && shifted[0] != b'0',
+                    _ => scale % 3 == 0 && !ends_in_000 && parts.num[0] != b'0',
                 };
             }
         }
@@ -694,9 +696,18 @@ fn parse_quantity(text: &str) -> Result<Quantity, ParseQuantityError> {
 
     let too_many = || ParseQuantityError::TooManyDigits { input: err_input() };
     // Exact value: digits × 10^scale (× 2^exponent for binary suffixes).
-    let mut digits: Vec<u8> = Vec::with_capacity(parts.num.len() + parts.denom.len());
-    digits.extend_from_slice(parts.num);
-    digits.extend_from_slice(parts.denom);
+    // The digits on the stack when they are few (as they almost always are).
+    let mut stack = [0u8; 40];
+    let heap: Vec<u8>;
+    let total = parts.num.len() + parts.denom.len();
+    let digits: &[u8] = if total <= stack.len() {
+        stack[..parts.num.len()].copy_from_slice(parts.num);
+        stack[parts.num.len()..total].copy_from_slice(parts.denom);
+        &stack[..total]
+    } else {
+        heap = [parts.num, parts.denom].concat();
+        &heap
+    };
     let first = digits
         .iter()
         .position(|&d| d != b'0')
