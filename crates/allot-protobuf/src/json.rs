@@ -1,13 +1,14 @@
 //! Protobuf straight to JSON text: the decoder's JSON view of a message written out as it is
-//! visited, key by key, with no `serde_json::Value` tree in between. `allot serve` reads
-//! request bodies as JSON text; a protobuf body used to become a `Value` first (a map, a
-//! `String` key and a boxed value per field), then text. The text is the same byte for byte:
-//! keys in the order the decoder presents them, strings escaped and numbers printed by
-//! serde_json's own serializer, as `serde_json::to_vec` of that `Value` writes them.
+//! visited, key by key, with no `serde_json::Value` tree in between (`decode_json`, for
+//! whoever wants the text: a `Value` costs a map, a `String` key and a boxed value per field
+//! before its text). `allot serve` decodes protobuf request bodies into the `Value` its
+//! admission reads instead. The text is the same byte for byte: keys in the order the
+//! decoder presents them, strings escaped and numbers printed by serde_json's own serializer,
+//! as `serde_json::to_vec` of that `Value` writes them.
 //!
 //! One difference, on purpose: a key repeated inside an embedded JSON document (a
-//! `RawExtension`) is written as often as it comes, where a `Value` kept the last value only;
-//! the server's JSON reading then reports the repeat as it does for a JSON body. The schema
+//! `RawExtension`) is written as often as it comes, where a `Value` keeps the last value
+//! only (a JSON reader of the text then sees the repeat as it was sent). The schema
 //! gives no message two fields of one JSON name (a test says so), so the decoder's own keys
 //! never repeat.
 

@@ -13,19 +13,20 @@
 //! structs (flat in JSON, a nested message on the wire).
 //!
 //! What it costs: every field is found by name where generated code would use a fixed offset.
-//! On encode, a struct's field names are `&'static str`s: each message remembers, in a slot
-//! chosen by the name's address, which field the name at that address is, so a struct's
-//! field is found with one comparison after the first time; a map key (a `serde_json::Value`'s)
-//! is compared with the schema's next fields (a value decoded from JSON has them in the
-//! schema's order), else looked up by hash. A nested message's length is patched after it is
-//! written (a move of its bytes when it is 128 bytes or longer: one byte is kept for it). The
-//! decoder gathers a message's values by field first (protobuf merges a field found in two
-//! places), then presents them; while the fields come in ascending order, as every encoder
-//! writes them, a field starts its group without a search of the others. Decoding into
-//! allot's typed objects costs what building them costs: their uninterpreted fields are
-//! `serde_json::Value`s, built value by value from either wire format. [`decode_json`] writes the JSON text with no tree at all (serve's
-//! request bodies). Field numbers the schema does not know, wrong wire types, and JSON keys
-//! that have no field are errors: nothing is dropped.
+//! On encode, a struct's field names are `&'static str`s: each message remembers, in one of
+//! two slots chosen by the name's address, which field (or that no field) the name at that
+//! address is, so a struct's field is found with a comparison or two after the first time; a
+//! map key (a `serde_json::Value`'s) is compared with the schema's next fields (a value
+//! decoded from JSON has them in the schema's order), else looked up by hash. A nested
+//! message's length is patched after it is written (a move of its bytes when it is 128 bytes
+//! or longer: one byte is kept for it). The decoder reads a message as a stream, presenting
+//! each field as it comes; protobuf merges a field found in two places, so a message whose
+//! field comes back after others makes the whole decode start again, gathering each
+//! message's values by field first. Decoding into allot's typed objects costs what building
+//! them costs: their uninterpreted fields are `serde_json::Value`s, built value by value from
+//! either wire format. [`decode_json`] writes the JSON text with no tree at all. Field
+//! numbers the schema does not know, wrong wire types, and JSON keys that have no field are
+//! errors: nothing is dropped.
 //!
 //! Framing: [`encode`] writes the `k8s\0` magic and the `runtime.Unknown` envelope
 //! (apiVersion, kind, the raw message); lists are the `XList` messages; watch events are
