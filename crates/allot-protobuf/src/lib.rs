@@ -36,6 +36,8 @@
 
 mod decode;
 mod encode;
+#[doc(hidden)]
+pub mod fuzzing;
 mod json;
 pub mod schema;
 pub mod time;
