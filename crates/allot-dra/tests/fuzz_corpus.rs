@@ -3,15 +3,5 @@
 
 #[test]
 fn the_allocate_fuzz_corpus_replays() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/allocate");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.expect("lists").path())
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "{} is empty", dir.display());
-    for path in paths {
-        let bytes = std::fs::read(&path).expect("reads");
-        allot_dra::fuzzing::check(&bytes);
-    }
+    allot_fuzz_corpus::replay("allocate", 20, allot_dra::fuzzing::check);
 }
