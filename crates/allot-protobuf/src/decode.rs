@@ -67,7 +67,7 @@ struct Group<'de, 's> {
 }
 
 /// Gathers the fields of `data` into `groups`, by field. `ordered` is whether the fields read
-/// so far into `groups` at this level came in ascending number order (as every encoder writes
+/// so far into `groups` at this level came in ascending number order (as Kubernetes writes
 /// them): then a field of a higher number than the last starts a new group without a search
 /// of the groups so far. Inlined structs' fields, whose numbers are of another message, are
 /// always searched for.
