@@ -1184,12 +1184,12 @@ pub fn object_body(
 #[doc(hidden)]
 pub fn request_object(path: &str, content_type: &str, bytes: &[u8]) -> Result<Stored, String> {
     let target = route(path).ok_or_else(|| format!("no resource at {path}"))?;
-    let mut body = if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
-        RequestBody::decoded(decode_protobuf(bytes).map_err(|e| e.message.clone())?)
+    let value = if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
+        decode_protobuf(bytes)
     } else {
-        RequestBody::text(axum::body::Bytes::copy_from_slice(bytes))
-    };
-    let value = body.object().map_err(|e| e.message.clone())?;
+        parse_body(bytes)
+    }
+    .map_err(|e| e.message.clone())?;
     admit(&target, value, None).map_err(|e| e.message.clone())
 }
 

@@ -298,7 +298,7 @@ struct Level<'de, 's> {
     seen: u64,
 }
 
-/// The fields of a message in ascending order, as map entries read as they come.
+/// The fields of a message that has each field once, as map entries read as they come.
 struct Stream<'de, 's> {
     cx: &'s Cx<'s>,
     /// The message, or the inlined struct being read inside it.
