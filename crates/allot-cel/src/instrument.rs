@@ -23,27 +23,6 @@ pub(crate) const PREFIX: &str = "@allot.";
 pub(crate) const METERED_OPERATORS: &[&str] =
     &["_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_+_", "@in"];
 
-/// Member functions of the standard library and strings extension that scan or build strings,
-/// reimplemented by the metering functions.
-pub(crate) const METERED_MEMBERS: &[&str] = &[
-    "contains",
-    "startsWith",
-    "endsWith",
-    "matches",
-    "size",
-    "charAt",
-    "indexOf",
-    "lastIndexOf",
-    "lowerAscii",
-    "upperAscii",
-    "trim",
-    "replace",
-    "split",
-    "substring",
-    "join",
-    "reverse",
-];
-
 /// Global functions of the standard library delegated to after metering.
 pub(crate) const METERED_GLOBALS: &[&str] = &[
     "size",
@@ -347,7 +326,7 @@ impl Rewriter<'_> {
                 };
                 self.metering_call("output", vec![formatted])
             }
-            (_, Some(t)) if METERED_MEMBERS.contains(&name) => {
+            (_, Some(t)) if crate::metered::metered_member(name, args.len() + 1) => {
                 args.insert(0, t);
                 self.metering_call(name, args)
             }

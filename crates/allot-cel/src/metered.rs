@@ -27,6 +27,37 @@ const REGEX: f64 = 0.25;
 /// What one element of a built list holds besides its bytes (a box and a string header).
 const ELEMENT_OVERHEAD: u64 = 48;
 
+/// Member functions of the standard library and strings extension that scan or build strings,
+/// reimplemented here, with the argument counts (the receiver included) they are reimplemented
+/// for. The instrumenter rewrites a member call only with one of these counts: a call with
+/// another stays as written, so that it fails with the library's own error (`found no matching
+/// overload for 'replace' applied to 'string.(string)'`), not one naming the metering function.
+pub(crate) const MEMBERS: &[(&str, &[usize], cel::common::functions::Function)] = &[
+    ("contains", &[2], contains),
+    ("startsWith", &[2], starts_with),
+    ("endsWith", &[2], ends_with),
+    ("matches", &[2], matches),
+    ("size", &[1], size),
+    ("charAt", &[2], char_at),
+    ("indexOf", &[2, 3], index_of),
+    ("lastIndexOf", &[2, 3], last_index_of),
+    ("lowerAscii", &[1], lower_ascii),
+    ("upperAscii", &[1], upper_ascii),
+    ("trim", &[1], trim),
+    ("reverse", &[1], reverse),
+    ("replace", &[3, 4], replace),
+    ("split", &[2, 3], split),
+    ("substring", &[2, 3], substring),
+    ("join", &[1, 2], join),
+];
+
+/// Whether `name` with `arity` arguments (the receiver included) is a metered member call.
+pub(crate) fn metered_member(name: &str, arity: usize) -> bool {
+    MEMBERS
+        .iter()
+        .any(|(member, arities, _)| *member == name && arities.contains(&arity))
+}
+
 /// Registers the metering functions.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     let p = crate::instrument::PREFIX;
@@ -54,28 +85,11 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     add("@in", 2, contained)?;
     add("g", 2, global)?;
     add("g", 3, global)?;
-    add("contains", 2, contains)?;
-    add("startsWith", 2, starts_with)?;
-    add("endsWith", 2, ends_with)?;
-    add("matches", 2, matches)?;
-    add("size", 1, size)?;
-    add("charAt", 2, char_at)?;
-    add("indexOf", 2, index_of)?;
-    add("indexOf", 3, index_of)?;
-    add("lastIndexOf", 2, last_index_of)?;
-    add("lastIndexOf", 3, last_index_of)?;
-    add("lowerAscii", 1, lower_ascii)?;
-    add("upperAscii", 1, upper_ascii)?;
-    add("trim", 1, trim)?;
-    add("reverse", 1, reverse)?;
-    add("replace", 3, replace)?;
-    add("replace", 4, replace)?;
-    add("split", 2, split)?;
-    add("split", 3, split)?;
-    add("substring", 2, substring)?;
-    add("substring", 3, substring)?;
-    add("join", 1, join)?;
-    add("join", 2, join)?;
+    for &(name, arities, f) in MEMBERS {
+        for &arity in arities {
+            add(name, arity, f)?;
+        }
+    }
     add("regex.matches", 3, regex_matches)?;
     add("regex.matches_global", 3, regex_matches_global)?;
     add("regex.find", 3, regex_find)?;

@@ -17,9 +17,11 @@ pub(crate) fn constant_pattern<'a>(
     member: bool,
     args: &'a [IdedExpr],
 ) -> Option<&'a str> {
-    let index = match (name, member) {
-        ("matches" | "find" | "findAll", true) => 0,
-        ("matches", false) => 1,
+    // Only with the argument counts the library has overloads for (receiver not counted): a
+    // call with another count stays as written and fails with the library's own error.
+    let index = match (name, member, args.len()) {
+        ("matches" | "find", true, 1) | ("findAll", true, 1 | 2) => 0,
+        ("matches", false, 2) => 1,
         _ => return None,
     };
     match &args.get(index)?.expr {

@@ -856,3 +856,51 @@ fn only_expressions_that_can_grow_or_loop_are_metered() {
         assert_eq!(compile(expr).expect("compiles").plain, plain, "{expr}");
     }
 }
+
+/// A member function called with an argument count it has no overload for fails with the
+/// library's own message, metered or not: the metering rewrite keeps such a call as written
+/// (the `cel` fuzz target found `'a'.replace('a')` failing with the metering function's name).
+#[test]
+fn metered_members_with_other_argument_counts_fail_as_the_library_does() {
+    let device = CelDevice::new("dra.example.com", false);
+    let mut checked = 0;
+    for &(name, arities, _) in crate::metered::MEMBERS {
+        for arity in (1..=4).filter(|a| !arities.contains(a)) {
+            let args = vec!["'a'"; arity - 1].join(", ");
+            let expr = format!("'abc'.{name}({args}) == 'x'");
+            let Ok(compiled) = compile(&expr) else {
+                continue;
+            };
+            let (metered, _) = compiled.evaluate_with_usage(&device);
+            let plain = compiled.evaluate_uninstrumented(&device);
+            let metered = metered.map_err(|e| e.to_string());
+            assert_eq!(metered, plain.map_err(|e| e.to_string()), "{expr}");
+            let message = metered.expect_err(&expr);
+            assert!(
+                message.contains(&format!("'{name}'")) && !message.contains('@'),
+                "{expr}: {message}"
+            );
+            checked += 1;
+        }
+    }
+    // The regex calls, whose constant pattern the rewrite compiles once.
+    for expr in [
+        "'abc'.find('a', 'a') == 'x'",
+        "'abc'.find() == 'x'",
+        "'abc'.findAll('a', 1, 2) == ['x']",
+        "'abc'.matches('a', 'a')",
+        "matches('abc', 'a', 'a')",
+        "matches('a')",
+    ] {
+        let Ok(compiled) = compile(expr) else {
+            continue;
+        };
+        let (metered, _) = compiled.evaluate_with_usage(&device);
+        let plain = compiled.evaluate_uninstrumented(&device);
+        let metered = metered.map_err(|e| e.to_string());
+        assert_eq!(metered, plain.map_err(|e| e.to_string()), "{expr}");
+        assert!(!metered.expect_err(expr).contains('@'), "{expr}");
+        checked += 1;
+    }
+    assert!(checked >= 36, "only {checked} calls compiled");
+}

@@ -263,10 +263,7 @@ pub(crate) fn decode_text(name: &str, bytes: Vec<u8>) -> Result<Arc<String>, Loa
             let bytes = err.as_bytes();
             let at = err.utf8_error().valid_up_to();
             let line = super::stream::count_lines(&bytes[..at]).saturating_add(1);
-            let line_start = bytes[..at]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
+            let line_start = super::stream::last_line_start(&bytes[..at]);
             let column = String::from_utf8_lossy(&bytes[line_start..at])
                 .chars()
                 .count()

@@ -400,8 +400,23 @@ fn after_directive(before: &str) -> bool {
         .is_some_and(|line| line.starts_with('%'))
 }
 
+/// The line breaks of `bytes` as YAML counts them (and the parser reports lines by): `\n`,
+/// `\r\n` as one, and a lone `\r`.
 pub(crate) fn count_lines(bytes: &[u8]) -> u32 {
-    u32::try_from(bytes.iter().filter(|&&b| b == b'\n').count()).unwrap_or(u32::MAX)
+    let breaks = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
+        .count();
+    u32::try_from(breaks).unwrap_or(u32::MAX)
+}
+
+/// Where the line holding the end of `bytes` starts: after its last line break.
+pub(crate) fn last_line_start(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .rposition(|&b| b == b'\n' || b == b'\r')
+        .map_or(0, |i| i + 1)
 }
 
 #[cfg(test)]
@@ -416,5 +431,14 @@ mod cut_tests {
         assert_eq!(cuts[0], (0, 0));
         assert!(cuts.iter().all(|(at, _)| text.is_char_boundary(*at)));
         assert_eq!(cuts.len(), 2, "{cuts:?}");
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_a_line_as_the_parser_counts_it() {
+        // Lines: "a: 1", "b: 2", "---", "c: 3" (the first break is a lone CR).
+        let text = "a: 1\rb: 2\n---\nc: 3\n";
+        assert_eq!(document_cuts(text, 1), vec![(0, 0), (10, 2)]);
+        assert_eq!(super::count_lines(b"a\r\nb\rc\n"), 3);
+        assert_eq!(super::last_line_start(b"a\r\nb\rc"), 5);
     }
 }
