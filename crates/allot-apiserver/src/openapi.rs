@@ -511,8 +511,32 @@ fn definitions(resources: &[&ResourceInfo], dialect: Dialect) -> Map<String, Val
         }
         wanted.extend(more.into_iter().filter(|m| !out.contains_key(m)));
     }
+    out.entry(DELETE_OPTIONS).or_insert_with(|| {
+        json!({
+            "description": "The options of a delete (the body of a DELETE request).",
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "dryRun": {"type": "array", "items": {"type": "string"}},
+                "gracePeriodSeconds": {"type": "integer", "format": "int64"},
+                "orphanDependents": {"type": "boolean"},
+                "preconditions": {
+                    "type": "object",
+                    "properties": {
+                        "resourceVersion": {"type": "string"},
+                        "uid": {"type": "string"},
+                    },
+                },
+                "propagationPolicy": {"type": "string"},
+            },
+        })
+    });
     out
 }
+
+/// The definition a DELETE's body refers to.
+const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -522,46 +546,164 @@ fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-/// The operations of one resource, for `paths` (both dialects): kubectl looks for the
-/// `fieldValidation` parameter to know the server validates fields itself.
+/// A parameter of an operation or path, in the dialect's form (`schema` in v3, `type` in v2).
+fn parameter(dialect: Dialect, name: &str, place: &str, ty: &str) -> Value {
+    let mut p = json!({"name": name, "in": place, "uniqueItems": true});
+    if place == "path" {
+        p["required"] = json!(true);
+    }
+    match dialect {
+        Dialect::V3 => p["schema"] = json!({"type": ty, "uniqueItems": true}),
+        Dialect::V2 => p["type"] = json!(ty),
+    }
+    p
+}
+
+/// The query parameters of an action, as kube-apiserver's OpenAPI lists them.
+fn action_queries(action: &str) -> &'static [(&'static str, &'static str)] {
+    const WRITE: &[(&str, &str)] = &[
+        ("dryRun", "string"),
+        ("fieldManager", "string"),
+        ("fieldValidation", "string"),
+    ];
+    match action {
+        "list" => &[
+            ("allowWatchBookmarks", "boolean"),
+            ("continue", "string"),
+            ("fieldSelector", "string"),
+            ("labelSelector", "string"),
+            ("limit", "integer"),
+            ("resourceVersion", "string"),
+            ("resourceVersionMatch", "string"),
+            ("sendInitialEvents", "boolean"),
+            ("timeoutSeconds", "integer"),
+            ("watch", "boolean"),
+        ],
+        "post" | "put" => WRITE,
+        "patch" => &[
+            ("dryRun", "string"),
+            ("fieldManager", "string"),
+            ("fieldValidation", "string"),
+            ("force", "boolean"),
+        ],
+        "delete" => &[
+            ("dryRun", "string"),
+            ("gracePeriodSeconds", "integer"),
+            ("orphanDependents", "boolean"),
+            ("propagationPolicy", "string"),
+        ],
+        _ => &[],
+    }
+}
+
+/// The patch media types the server accepts (`PATCH` bodies).
+const PATCH_TYPES: [&str; 4] = [
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
+/// The paths of one resource, shaped as kube-apiserver's: path parameters (`namespace`,
+/// `name`) and `pretty` on each path, and per operation its query parameters and its request
+/// body (the kind for create and replace, a patch document for patch, `DeleteOptions` for
+/// delete), so that the document is valid OpenAPI a client generator or API tester can use.
+/// kubectl looks for the `fieldValidation` parameter to know the server validates fields itself.
 fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String, Value>) {
     let gvk = json!({"group": info.group, "version": info.version, "kind": info.kind.name()});
-    let param = |name: &str| match dialect {
-        Dialect::V3 => json!({"name": name, "in": "query", "schema": {"type": "string"}}),
-        Dialect::V2 => json!({"name": name, "in": "query", "type": "string"}),
-    };
-    let params = json!([
-        param("fieldValidation"),
-        param("dryRun"),
-        param("fieldManager")
-    ]);
     let body_ref = kind_definition(info).map(|full| dialect.reference(&full));
+    let delete_options = dialect.reference(DELETE_OPTIONS);
     let op = |id: String, action: &str| {
+        let mut parameters: Vec<Value> = action_queries(action)
+            .iter()
+            .map(|(name, ty)| parameter(dialect, name, "query", ty))
+            .collect();
+        let body = match action {
+            "post" | "put" => Some((body_ref.clone().unwrap_or(json!({"type": "object"})), true)),
+            "patch" => Some((json!({"type": "object"}), true)),
+            "delete" => Some((delete_options.clone(), false)),
+            _ => None,
+        };
+        let consumes: Vec<&str> = if action == "patch" {
+            PATCH_TYPES.to_vec()
+        } else {
+            vec!["*/*"]
+        };
         let mut op = json!({
             "operationId": id,
-            "parameters": params.clone(),
             "x-kubernetes-action": action,
             "x-kubernetes-group-version-kind": gvk.clone(),
-            "responses": {"200": {"description": "OK"}},
+            "responses": {"200": {"description": "OK"}, "401": {"description": "Unauthorized"}},
         });
-        if let (Some(schema), Dialect::V3) = (&body_ref, dialect) {
+        if action == "post" {
+            op["responses"]["201"] = json!({"description": "Created"});
+            op["responses"]["202"] = json!({"description": "Accepted"});
+        }
+        match (dialect, body) {
+            (Dialect::V2, Some((schema, required))) => {
+                parameters.insert(
+                    0,
+                    json!({"name": "body", "in": "body", "required": required, "schema": schema}),
+                );
+            }
+            (Dialect::V3, Some((schema, required))) => {
+                let content: Map<String, Value> = consumes
+                    .iter()
+                    .map(|media| (media.to_string(), json!({"schema": schema})))
+                    .collect();
+                op["requestBody"] = json!({"content": content, "required": required});
+            }
+            (_, None) => {}
+        }
+        if dialect == Dialect::V2 {
+            op["consumes"] = json!(consumes);
+            op["produces"] = json!([
+                "application/json",
+                "application/yaml",
+                "application/vnd.kubernetes.protobuf"
+            ]);
+            op["schemes"] = json!(["https"]);
+        }
+        if let (Some(schema), Dialect::V3, false) = (&body_ref, dialect, action == "delete") {
             op["responses"]["200"]["content"] = json!({"application/json": {"schema": schema}});
         }
+        op["parameters"] = json!(parameters);
         op
     };
     let kind = info.kind.name();
+    let namespaced = info.kind.namespaced();
     let base = format!(
         "/{}/{}",
         gv_path(info.group, info.version),
-        if info.kind.namespaced() {
+        if namespaced {
             "namespaces/{namespace}/"
         } else {
             ""
         }
     );
+    let path_parameters = |named: bool| {
+        let mut list = Vec::new();
+        if named {
+            let mut name = parameter(dialect, "name", "path", "string");
+            name["description"] = json!(format!("name of the {kind}"));
+            list.push(name);
+        }
+        if namespaced {
+            let mut namespace = parameter(dialect, "namespace", "path", "string");
+            namespace["description"] =
+                json!("object name and auth scope, such as for teams and projects");
+            list.push(namespace);
+        }
+        list.push(parameter(dialect, "pretty", "query", "string"));
+        json!(list)
+    };
     paths.insert(
         format!("{base}{}", info.plural),
-        json!({"post": op(format!("create{kind}"), "post"), "get": op(format!("list{kind}"), "list")}),
+        json!({
+            "post": op(format!("create{kind}"), "post"),
+            "get": op(format!("list{kind}"), "list"),
+            "parameters": path_parameters(false),
+        }),
     );
     paths.insert(
         format!("{base}{}/{{name}}", info.plural),
@@ -570,14 +712,17 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
             "put": op(format!("replace{kind}"), "put"),
             "patch": op(format!("patch{kind}"), "patch"),
             "delete": op(format!("delete{kind}"), "delete"),
+            "parameters": path_parameters(true),
         }),
     );
     if info.status {
         paths.insert(
             format!("{base}{}/{{name}}/status", info.plural),
             json!({
+                "get": op(format!("read{kind}Status"), "get"),
                 "put": op(format!("replace{kind}Status"), "put"),
                 "patch": op(format!("patch{kind}Status"), "patch"),
+                "parameters": path_parameters(true),
             }),
         );
     }
@@ -869,6 +1014,106 @@ mod tests {
                     .is_some(),
                 "{path}"
             );
+        }
+    }
+}
+
+/// The documents are valid OpenAPI for tools that check them (client generators, API testers
+/// such as schemathesis, which refused every path before): each path template parameter is
+/// declared, each reference resolves, each write has its request body.
+#[cfg(test)]
+mod validity {
+    use super::*;
+
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    out.push(r.clone());
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    fn check(doc: &Value, dialect: Dialect) {
+        let paths = doc["paths"].as_object().expect("paths");
+        assert!(paths.len() >= 3, "{} paths", paths.len());
+        for (path, item) in paths {
+            let declared: Vec<&str> = item["parameters"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{path}: no path parameters"))
+                .iter()
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().expect("a name"))
+                .collect();
+            let templated: Vec<&str> = path
+                .split('/')
+                .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                .collect();
+            let mut sorted = templated.clone();
+            sorted.sort_unstable();
+            let mut declared_sorted = declared.clone();
+            declared_sorted.sort_unstable();
+            assert_eq!(declared_sorted, sorted, "{path}");
+            for (method, op) in item.as_object().expect("a path item") {
+                if method == "parameters" {
+                    continue;
+                }
+                let has_body = match dialect {
+                    Dialect::V2 => op["parameters"]
+                        .as_array()
+                        .expect("parameters")
+                        .iter()
+                        .any(|p| p["in"] == "body"),
+                    Dialect::V3 => op.get("requestBody").is_some(),
+                };
+                let wants_body = matches!(method.as_str(), "post" | "put" | "patch" | "delete");
+                assert_eq!(has_body, wants_body, "{method} {path}");
+            }
+        }
+        let mut all = Vec::new();
+        refs(doc, &mut all);
+        let prefix = match dialect {
+            Dialect::V2 => "#/definitions/",
+            Dialect::V3 => "#/components/schemas/",
+        };
+        let definitions = match dialect {
+            Dialect::V2 => &doc["definitions"],
+            Dialect::V3 => &doc["components"]["schemas"],
+        };
+        for r in all {
+            let name = r.strip_prefix(prefix).unwrap_or_else(|| panic!("{r}"));
+            assert!(definitions.get(name).is_some(), "{r} does not resolve");
+        }
+    }
+
+    #[test]
+    fn every_path_parameter_is_declared_and_every_reference_resolves() {
+        check(&v2(), Dialect::V2);
+        let pods = v3_group("", "v1").expect("core v1");
+        check(&pods, Dialect::V3);
+        check(
+            &v3_group("resource.k8s.io", "v1").expect("resource v1"),
+            Dialect::V3,
+        );
+        let list = &pods["paths"]["/api/v1/namespaces/{namespace}/pods"]["get"]["parameters"];
+        let names: Vec<&str> = list
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        for wanted in [
+            "labelSelector",
+            "fieldSelector",
+            "limit",
+            "continue",
+            "watch",
+        ] {
+            assert!(names.contains(&wanted), "{wanted} in {names:?}");
         }
     }
 }

@@ -84,7 +84,10 @@ pub fn compile_and_eval(data: &[u8]) {
         }
         if result != Err(CelError::RuntimeCostLimitExceeded) {
             let native = compiled.evaluate_uninstrumented(device);
-            match (result.map_err(|e| e.to_string()), native.map_err(|e| e.to_string())) {
+            match (
+                result.map_err(|e| e.to_string()),
+                native.map_err(|e| e.to_string()),
+            ) {
                 // When a member call's receiver and one of its arguments both fail, the metered
                 // call reports the receiver's error, as cel-go does (it evaluates the receiver
                 // first and returns the first error); cel-rust's own evaluation may report the
@@ -95,10 +98,9 @@ pub fn compile_and_eval(data: &[u8]) {
                         "metered evaluation names a metering function: {metered}: {expression}"
                     );
                 }
-                (metered, plain) => assert_eq!(
-                    metered, plain,
-                    "metered and plain evaluation: {expression}"
-                ),
+                (metered, plain) => {
+                    assert_eq!(metered, plain, "metered and plain evaluation: {expression}")
+                }
             }
         }
     }
