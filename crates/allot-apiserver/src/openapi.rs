@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
+use allot_store::Kind;
+
 use crate::resources::{RESOURCES, ResourceInfo};
 
 /// allot-api's type sources, with the OpenAPI name prefix of their definitions.
@@ -592,6 +594,20 @@ fn action_queries(action: &str) -> &'static [(&'static str, &'static str)] {
             ("orphanDependents", "boolean"),
             ("propagationPolicy", "string"),
         ],
+        "deletecollection" => &[
+            ("continue", "string"),
+            ("dryRun", "string"),
+            ("fieldSelector", "string"),
+            ("gracePeriodSeconds", "integer"),
+            ("labelSelector", "string"),
+            ("limit", "integer"),
+            ("orphanDependents", "boolean"),
+            ("propagationPolicy", "string"),
+            ("resourceVersion", "string"),
+            ("resourceVersionMatch", "string"),
+            ("sendInitialEvents", "boolean"),
+            ("timeoutSeconds", "integer"),
+        ],
         _ => &[],
     }
 }
@@ -621,7 +637,7 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
         let body = match action {
             "post" | "put" => Some((body_ref.clone().unwrap_or(json!({"type": "object"})), true)),
             "patch" => Some((json!({"type": "object"}), true)),
-            "delete" => Some((delete_options.clone(), false)),
+            "delete" | "deletecollection" => Some((delete_options.clone(), false)),
             _ => None,
         };
         let consumes: Vec<&str> = if action == "patch" {
@@ -664,7 +680,9 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
             ]);
             op["schemes"] = json!(["https"]);
         }
-        if let (Some(schema), Dialect::V3, false) = (&body_ref, dialect, action == "delete") {
+        if let (Some(schema), Dialect::V3, false) =
+            (&body_ref, dialect, action.starts_with("delete"))
+        {
             op["responses"]["200"]["content"] = json!({"application/json": {"schema": schema}});
         }
         op["parameters"] = json!(parameters);
@@ -697,14 +715,15 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
         list.push(parameter(dialect, "pretty", "query", "string"));
         json!(list)
     };
-    paths.insert(
-        format!("{base}{}", info.plural),
-        json!({
-            "post": op(format!("create{kind}"), "post"),
-            "get": op(format!("list{kind}"), "list"),
-            "parameters": path_parameters(false),
-        }),
-    );
+    let mut collection = json!({
+        "post": op(format!("create{kind}"), "post"),
+        "get": op(format!("list{kind}"), "list"),
+        "parameters": path_parameters(false),
+    });
+    if info.kind != Kind::Namespace {
+        collection["delete"] = op(format!("deleteCollection{kind}"), "deletecollection");
+    }
+    paths.insert(format!("{base}{}", info.plural), collection);
     paths.insert(
         format!("{base}{}/{{name}}", info.plural),
         json!({

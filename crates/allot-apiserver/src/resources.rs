@@ -619,6 +619,27 @@ pub fn group_versions() -> Vec<(&'static str, &'static str)> {
     out
 }
 
+/// The verbs a resource serves: every one, but `deletecollection` on namespaces (as upstream,
+/// whose namespace storage deletes one namespace at a time).
+fn verbs(kind: Kind) -> Value {
+    if kind == Kind::Namespace {
+        json!([
+            "create", "delete", "get", "list", "patch", "update", "watch"
+        ])
+    } else {
+        json!([
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch"
+        ])
+    }
+}
+
 /// `APIResourceList` for one group version (legacy discovery).
 pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
@@ -631,7 +652,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
             "singularName": r.singular,
             "namespaced": r.kind.namespaced(),
             "kind": r.kind.name(),
-            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            "verbs": verbs(r.kind),
             "shortNames": r.short_names,
             "categories": categories(r.plural),
         }));

@@ -1102,7 +1102,9 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
         (&Method::POST, None) => create(&shared, &target, &mut body),
         (&Method::PUT, Some(name)) => update(&shared, &target, name, &mut body),
         (&Method::PATCH, Some(name)) => patch(&shared, &target, name, &body.text, &content_type),
-        (&Method::DELETE, Some(name)) => delete(&shared, &target, name, &mut body, &query),
+        (&Method::DELETE, Some(name)) => delete_options(&mut body)
+            .and_then(|options| delete(&shared, &target, name, &options, &query)),
+        (&Method::DELETE, None) => delete_collection(&shared, &target, &mut body, &query),
         _ => Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -2789,21 +2791,70 @@ fn propagation(
     })
 }
 
+/// A DELETE's options: kubectl sends them as a DeleteOptions body (dryRun and preconditions
+/// live there); none is `null`.
+fn delete_options(body: &mut RequestBody) -> Result<Value, ApiError> {
+    if body.is_blank() {
+        Ok(Value::Null)
+    } else {
+        body.object()
+    }
+}
+
+/// DELETE of a collection (`deletecollection`), as upstream's generic store does it: the
+/// objects a list with the request's selectors returns, each deleted as its own DELETE with
+/// the request's options would delete it (one already gone is passed over), answered with the
+/// list as it was read. Namespaces have no such verb upstream (405), and a namespaced kind is
+/// deleted by collection only within one namespace: the path without a namespace serves
+/// reads only.
+fn delete_collection(
+    shared: &Shared,
+    target: &Target,
+    body: &mut RequestBody,
+    query: &[(String, String)],
+) -> Result<(StatusCode, Value), ApiError> {
+    if target.info.kind == Kind::Namespace
+        || (target.info.kind.namespaced() && target.namespace.is_empty())
+    {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let options = delete_options(body)?;
+    let listed = match list(shared, target, query, crate::media::Media::JSON)? {
+        Got::Value(listed) => listed,
+        Got::Encoded(_) => return Err(ApiError::internal("a JSON list came back encoded")),
+    };
+    let items = listed
+        .get("items")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for item in items {
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match delete(shared, target, name, &options, query) {
+            Ok(_) => {}
+            Err(err) if err.code == StatusCode::NOT_FOUND => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok((StatusCode::OK, listed))
+}
+
 fn delete(
     shared: &Shared,
     target: &Target,
     name: &str,
-    body: &mut RequestBody,
+    options: &Value,
     query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
     let key = key(target, name);
     let info = target.info;
-    // kubectl sends its options as a DeleteOptions body: dryRun and preconditions live there.
-    let options = if body.is_blank() {
-        Value::Null
-    } else {
-        body.object()?
-    };
     let dry_run = target.dry_run
         || options
             .get("dryRun")
@@ -2812,7 +2863,7 @@ fn delete(
     use allot_controllers::garbagecollector::{
         FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation,
     };
-    let propagation = propagation(&options, query, key.kind)?;
+    let propagation = propagation(options, query, key.kind)?;
     let deleted = write(shared, dry_run, |store| {
         let current = store
             .get_stored(&key)

@@ -268,6 +268,98 @@ fn stale_updates_conflict_and_deletes_remove() {
     assert!(err.contains("NotFound"), "{err}");
 }
 
+/// DELETE on a collection (`deletecollection`, which kube-controller-manager's namespace
+/// deleter and garbage collector use when discovery lists it) deletes what a list with the
+/// same selectors returns and answers with that list; a dry run deletes nothing; an object
+/// with a finalizer is marked, not removed; namespaces, and a namespaced kind across all
+/// namespaces, have no such verb (405), as upstream.
+#[test]
+fn deletecollection_deletes_what_the_selectors_list() {
+    let (_dir, serve) = start();
+    const MAPS: &str = "/api/v1/namespaces/default/configmaps";
+    let map = |name: &str, app: &str, finalizers: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","labels":{{"app":"{app}"}},"finalizers":[{finalizers}]}}}}"#
+        )
+    };
+    for (name, app, finalizers) in [
+        ("a", "x", ""),
+        ("b", "x", ""),
+        ("c", "y", ""),
+        ("d", "x", r#""example.com/keep""#),
+    ] {
+        let (code, body) = serve.http_json("POST", MAPS, map(name, app, finalizers).as_bytes());
+        assert_eq!(code, 201, "{body}");
+    }
+    let names = |list: &serde_json::Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().expect("a name").to_string())
+            .collect()
+    };
+    let delete = |query: &str, body: &str| -> serde_json::Value {
+        let (code, text) = serve.http_json("DELETE", &format!("{MAPS}?{query}"), body.as_bytes());
+        assert_eq!(code, 200, "{query}: {text}");
+        serde_json::from_str(&text).expect("a JSON list")
+    };
+    let listed = || -> serde_json::Value {
+        let (code, text) = serve.http("GET", MAPS, &[], b"");
+        assert_eq!(code, 200, "{text}");
+        serde_json::from_str(&text).expect("a JSON list")
+    };
+    // A dry run (in the query, or in the DeleteOptions body) answers what it would delete.
+    let dry = delete("labelSelector=app%3Dx&dryRun=All", "");
+    assert_eq!(dry["kind"], "ConfigMapList", "{dry}");
+    assert_eq!(names(&dry), ["a", "b", "d"]);
+    let dry = delete(
+        "labelSelector=app%3Dx",
+        r#"{"apiVersion":"v1","kind":"DeleteOptions","dryRun":["All"]}"#,
+    );
+    assert_eq!(names(&dry), ["a", "b", "d"]);
+    assert_eq!(names(&listed()), ["a", "b", "c", "d"]);
+    // The real one: the answer is the list as read; a finalizer keeps its object, marked.
+    let deleted = delete("labelSelector=app%3Dx", "");
+    assert_eq!(names(&deleted), ["a", "b", "d"]);
+    assert!(
+        deleted["items"][2]["metadata"]["deletionTimestamp"].is_null(),
+        "the answer shows the objects as they were listed: {deleted}"
+    );
+    let left = listed();
+    assert_eq!(names(&left), ["c", "d"]);
+    assert!(
+        left["items"][1]["metadata"]["deletionTimestamp"].is_string(),
+        "{left}"
+    );
+    // A field selector narrows it too.
+    assert_eq!(names(&delete("fieldSelector=metadata.name%3Dc", "")), ["c"]);
+    assert_eq!(names(&listed()), ["d"]);
+    // No such verb on namespaces, nor across namespaces.
+    for path in ["/api/v1/namespaces", "/api/v1/configmaps"] {
+        let (code, text) = serve.http_json("DELETE", path, b"");
+        assert_eq!(code, 405, "{path}: {text}");
+    }
+    // Discovery says so.
+    let (code, text) = serve.http("GET", "/api/v1", &[], b"");
+    assert_eq!(code, 200, "{text}");
+    let resources: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let verbs = |name: &str| -> Vec<String> {
+        resources["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["name"] == name)
+            .and_then(|r| r["verbs"].as_array())
+            .expect("verbs")
+            .iter()
+            .map(|v| v.as_str().expect("a verb").to_string())
+            .collect()
+    };
+    assert!(verbs("configmaps").contains(&"deletecollection".to_string()));
+    assert!(!verbs("namespaces").contains(&"deletecollection".to_string()));
+}
+
 /// `resourceVersionMatch=Exact` lists the collection as it was at that revision, with the
 /// list stamped with it, as kube-apiserver reads etcd at a revision (and so does `limit` with
 /// a resourceVersion and no match, upstream's legacy exact read), even past the watch window
