@@ -734,6 +734,15 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
             "parameters": path_parameters(true),
         }),
     );
+    if info.kind == Kind::Namespace {
+        paths.insert(
+            format!("{base}{}/{{name}}/finalize", info.plural),
+            json!({
+                "put": op(format!("replace{kind}Finalize"), "put"),
+                "parameters": path_parameters(true),
+            }),
+        );
+    }
     if info.status {
         paths.insert(
             format!("{base}{}/{{name}}/status", info.plural),

@@ -665,6 +665,15 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if r.kind == Kind::Namespace {
+            resources.push(json!({
+                "name": format!("{}/finalize", r.plural),
+                "singularName": "",
+                "namespaced": false,
+                "kind": r.kind.name(),
+                "verbs": ["update"],
+            }));
+        }
         if crate::scale::has_scale(r.kind) {
             resources.push(json!({
                 "name": format!("{}/scale", r.plural),

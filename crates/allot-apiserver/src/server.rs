@@ -791,6 +791,10 @@ pub(crate) struct Target {
     pub(crate) subresource: Option<&'static str>,
     /// The `scale` subresource (see `crate::scale`).
     scale: bool,
+    /// A namespace's `finalize` subresource: an update that takes `spec.finalizers` from the
+    /// body (a plain update keeps them), as kube-controller-manager's namespace controller
+    /// uses it to say the namespace's content is gone.
+    finalize: bool,
     /// Who asks (for admission checks that authorize parts of an object).
     requester: Option<crate::auth::Requester>,
     /// Field manager, `force`, field validation and the warnings collected on the way.
@@ -1091,6 +1095,11 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             Ok(Got::Value(value)) => Ok((StatusCode::OK, value)),
             Err(err) => Err(err),
         },
+        (method, Some(_)) if target.finalize && method != Method::PUT => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("{method} is not supported on namespaces/finalize"),
+        )),
         (method, Some(name)) if target.scale => {
             scale(&shared, &target, method, name, &mut body, &content_type)
         }
@@ -1535,6 +1544,7 @@ fn route(path: &str) -> Option<Target> {
         [name, "eviction"] if info.kind == Kind::Pod => {
             (Some(name.to_string()), false, Some("eviction"))
         }
+        [name, "finalize"] if info.kind == Kind::Namespace => (Some(name.to_string()), false, None),
         _ => return None,
     };
     Some(Target {
@@ -1546,6 +1556,7 @@ fn route(path: &str) -> Option<Target> {
         status,
         subresource,
         scale: matches!(tail, [_, "scale"]),
+        finalize: matches!(tail, [_, "finalize"]),
         requester: None,
     })
 }
@@ -2408,7 +2419,7 @@ fn replace_with(
             }
         }
         if info.kind == Kind::Namespace {
-            if !target.status {
+            if !target.status && !target.finalize {
                 crate::namespace::keep_spec_finalizers(&current, &mut merged);
             }
             crate::namespace::label_name(&mut merged);

@@ -360,6 +360,72 @@ fn deletecollection_deletes_what_the_selectors_list() {
     assert!(!verbs("namespaces").contains(&"deletecollection".to_string()));
 }
 
+/// A namespace's `finalize` subresource, as kube-controller-manager's namespace controller
+/// drives it when it runs instead of allot's (`--controllers=*,-namespace-controller`): the
+/// deleted namespace stays Terminating with its `kubernetes` finalizer; the controller deletes
+/// its content by collection, then PUTs the namespace to `finalize` without the finalizer, and
+/// the namespace goes. A plain update keeps `spec.finalizers`; `finalize` takes PUT only.
+#[test]
+fn the_finalize_subresource_lets_another_namespace_controller_finish() {
+    let kubectl = find_kubectl();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = start_on(
+        dir.path(),
+        &kubectl,
+        &["--controllers", "*,-namespace-controller"],
+    );
+    serve.namespace(dir.path(), "doomed");
+    let (code, body) = serve.http_json(
+        "POST",
+        "/api/v1/namespaces/doomed/configmaps",
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+    );
+    assert_eq!(code, 201, "{body}");
+    let get = |path: &str| -> (u16, serde_json::Value) {
+        let (code, text) = serve.http("GET", path, &[], b"");
+        (code, serde_json::from_str(&text).unwrap_or_default())
+    };
+    const NS: &str = "/api/v1/namespaces/doomed";
+    // A plain update cannot drop the finalizer.
+    let (_, mut namespace) = get(NS);
+    namespace["spec"]["finalizers"] = serde_json::json!([]);
+    let (code, text) = serve.http_json("PUT", NS, namespace.to_string().as_bytes());
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(
+        get(NS).1["spec"]["finalizers"],
+        serde_json::json!(["kubernetes"])
+    );
+    // Deleted, it waits for its finalizer: nobody here deletes its content.
+    let (code, text) = serve.http_json("DELETE", NS, b"");
+    assert_eq!(code, 200, "{text}");
+    let (_, namespace) = get(NS);
+    assert_eq!(namespace["status"]["phase"], "Terminating", "{namespace}");
+    // What the namespace controller does: content by collection, then finalize.
+    let (code, text) = serve.http_json("DELETE", &format!("{NS}/configmaps"), b"");
+    assert_eq!(code, 200, "{text}");
+    let (code, text) = serve.http_json("POST", &format!("{NS}/finalize"), b"{}");
+    assert_eq!(code, 405, "{text}");
+    let mut finalized = namespace.clone();
+    finalized["spec"]["finalizers"] = serde_json::json!([]);
+    let (code, text) = serve.http_json(
+        "PUT",
+        &format!("{NS}/finalize"),
+        finalized.to_string().as_bytes(),
+    );
+    assert_eq!(code, 200, "{text}");
+    let (code, namespace) = get(NS);
+    assert_eq!(code, 404, "the finalized namespace is gone: {namespace}");
+    // Discovery lists the subresource as upstream does.
+    let (_, resources) = get("/api/v1");
+    let finalize = resources["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["name"] == "namespaces/finalize")
+        .expect("namespaces/finalize in discovery");
+    assert_eq!(finalize["verbs"], serde_json::json!(["update"]));
+}
+
 /// `resourceVersionMatch=Exact` lists the collection as it was at that revision, with the
 /// list stamped with it, as kube-apiserver reads etcd at a revision (and so does `limit` with
 /// a resourceVersion and no match, upstream's legacy exact read), even past the watch window
