@@ -290,5 +290,28 @@ mod tests {
                 .any(|r| r["resource"] == "events" && r["shortNames"] == json!(["ev"]))
         }));
         assert!(core["items"][0]["metadata"].get("name").is_none());
+        // kube-controller-manager's namespace deleter reads these: every resource but
+        // namespaces deletes by collection, and namespaces have `finalize`.
+        let core_resource = |name: &str| {
+            core_resources
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r["resource"] == name))
+                .cloned()
+                .expect("a core resource")
+        };
+        let deletes_collections = |r: &Value| {
+            r["verbs"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v == "deletecollection"))
+        };
+        assert!(deletes_collections(&core_resource("configmaps")));
+        assert!(deletes_collections(claims));
+        let namespaces = core_resource("namespaces");
+        assert!(!deletes_collections(&namespaces));
+        let finalize = namespaces["subresources"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["subresource"] == "finalize"))
+            .expect("namespaces/finalize");
+        assert_eq!(finalize["verbs"], json!(["update"]));
     }
 }
