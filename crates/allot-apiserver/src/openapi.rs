@@ -720,7 +720,7 @@ fn resource_paths(info: &ResourceInfo, dialect: Dialect, paths: &mut Map<String,
         "get": op(format!("list{kind}"), "list"),
         "parameters": path_parameters(false),
     });
-    if info.kind != Kind::Namespace {
+    if crate::resources::deletes_collections(info.kind) {
         collection["delete"] = op(format!("deleteCollection{kind}"), "deletecollection");
     }
     paths.insert(format!("{base}{}", info.plural), collection);

@@ -619,25 +619,28 @@ pub fn group_versions() -> Vec<(&'static str, &'static str)> {
     out
 }
 
-/// The verbs a resource serves: every one, but `deletecollection` on namespaces (as upstream,
-/// whose namespace storage deletes one namespace at a time).
-fn verbs(kind: Kind) -> Value {
-    if kind == Kind::Namespace {
-        json!([
-            "create", "delete", "get", "list", "patch", "update", "watch"
-        ])
-    } else {
-        json!([
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch"
-        ])
-    }
+/// Whether a kind's collection is deleted in one request (`deletecollection`): every kind's
+/// but namespaces', as upstream, whose namespace storage deletes one namespace at a time.
+pub fn deletes_collections(kind: Kind) -> bool {
+    kind != Kind::Namespace
+}
+
+/// The verbs a resource serves.
+fn verbs(kind: Kind) -> Vec<&'static str> {
+    const VERBS: [&str; 8] = [
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    ];
+    VERBS
+        .into_iter()
+        .filter(|verb| *verb != "deletecollection" || deletes_collections(kind))
+        .collect()
 }
 
 /// `APIResourceList` for one group version (legacy discovery).

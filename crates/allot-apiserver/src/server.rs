@@ -2824,7 +2824,7 @@ fn delete_collection(
     body: &mut RequestBody,
     query: &[(String, String)],
 ) -> Result<(StatusCode, Value), ApiError> {
-    if target.info.kind == Kind::Namespace
+    if !resources::deletes_collections(target.info.kind)
         || (target.info.kind.namespaced() && target.namespace.is_empty())
     {
         return Err(ApiError::new(
