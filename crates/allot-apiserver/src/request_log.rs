@@ -78,7 +78,7 @@ fn body_json(content_type: &str, body: &[u8]) -> Value {
         return Value::Null;
     }
     if content_type.starts_with(allot_protobuf::MEDIA_TYPE) {
-        return match allot_protobuf::decode::<Value>(body) {
+        return match allot_protobuf::decode_typed::<Value>(body) {
             Ok(value) => value,
             Err(err) => json!({"undecodable protobuf": err.to_string()}),
         };

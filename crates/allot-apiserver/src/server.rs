@@ -1265,7 +1265,7 @@ fn decode_protobuf(bytes: &[u8]) -> Result<Value, ApiError> {
             ),
         ));
     }
-    allot_protobuf::decode::<Value>(bytes).map_err(|e| {
+    allot_protobuf::decode_typed::<Value>(bytes).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
             envelope.kind, envelope.api_version, envelope.kind

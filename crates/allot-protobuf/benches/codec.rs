@@ -7,7 +7,9 @@
 //! (the fastest JSON there is for these types); `json via Value` is the way `allot serve`
 //! handles JSON bodies: a response is the object rendered as a `serde_json::Value` (where older
 //! versions are converted), then bytes; a request body is parsed into a `Value`, then decoded
-//! into the typed object. Decoding is also measured without building the object (`no object`:
+//! into the typed object. Protobuf decoding is measured both ways: through serde
+//! (`allot_protobuf::decode`) and with the kind's typed reader (`decode_typed`, field number by
+//! field number into the struct); `to Value` is the first step of `allot serve`'s request path. Decoding is also measured without building the object (`no object`:
 //! every value visited into `serde::de::IgnoredAny`), to tell the wire format's share from the
 //! typed object's: allot-api keeps the fields it does not interpret as `serde_json::Value`s,
 //! and building those costs the same whatever the wire format. `to JSON text` is the request
@@ -24,7 +26,7 @@ use fixtures::{pod, slice};
 
 fn compare<T>(c: &mut Criterion, name: &str, api_version: &str, kind: &str, object: &T)
 where
-    T: serde::Serialize + serde::de::DeserializeOwned,
+    T: serde::Serialize + allot_protobuf::Typed,
 {
     let json = serde_json::to_vec(object).expect("json");
     let protobuf = allot_protobuf::encode(api_version, kind, object).expect("protobuf");
@@ -66,6 +68,11 @@ where
     group.bench_function("protobuf", |b| {
         b.iter(|| allot_protobuf::decode::<T>(std::hint::black_box(&protobuf)).expect("protobuf"))
     });
+    group.bench_function("protobuf, typed reader", |b| {
+        b.iter(|| {
+            allot_protobuf::decode_typed::<T>(std::hint::black_box(&protobuf)).expect("protobuf")
+        })
+    });
     // The wire formats alone: the bytes read and every value visited, no object built.
     group.bench_function("json, no object", |b| {
         b.iter(|| {
@@ -76,6 +83,27 @@ where
     group.bench_function("protobuf, no object", |b| {
         b.iter(|| {
             allot_protobuf::decode::<serde::de::IgnoredAny>(std::hint::black_box(&protobuf))
+                .expect("protobuf")
+        })
+    });
+    group.finish();
+    // allot serve reads a request body into a `Value` first (then admits it).
+    let mut group = c.benchmark_group(format!("{name}/to Value"));
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("json", |b| {
+        b.iter(|| {
+            serde_json::from_slice::<serde_json::Value>(std::hint::black_box(&json)).expect("json")
+        })
+    });
+    group.bench_function("protobuf", |b| {
+        b.iter(|| {
+            allot_protobuf::decode::<serde_json::Value>(std::hint::black_box(&protobuf))
+                .expect("protobuf")
+        })
+    });
+    group.bench_function("protobuf, typed reader", |b| {
+        b.iter(|| {
+            allot_protobuf::decode_typed::<serde_json::Value>(std::hint::black_box(&protobuf))
                 .expect("protobuf")
         })
     });

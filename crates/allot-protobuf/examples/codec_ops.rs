@@ -2,8 +2,9 @@
 //! time on a shared machine says little): `codec_ops OBJECT OP COUNT`, OBJECT `pod` or
 //! `resourceslice`, OP one of `encode-json`, `encode-json-value`, `encode-protobuf`,
 //! `encode-protobuf-value`, `decode-json`, `decode-json-value`, `decode-protobuf`,
-//! `decode-json-no-object`, `decode-protobuf-no-object`, `to-json-text-via-value`,
-//! `to-json-text`. The `-value` encodings go through a `serde_json::Value` first, as
+//! `decode-protobuf-typed` (the typed reader, `decode_typed`), `decode-json-to-value`,
+//! `decode-protobuf-to-value`, `decode-protobuf-to-value-typed`, `decode-json-no-object`,
+//! `decode-protobuf-no-object`, `to-json-text-via-value`, `to-json-text`. The `-value` encodings go through a `serde_json::Value` first, as
 //! `allot serve` renders its responses (`Stored::to_json`, then JSON or protobuf).
 //!
 //! ```text
@@ -23,7 +24,6 @@ use std::hint::black_box;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 struct Inputs<'a, T> {
     object: &'a T,
@@ -33,8 +33,14 @@ struct Inputs<'a, T> {
     protobuf: Vec<u8>,
 }
 
+/// 1 for a decoded object, dropped (its drop is part of the measure); the error as text.
+fn decoded<V, E: std::fmt::Display>(result: Result<V, E>) -> Result<usize, String> {
+    drop(black_box(result.map_err(|e| e.to_string())?));
+    Ok(1)
+}
+
 #[inline(never)]
-fn measured<T: Serialize + DeserializeOwned>(
+fn measured<T: Serialize + allot_protobuf::Typed>(
     inputs: &Inputs<'_, T>,
     op: &str,
     count: usize,
@@ -62,13 +68,7 @@ fn measured<T: Serialize + DeserializeOwned>(
                     .map_err(|e| e.to_string())?
                     .len()
             }
-            "decode-json" => {
-                drop(black_box(
-                    serde_json::from_slice::<T>(black_box(&inputs.json))
-                        .map_err(|e| e.to_string())?,
-                ));
-                1
-            }
+            "decode-json" => decoded(serde_json::from_slice::<T>(black_box(&inputs.json)))?,
             "decode-json-value" => {
                 let value: serde_json::Value =
                     serde_json::from_slice(black_box(&inputs.json)).map_err(|e| e.to_string())?;
@@ -77,13 +77,21 @@ fn measured<T: Serialize + DeserializeOwned>(
                 ));
                 1
             }
-            "decode-protobuf" => {
-                drop(black_box(
-                    allot_protobuf::decode::<T>(black_box(&inputs.protobuf))
-                        .map_err(|e| e.to_string())?,
-                ));
-                1
+            "decode-protobuf" => decoded(allot_protobuf::decode::<T>(black_box(&inputs.protobuf)))?,
+            "decode-protobuf-typed" => decoded(allot_protobuf::decode_typed::<T>(black_box(
+                &inputs.protobuf,
+            )))?,
+            "decode-protobuf-to-value" => decoded(allot_protobuf::decode::<serde_json::Value>(
+                black_box(&inputs.protobuf),
+            ))?,
+            "decode-protobuf-to-value-typed" => {
+                decoded(allot_protobuf::decode_typed::<serde_json::Value>(
+                    black_box(&inputs.protobuf),
+                ))?
             }
+            "decode-json-to-value" => decoded(serde_json::from_slice::<serde_json::Value>(
+                black_box(&inputs.json),
+            ))?,
             "decode-json-no-object" => {
                 serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&inputs.json))
                     .map_err(|e| e.to_string())?;
@@ -108,7 +116,7 @@ fn measured<T: Serialize + DeserializeOwned>(
     Ok(bytes)
 }
 
-fn run<T: Serialize + DeserializeOwned>(
+fn run<T: Serialize + allot_protobuf::Typed>(
     object: &T,
     api_version: &str,
     kind: &str,

@@ -31,6 +31,35 @@ pub struct Cx<'s> {
     out_of_order: Cell<bool>,
 }
 
+impl<'s> Cx<'s> {
+    /// A streamed reading of `schema` (the typed readers' values read through serde: any
+    /// message out of order makes them an error, and the whole decode is done again here).
+    pub(crate) fn streamed(schema: &'s Schema) -> Self {
+        Cx {
+            schema,
+            grouped: false,
+            out_of_order: Cell::new(false),
+        }
+    }
+
+    /// The schema.
+    pub(crate) fn schema(&self) -> &'s Schema {
+        self.schema
+    }
+}
+
+/// Decodes `T` through serde from the values `vals` of a field of type `ty` and cardinality
+/// `card` (a map's or list's whole run of values, or one value): what a typed object's field
+/// is given by the message's map.
+pub(crate) fn field_value<'de, T: de::Deserialize<'de>>(
+    cx: &Cx<'_>,
+    ty: Ty,
+    card: Card,
+    vals: &[Raw<'de>],
+) -> Result<T, Error> {
+    T::deserialize(FieldDe { cx, ty, card, vals })
+}
+
 /// Runs `decode` on message `msg` of `schema` in `data` (presented with `prefix` first), read
 /// as a stream; again, grouped, when the stream met a message out of order.
 pub fn read<'de, R>(
@@ -318,7 +347,7 @@ enum Streamed<'de, 's> {
 
 /// Whether `field`, read once with `raw`, is left out of the JSON form (see [`omitted`]).
 #[inline]
-fn omitted_one(field: &Field, raw: &Raw<'_>) -> bool {
+pub(crate) fn omitted_one(field: &Field, raw: &Raw<'_>) -> bool {
     if field.presence != Presence::OmitEmpty || field.card != Card::One {
         return false;
     }
@@ -333,7 +362,7 @@ fn omitted_one(field: &Field, raw: &Raw<'_>) -> bool {
 
 /// Whether `raw` comes in a wire type of `field`.
 #[inline(always)]
-fn fits(msg: &Message, field: &Field, raw: &Raw<'_>) -> Result<(), Error> {
+pub(crate) fn fits(msg: &Message, field: &Field, raw: &Raw<'_>) -> Result<(), Error> {
     if field.wires & raw.bit() != 0 {
         Ok(())
     } else {
@@ -501,7 +530,7 @@ fn bytes<'de>(raw: &Raw<'de>) -> Result<&'de [u8], Error> {
 }
 
 #[inline]
-fn utf8(b: &[u8]) -> Result<&str, Error> {
+pub(crate) fn utf8(b: &[u8]) -> Result<&str, Error> {
     if b.is_ascii() {
         // SAFETY: ASCII is UTF-8. (Most strings of an object are ASCII, and checking for that
         // takes a fraction of the general validation's instructions on short strings.)
@@ -534,6 +563,15 @@ fn small<'de>(data: &'de [u8], what: &str) -> Result<Small<'de>, Error> {
         }
     }
     Ok(out)
+}
+
+/// The JSON text of a time (`Ty::Time` or `Ty::MicroTime`) that is set (`b` not empty).
+pub(crate) fn time_text(ty: Ty, b: &[u8]) -> Result<String, Error> {
+    let t = small(b, "Time")?;
+    let mut text = String::with_capacity(27);
+    let micros = (ty == Ty::MicroTime).then_some((t.two as u32) / 1_000);
+    time::format_rfc3339(&mut text, t.one as i64, micros);
+    Ok(text)
 }
 
 fn single<'de, 's, V: Visitor<'de>>(
@@ -584,11 +622,7 @@ fn single<'de, 's, V: Visitor<'de>>(
             if b.is_empty() {
                 return visitor.visit_unit();
             }
-            let t = small(b, "Time")?;
-            let mut text = String::with_capacity(27);
-            let micros = (ty == Ty::MicroTime).then_some((t.two as u32) / 1_000);
-            time::format_rfc3339(&mut text, t.one as i64, micros);
-            visitor.visit_string(text)
+            visitor.visit_string(time_text(ty, b)?)
         }
         (Ty::Duration, Raw::Bytes(b)) => {
             let mut text = String::new();
@@ -665,17 +699,7 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        let null = self.card == Card::One
-            && matches!(self.ty, Ty::Time | Ty::MicroTime | Ty::Raw)
-            && match self.vals.last() {
-                Some(Raw::Bytes(b)) if self.ty == Ty::Raw => small(b, "RawExtension")?
-                    .text
-                    .unwrap_or_default()
-                    .is_empty(),
-                Some(Raw::Bytes(b)) => b.is_empty(),
-                _ => true,
-            };
-        if null {
+        if is_null(self.ty, self.card, self.vals)? {
             visitor.visit_none()
         } else {
             visitor.visit_some(self)
@@ -708,6 +732,21 @@ impl<'de> de::Deserializer<'de> for FieldDe<'_, 'de, '_> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
         unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
     }
+}
+
+/// Whether a field's values are JSON `null`: an empty time, or a raw extension without JSON
+/// (what an `Option` reads as `None`).
+pub(crate) fn is_null(ty: Ty, card: Card, vals: &[Raw<'_>]) -> Result<bool, Error> {
+    Ok(card == Card::One
+        && matches!(ty, Ty::Time | Ty::MicroTime | Ty::Raw)
+        && match vals.last() {
+            Some(Raw::Bytes(b)) if ty == Ty::Raw => small(b, "RawExtension")?
+                .text
+                .unwrap_or_default()
+                .is_empty(),
+            Some(Raw::Bytes(b)) => b.is_empty(),
+            _ => true,
+        })
 }
 
 /// The elements of a repeated field.
@@ -772,6 +811,41 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de, '_> {
     }
 }
 
+/// A map entry's key and value (of type `ty`); a missing value is the value type's zero.
+pub(crate) fn map_entry<'de>(raw: &Raw<'de>, ty: Ty) -> Result<(&'de [u8], Raw<'de>), Error> {
+    let entry = bytes(raw)?;
+    // As encoders write most entries: a short key, then a short length-delimited value.
+    if let [0x0a, key_len, rest @ ..] = entry
+        && *key_len < 0x80
+        && let Some((key, rest)) = rest.split_at_checked(usize::from(*key_len))
+        && let [0x12, value_len, value @ ..] = rest
+        && *value_len < 0x80
+        && value.len() == usize::from(*value_len)
+    {
+        return Ok((key, Raw::Bytes(value)));
+    }
+    let mut key: &'de [u8] = &[];
+    let mut value = match ty {
+        Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64 => Raw::Varint(0),
+        Ty::Double => Raw::I64(0),
+        Ty::Float => Raw::I32(0),
+        _ => Raw::Bytes(&[]),
+    };
+    let mut reader = Reader::new(entry);
+    while let Some((number, raw)) = reader.field()? {
+        match (number, raw) {
+            (1, Raw::Bytes(b)) => key = b,
+            (2, raw) => value = raw,
+            _ => {
+                return Err(Error::new(format!(
+                    "map entry: unknown field number {number}"
+                )));
+            }
+        }
+    }
+    Ok((key, value))
+}
+
 /// The entries of a map field.
 struct Entries<'a, 'de, 's> {
     cx: &'s Cx<'s>,
@@ -792,26 +866,7 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de, '_> {
             return Ok(None);
         };
         self.at += 1;
-        let mut key: &'de [u8] = &[];
-        // A missing value is the value type's zero.
-        let mut value = match self.ty {
-            Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Uint32 | Ty::Uint64 => Raw::Varint(0),
-            Ty::Double => Raw::I64(0),
-            Ty::Float => Raw::I32(0),
-            _ => Raw::Bytes(&[]),
-        };
-        let mut reader = Reader::new(bytes(raw)?);
-        while let Some((number, raw)) = reader.field()? {
-            match (number, raw) {
-                (1, Raw::Bytes(b)) => key = b,
-                (2, raw) => value = raw,
-                _ => {
-                    return Err(Error::new(format!(
-                        "map entry: unknown field number {number}"
-                    )));
-                }
-            }
-        }
+        let (key, value) = map_entry(raw, self.ty)?;
         self.value = Some(value);
         seed.deserialize(BorrowedStrDeserializer::<Error>::new(utf8(key)?))
             .map(Some)

@@ -18,6 +18,8 @@ pub fn pod_body(data: &[u8]) -> Vec<u8> {
 /// Decodes `data` (a Pod's message) into a `Value` and into JSON text: never a panic, both
 /// succeed or both fail, and the text reads back as the `Value` (a key repeated inside an
 /// embedded JSON document is written twice and read back last-wins, as the `Value` keeps it).
+/// The typed readers ([`crate::decode_typed`]) give what serde's reading gives, errors
+/// included, for the `Value` and the typed Pod.
 pub fn check(data: &[u8]) {
     let body = pod_body(data);
     let value = crate::decode::<Value>(&body);
@@ -36,4 +38,22 @@ pub fn check(data: &[u8]) {
         ),
     }
     let _ = crate::decode::<serde::de::IgnoredAny>(&body);
+    assert_eq!(
+        crate::decode_typed::<Value>(&body),
+        value,
+        "the typed reader's Value differs"
+    );
+    assert_eq!(
+        crate::decode_typed::<allot_api::core::v1::Pod>(&body),
+        crate::decode::<allot_api::core::v1::Pod>(&body),
+        "the typed reader's Pod differs"
+    );
+}
+
+/// [`crate::decode_typed`] without its fallback to serde: the typed reader's own result, an
+/// error where it stops. Tests check that the objects it is for are read by it.
+pub fn typed_only<T: crate::Typed>(bytes: &[u8]) -> Result<T, crate::Error> {
+    let envelope = crate::envelope(bytes)?;
+    let msg = crate::object_message(envelope.api_version, envelope.kind)?;
+    T::read(envelope.raw, msg, envelope.api_version, envelope.kind)
 }

@@ -22,6 +22,38 @@ fn round_trip_value(api_version: &str, kind: &str, value: &Value) -> Value {
 }
 
 /// The JSON text written straight from protobuf is the text of the decoded `Value`.
+/// The typed reader of `Value`s reads `bytes` itself (an object in the order the encoder
+/// writes needs no serde) into what serde's reading gives.
+fn assert_typed_value_agrees(bytes: &[u8]) {
+    let wanted: Value = decode(bytes).expect("decodes");
+    let typed: Value = crate::fuzzing::typed_only(bytes).expect("the typed reader reads it");
+    assert_eq!(typed, wanted);
+    assert_eq!(
+        crate::decode_typed::<Value>(bytes).expect("decodes"),
+        wanted
+    );
+}
+
+/// `object` encoded is read back by its kind's typed reader itself, unchanged.
+fn assert_typed_reader_reads<T>(api_version: &str, object: &T)
+where
+    T: crate::Typed + Serialize + PartialEq + std::fmt::Debug,
+{
+    let kind = std::any::type_name::<T>()
+        .rsplit("::")
+        .next()
+        .unwrap_or_default();
+    let bytes = encode(api_version, kind, object).expect("encodes");
+    let typed: T = crate::fuzzing::typed_only(&bytes).unwrap_or_else(|e| {
+        panic!(
+            "{kind}: the typed reader stops: {e}: {}",
+            serde_json::to_string(object).unwrap_or_default()
+        )
+    });
+    assert_eq!(&typed, object);
+    assert_eq!(&crate::decode_typed::<T>(&bytes).expect("decodes"), object);
+}
+
 fn assert_json_path_agrees(bytes: &[u8]) {
     let value: Value = decode(bytes).expect("decodes");
     let wanted = serde_json::to_vec(&value).expect("json");
@@ -65,6 +97,63 @@ fn json_text_straight_from_protobuf() {
 
 /// No message has two fields of one JSON name, its inlined structs' fields included: the
 /// decoder never presents a key twice (which the JSON text would repeat and a map would not).
+/// Each typed reader's table sends a field number to the struct field of that JSON name (the
+/// schema's name in snake case, or the struct's rename), and names only fields the schema has.
+#[test]
+fn typed_tables_follow_the_schema() {
+    fn snake(json: &str) -> String {
+        let renamed = [
+            ("type", "type_"),
+            ("int", "int_value"),
+            ("bool", "bool_value"),
+            ("string", "string_value"),
+            ("version", "version_value"),
+            ("ints", "int_values"),
+            ("bools", "bool_values"),
+            ("strings", "string_values"),
+            ("versions", "version_values"),
+        ];
+        if let Some((_, rust)) = renamed.iter().find(|(j, _)| *j == json) {
+            return (*rust).to_string();
+        }
+        let mut out = String::new();
+        let mut previous_lower = false;
+        for c in json.chars() {
+            if c.is_ascii_uppercase() && previous_lower {
+                out.push('_');
+            }
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            out.push(c.to_ascii_lowercase());
+        }
+        out
+    }
+    let schema = Schema::get();
+    let tables = crate::typed::tables();
+    assert!(tables.len() >= 20, "{} tables", tables.len());
+    for (name, fields) in tables {
+        let msg = schema
+            .message(name)
+            .unwrap_or_else(|| panic!("{name} is not in the schema"));
+        let msg = &schema.messages[msg as usize];
+        let mut numbers: Vec<u32> = fields.iter().map(|(n, _)| *n).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), fields.len(), "{name}: a number twice");
+        for (number, rust) in fields {
+            let (_, field) = msg
+                .field_by_number(*number)
+                .unwrap_or_else(|| panic!("{name}: no field {number}"));
+            assert!(!field.inline, "{name}: {number} is an inlined struct");
+            assert_eq!(
+                &snake(&field.json),
+                rust,
+                "{name}: field {number} ({})",
+                field.json
+            );
+        }
+    }
+}
+
 #[test]
 fn json_names_are_unique_within_a_message() {
     let schema = Schema::get();
@@ -350,6 +439,7 @@ fn every_example_object_round_trips_typed() {
     assert!(files.len() > 20, "the examples are where they should be");
     let mut checked = 0;
     let mut unrepresentable = 0;
+    let mut typed = 0;
     for path in files {
         let text = std::fs::read_to_string(&path).expect("reads");
         let Ok(documents) = parse_str(&path.display().to_string(), &text) else {
@@ -384,11 +474,32 @@ fn every_example_object_round_trips_typed() {
                                 .unwrap_or_else(|e| panic!("{}: {} {}: {e}", path.display(), raw.kind, o.metadata.name));
                             assert_eq!(o, &back, "{}: {}", path.display(), raw.kind);
                             assert_json_path_agrees(&bytes);
+                            assert_typed_value_agrees(&bytes);
                             checked += 1;
                         })*
                         _ => {}
                     }
                 };
+            }
+            // The kinds with a typed reader: read by it, into the same object.
+            match &object {
+                Object::Pod(o) => assert_typed_reader_reads(&raw.api_version, o),
+                // Not a slice with nodeAllocatableResources: serde reads those (allot
+                // regroups the field as it reads it).
+                Object::ResourceSlice(o)
+                    if o.spec
+                        .devices
+                        .iter()
+                        .all(|d| d.node_allocatable_resources.is_empty()) =>
+                {
+                    let unrepresentable = encode(&raw.api_version, &raw.kind, o)
+                        .is_err_and(|e| e.is_unrepresentable());
+                    if !unrepresentable {
+                        assert_typed_reader_reads(&raw.api_version, o);
+                        typed += 1;
+                    }
+                }
+                _ => {}
             }
             check!(
                 DeviceClass,
@@ -411,6 +522,10 @@ fn every_example_object_round_trips_typed() {
         }
     }
     assert!(checked > 50, "only {checked} objects checked");
+    assert!(
+        typed > 10,
+        "only {typed} ResourceSlices read by the typed reader"
+    );
     assert!(
         unrepresentable <= 3,
         "{unrepresentable} objects without a protobuf form"
@@ -616,17 +731,24 @@ mod properties {
             prop_assert_eq!(&got, &wanted);
             let typed: allot_api::core::v1::Pod = crate::decode(&reordered).expect("decodes typed");
             let wanted_typed: allot_api::core::v1::Pod = crate::decode(&bytes).expect("decodes typed");
-            prop_assert_eq!(typed, wanted_typed);
+            prop_assert_eq!(&typed, &wanted_typed);
+            // The typed readers too (serde's, where a field comes back after others).
+            let read: allot_api::core::v1::Pod = crate::decode_typed(&reordered).expect("decodes typed");
+            prop_assert_eq!(&read, &wanted_typed);
+            prop_assert_eq!(crate::decode_typed::<Value>(&reordered).expect("decodes"), wanted.clone());
             let text = crate::decode_json(&reordered).expect("decodes to JSON");
             prop_assert_eq!(text, serde_json::to_vec(&got).expect("json"));
         }
 
-        /// Arbitrary bytes: the JSON text and the `Value` agree, errors included.
+        /// Arbitrary bytes: the JSON text, the `Value` and the typed reader's `Value` agree, errors
+        /// included.
         #[test]
         fn random_bytes_decode_alike(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
             let mut body = crate::MAGIC.to_vec();
             body.extend(tail);
-            let old = crate::decode::<Value>(&body).map(|v| serde_json::to_vec(&v).expect("json"));
+            let value = crate::decode::<Value>(&body);
+            prop_assert_eq!(crate::decode_typed::<Value>(&body), value.clone());
+            let old = value.map(|v| serde_json::to_vec(&v).expect("json"));
             prop_assert_eq!(crate::decode_json(&body), old);
         }
 
@@ -664,6 +786,7 @@ fn every_other_kind_round_trips_typed() {
                         let bytes = encode(&raw.api_version, &raw.kind, &value)
                             .unwrap_or_else(|e| panic!("{}: {e}", raw.kind));
                         assert_json_path_agrees(&bytes);
+                        assert_typed_value_agrees(&bytes);
                         let mut back: Value = decode(&bytes).expect("decodes");
                         back.as_object_mut().map(|m| { m.remove("apiVersion"); m.remove("kind"); });
                         let mut wanted = value.clone();
