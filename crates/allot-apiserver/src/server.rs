@@ -1086,6 +1086,9 @@ async fn serve(shared: Arc<Shared>, request: Request) -> Response {
             crate::subresources::create(&shared, &target, subresource, &parts.method, &mut body);
         return respond(media, result, &target);
     }
+    if parts.method == Method::GET && !watching {
+        await_resource_version(&shared, &query).await;
+    }
     let result = match (&parts.method, &target.name) {
         (&Method::GET, None) if watching => {
             return watch(shared, target, &query, media);
@@ -1787,7 +1790,8 @@ fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), Ap
         (inner.backend.read_barrier(at_least), current)
     };
     let Some(barrier) = barrier else {
-        // The store is all there is: a resourceVersion beyond it does not exist yet.
+        // The store is all there is, and the resourceVersion did not come in the wait
+        // (`await_resource_version`).
         return match at_least {
             Some(rv) => Err(too_large_resource_version(rv, current)),
             None => Ok(()),
@@ -1819,9 +1823,41 @@ fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), Ap
     Ok(())
 }
 
-/// How long a watch from a resourceVersion the store has not reached waits for it
+/// How long a watch, list or get at a resourceVersion the store has not reached waits for it
 /// (kube-apiserver's watch cache: 3 s).
 const FUTURE_RESOURCE_VERSION_WAIT: Duration = Duration::from_secs(3);
+
+/// A list or get at a resourceVersion (match NotOlderThan or Exact) the embedded store has not
+/// reached: waits for it as kube-apiserver's watch cache waits (a write under way may bring
+/// it), up to [`FUTURE_RESOURCE_VERSION_WAIT`], before [`consistent_read`] answers 504. On etcd
+/// the read barrier waits instead.
+async fn await_resource_version(shared: &Shared, query: &[(String, String)]) {
+    if !matches!(
+        query_get(query, "resourceVersionMatch"),
+        "" | "NotOlderThan" | "Exact"
+    ) {
+        return;
+    }
+    let Ok(wanted) = query_get(query, "resourceVersion").parse::<u64>() else {
+        return;
+    };
+    let mut changed = shared.changed.subscribe();
+    let deadline = tokio::time::Instant::now() + FUTURE_RESOURCE_VERSION_WAIT;
+    loop {
+        {
+            let inner = shared.lock();
+            if inner.store.resource_version() >= wanted
+                || inner.backend.read_barrier(Some(wanted)).is_some()
+            {
+                return;
+            }
+        }
+        match tokio::time::timeout_at(deadline, changed.changed()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) | Err(_) => return,
+        }
+    }
+}
 
 /// Upstream's answer when the store has not reached a resourceVersion in time (504, retry in
 /// a second).
