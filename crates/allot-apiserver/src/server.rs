@@ -1775,9 +1775,8 @@ fn past_list(
 fn consistent_read(shared: &Shared, query: &[(String, String)]) -> Result<(), ApiError> {
     let at_least = match query_get(query, "resourceVersion") {
         "" => None,
-        "0" => return Ok(()),
-        rv => match (query_get(query, "resourceVersionMatch"), rv.parse::<u64>()) {
-            ("" | "NotOlderThan" | "Exact", Ok(rv)) => Some(rv),
+        _ => match read_at_least(query) {
+            Some(rv) if rv > 0 => Some(rv),
             _ => return Ok(()),
         },
     };
@@ -1832,26 +1831,36 @@ const FUTURE_RESOURCE_VERSION_WAIT: Duration = Duration::from_secs(3);
 /// it), up to [`FUTURE_RESOURCE_VERSION_WAIT`], before [`consistent_read`] answers 504. On etcd
 /// the read barrier waits instead.
 async fn await_resource_version(shared: &Shared, query: &[(String, String)]) {
-    if !matches!(
-        query_get(query, "resourceVersionMatch"),
-        "" | "NotOlderThan" | "Exact"
-    ) {
-        return;
-    }
-    let Ok(wanted) = query_get(query, "resourceVersion").parse::<u64>() else {
+    let Some(wanted) = read_at_least(query) else {
         return;
     };
     let mut changed = shared.changed.subscribe();
+    wait_for_store(shared, &mut changed, |inner| {
+        inner.store.resource_version() >= wanted
+            || inner.backend.read_barrier(Some(wanted)).is_some()
+    })
+    .await;
+}
+
+/// The resourceVersion a read asks to see at least: a number, matched NotOlderThan (the
+/// default) or Exact.
+fn read_at_least(query: &[(String, String)]) -> Option<u64> {
+    match query_get(query, "resourceVersionMatch") {
+        "" | "NotOlderThan" | "Exact" => query_get(query, "resourceVersion").parse().ok(),
+        _ => None,
+    }
+}
+
+/// Waits until `reached` holds of the server's state, each change of the store seen through
+/// `changed`, for at most [`FUTURE_RESOURCE_VERSION_WAIT`] (kube-apiserver's watch cache
+/// waits so long for a resourceVersion it has not reached).
+async fn wait_for_store(
+    shared: &Shared,
+    changed: &mut tokio::sync::watch::Receiver<u64>,
+    reached: impl Fn(&Inner) -> bool,
+) {
     let deadline = tokio::time::Instant::now() + FUTURE_RESOURCE_VERSION_WAIT;
-    loop {
-        {
-            let inner = shared.lock();
-            if inner.store.resource_version() >= wanted
-                || inner.backend.read_barrier(Some(wanted)).is_some()
-            {
-                return;
-            }
-        }
+    while !reached(&shared.lock()) {
         match tokio::time::timeout_at(deadline, changed.changed()).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) | Err(_) => return,
@@ -3117,13 +3126,10 @@ fn watch(
         // A resourceVersion the store has not reached yet (another server's write on etcd, on
         // its way through the watch): wait for it a while, as kube-apiserver's watch cache does.
         if !initial && let Ok(wanted) = requested.parse::<u64>() {
-            let deadline = tokio::time::Instant::now() + FUTURE_RESOURCE_VERSION_WAIT;
-            while shared.lock().store.resource_version() < wanted {
-                match tokio::time::timeout_at(deadline, changed.changed()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) | Err(_) => break,
-                }
-            }
+            wait_for_store(&shared, &mut changed, |inner| {
+                inner.store.resource_version() >= wanted
+            })
+            .await;
         }
         // Where the watch starts, and the synthetic ADDED events for "now".
         let mut lines = Vec::new();

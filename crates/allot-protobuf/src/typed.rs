@@ -53,6 +53,14 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// The slot of a schema field.
+    fn of(field: &Field) -> Slot {
+        Slot {
+            ty: field.ty,
+            card: field.card,
+        }
+    }
+
     /// One value of this slot's type (an element of a list, a map's value).
     fn one(self) -> Slot {
         Slot {
@@ -164,8 +172,9 @@ impl<T: Decode> Decode for Vec<T> {
             match T::fresh() {
                 Some(fresh) => {
                     out.push(fresh);
-                    let at = out.len() - 1;
-                    out[at].merge(cx, raw, one)?;
+                    if let Some(last) = out.last_mut() {
+                        last.merge(cx, raw, one)?;
+                    }
                 }
                 None => out.push(T::decode(cx, raw, one)?),
             }
@@ -309,7 +318,7 @@ fn message_value(
         }
         let value = match field.card {
             Card::One => one_value(cx, field.ty, vals)?,
-            card => Value::decode(cx, vals, Slot { ty: field.ty, card })?,
+            _ => Value::decode(cx, vals, Slot::of(field))?,
         };
         out.insert(String::from(&*field.json), value);
         Ok(())
@@ -398,11 +407,7 @@ fn merge_message<M: Message>(out: &mut M, cx: &Cx<'_>, msg: u16, data: &[u8]) ->
         if field.inline {
             return Err(not_typed());
         }
-        let slot = Slot {
-            ty: field.ty,
-            card: field.card,
-        };
-        out.field(cx, field.number, vals, slot)
+        out.field(cx, field.number, vals, Slot::of(field))
     })
 }
 
@@ -413,8 +418,14 @@ fn merge_struct<M: Message>(
     vals: &[Raw<'_>],
     slot: Slot,
 ) -> Result<(), Error> {
+    let (msg, data) = payload(slot, vals)?;
+    merge_message(out, cx, msg, data)
+}
+
+/// The message a struct reads from its field's value, and its payload.
+fn payload<'d>(slot: Slot, vals: &[Raw<'d>]) -> Result<(u16, &'d [u8]), Error> {
     match (slot.ty, slot.card, vals) {
-        (Ty::Message(msg), Card::One, [Raw::Bytes(data)]) => merge_message(out, cx, msg, data),
+        (Ty::Message(msg), Card::One, [Raw::Bytes(data)]) => Ok((msg, data)),
         _ => Err(not_typed()),
     }
 }
@@ -589,36 +600,22 @@ impl Decode for resource::DeviceCapacity {
     fn decode(cx: &Cx<'_>, vals: &[Raw<'_>], slot: Slot) -> Result<Self, Error> {
         static INDEX: OnceLock<Option<u16>> = OnceLock::new();
         let index = *INDEX.get_or_init(|| Schema::get().message("resource/v1.DeviceCapacity"));
-        let (Ty::Message(msg), Card::One, [Raw::Bytes(data)]) = (slot.ty, slot.card, vals) else {
-            return Err(not_typed());
-        };
+        let (msg, data) = payload(slot, vals)?;
         if index != Some(msg) {
             return Err(not_typed());
         }
-        let message = &cx.schema().messages[msg as usize];
         let (mut value, mut request_policy) = (None, None);
-        let mut reader = Reader::new(data);
-        while let Some((number, raw)) = reader.field()? {
-            let Some((_, field)) = message.field_by_number(number) else {
-                return Err(not_typed());
-            };
-            fits(message, field, &raw)?;
-            let slot = Slot {
-                ty: field.ty,
-                card: field.card,
-            };
-            let one = std::slice::from_ref(&raw);
-            match number {
-                1 if value.is_none() => value = Some(Decode::decode(cx, one, slot)?),
-                2 if request_policy.is_none() => {
-                    request_policy = Some(Decode::decode(cx, one, slot)?)
-                }
+        each_field(&cx.schema().messages[msg as usize], data, |field, vals| {
+            match field.number {
+                1 => value = Some(Decode::decode(cx, vals, Slot::of(field))?),
+                2 => request_policy = Decode::decode(cx, vals, Slot::of(field))?,
                 _ => return Err(not_typed()),
             }
-        }
+            Ok(())
+        })?;
         Ok(resource::DeviceCapacity {
             value: value.ok_or_else(not_typed)?,
-            request_policy: request_policy.flatten(),
+            request_policy,
         })
     }
 }
